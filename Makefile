@@ -1,0 +1,59 @@
+# scout: top-level driver. A fresh clone needs nothing but `make`:
+# it bootstraps autotools, configures into build/ and builds there.
+#   make            build everything
+#   make check      install missing packages (as root), build, run all tests
+#   make demo       run a job with an injected fault and print the verdict
+#   make bench      run the benchmarks (prints tables with baselines)
+#   make check-sanitizers   ASan+UBSan build in build-asan/, unit tests
+#   make install DESTDIR=... PREFIX given to configure via CONFIGURE_FLAGS
+BUILD           ?= build
+ASAN_BUILD      ?= build-asan
+CONFIGURE_FLAGS ?=
+JOBS            ?= $(shell nproc 2>/dev/null || echo 2)
+AUTOTOOLS_IN     = configure.ac Makefile.am $(wildcard m4/x_ac_*.m4)
+
+.PHONY: all deps check check-sanitizers demo bench install clean distclean
+
+all: $(BUILD)/Makefile
+	$(MAKE) -C $(BUILD) -j$(JOBS)
+
+deps:
+	@scripts/install-deps
+
+configure: $(AUTOTOOLS_IN)
+	./bootstrap
+
+$(BUILD)/Makefile: configure
+	mkdir -p $(BUILD)
+	cd $(BUILD) && ../configure $(CONFIGURE_FLAGS)
+
+$(ASAN_BUILD)/Makefile: configure
+	mkdir -p $(ASAN_BUILD)
+	cd $(ASAN_BUILD) && ../configure --enable-sanitizers $(CONFIGURE_FLAGS)
+
+check: deps
+	$(MAKE) all
+	$(MAKE) -C $(BUILD) check
+
+check-sanitizers: deps $(ASAN_BUILD)/Makefile
+	$(MAKE) -C $(ASAN_BUILD) -j$(JOBS)
+	$(MAKE) -C $(ASAN_BUILD) check
+
+demo: deps
+	$(MAKE) all
+	$(BUILD)/examples/demo
+
+bench: all
+	$(MAKE) -C $(BUILD) bench
+
+install: all
+	$(MAKE) -C $(BUILD) install
+
+clean:
+	-$(MAKE) -C $(BUILD) clean
+
+distclean:
+	rm -rf $(BUILD) $(ASAN_BUILD) configure Makefile.in aclocal.m4 autom4te.cache \
+	  build-aux/compile build-aux/config.guess build-aux/config.sub build-aux/depcomp \
+	  build-aux/install-sh build-aux/ltmain.sh build-aux/missing build-aux/test-driver \
+	  m4/libtool.m4 m4/lt*.m4

@@ -1,0 +1,267 @@
+// mpi_train: a real data-parallel training loop on synthetic data (a small
+// MLP regression: forward, backward, gradient MPI_Allreduce, periodic Bcast,
+// Allgather and Barrier), with fault injection so scout can be tested:
+//   --fault KIND:rank=R:step=S[:ms=M]
+//   KIND: stop (SIGSTOP itself), hang (spin before the next collective),
+//         crash (abort), slow (sleep M ms per step from S on), diverge (call a
+//         different collective at step S), corrupt (flip one bit of its
+//         allreduce result at step S).
+#include <mpi.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+struct Fault {
+  std::string kind;  // empty: none
+  int rank = -1;
+  long step = -1;
+  long ms = 50;
+};
+
+struct Options {
+  long steps = 100;
+  int features = 8, hidden = 16, batch = 64;
+  long print_every = 50;
+  double step_ms = 2.0;  // extra simulated compute per step
+  double jitter = 0.0;   // +- fraction of step_ms, random per rank and step
+  unsigned seed = 1;
+  Fault fault;
+};
+
+[[noreturn]] void usage_error(int rank, const std::string& msg) {
+  if (rank == 0)
+    std::fprintf(stderr, "mpi_train: %s\n"
+                 "usage: mpi_train [--steps N] [--features F] [--hidden H] [--batch B]\n"
+                 "                 [--step-ms MS] [--jitter FRAC] [--print-every K] [--seed S]\n"
+                 "                 [--fault KIND:rank=R:step=S[:ms=M]]\n"
+                 "KIND is one of stop, hang, crash, slow, diverge, corrupt\n", msg.c_str());
+  MPI_Finalize();
+  std::exit(2);
+}
+
+long to_long(int rank, const std::string& what, const std::string& v, long min) {
+  errno = 0;
+  char* end = nullptr;
+  long x = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end || errno || x < min)
+    usage_error(rank, what + ": '" + v + "' is not an integer >= " + std::to_string(min));
+  return x;
+}
+
+double to_double(int rank, const std::string& what, const std::string& v, double min) {
+  errno = 0;
+  char* end = nullptr;
+  double x = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end || errno || !std::isfinite(x) || x < min)
+    usage_error(rank, what + ": '" + v + "' is not a number >= " + std::to_string(min));
+  return x;
+}
+
+Fault parse_fault(int rank, const std::string& spec) {
+  Fault f;
+  auto colon = spec.find(':');
+  f.kind = spec.substr(0, colon);
+  static const char* kKinds[] = {"stop", "hang", "crash", "slow", "diverge", "corrupt"};
+  bool known = false;
+  for (auto* k : kKinds) known |= f.kind == k;
+  if (!known)
+    usage_error(rank, "--fault: unknown kind '" + f.kind +
+                          "'; expected stop, hang, crash, slow, diverge or corrupt");
+  std::string rest = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  while (!rest.empty()) {
+    auto next = rest.find(':');
+    std::string kv = rest.substr(0, next);
+    rest = next == std::string::npos ? "" : rest.substr(next + 1);
+    auto eq = kv.find('=');
+    if (eq == std::string::npos)
+      usage_error(rank, "--fault: '" + kv + "' is not KEY=VALUE; expected rank=R, step=S or ms=M");
+    std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
+    if (k == "rank") f.rank = static_cast<int>(to_long(rank, "--fault rank", v, 0));
+    else if (k == "step") f.step = to_long(rank, "--fault step", v, 0);
+    else if (k == "ms") f.ms = to_long(rank, "--fault ms", v, 0);
+    else usage_error(rank, "--fault: unknown key '" + k + "'; expected rank, step or ms");
+  }
+  if (f.rank < 0 || f.step < 0)
+    usage_error(rank, "--fault: '" + spec + "' needs rank=R and step=S, e.g. stop:rank=5:step=40");
+  return f;
+}
+
+Options parse(int rank, int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto val = [&]() -> std::string {
+      if (i + 1 >= argc) usage_error(rank, a + ": missing value");
+      return argv[++i];
+    };
+    if (a == "--steps") o.steps = to_long(rank, a, val(), 1);
+    else if (a == "--features") o.features = static_cast<int>(to_long(rank, a, val(), 1));
+    else if (a == "--hidden") o.hidden = static_cast<int>(to_long(rank, a, val(), 1));
+    else if (a == "--batch") o.batch = static_cast<int>(to_long(rank, a, val(), 1));
+    else if (a == "--print-every") o.print_every = to_long(rank, a, val(), 1);
+    else if (a == "--step-ms") o.step_ms = to_double(rank, a, val(), 0);
+    else if (a == "--jitter") o.jitter = to_double(rank, a, val(), 0);
+    else if (a == "--seed") o.seed = static_cast<unsigned>(to_long(rank, a, val(), 0));
+    else if (a == "--fault") o.fault = parse_fault(rank, val());
+    else usage_error(rank, "unknown option '" + a + "'");
+  }
+  return o;
+}
+
+struct Model {
+  int f, h;
+  std::vector<double> w1, b1, w2;  // w1: h x f
+  double b2 = 0;
+  std::size_t size() const { return w1.size() + b1.size() + w2.size() + 1; }
+  void pack(std::vector<double>& v) const {
+    v.clear();
+    v.insert(v.end(), w1.begin(), w1.end());
+    v.insert(v.end(), b1.begin(), b1.end());
+    v.insert(v.end(), w2.begin(), w2.end());
+    v.push_back(b2);
+  }
+  void unpack(const std::vector<double>& v) {
+    std::size_t k = 0;
+    for (auto& x : w1) x = v[k++];
+    for (auto& x : b1) x = v[k++];
+    for (auto& x : w2) x = v[k++];
+    b2 = v[k];
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  Options o = parse(rank, argc, argv);
+  const bool faulty = o.fault.rank == rank;
+
+  // Teacher and data shard: deterministic per seed and rank.
+  std::mt19937_64 rng(o.seed * 7919 + static_cast<unsigned>(rank));
+  std::normal_distribution<double> nd(0, 1);
+  std::mt19937_64 teacher_rng(o.seed);
+  std::vector<double> teacher(static_cast<std::size_t>(o.features));
+  for (auto& t : teacher) t = std::normal_distribution<double>(0, 1)(teacher_rng);
+
+  Model m{o.features, o.hidden, {}, {}, {}, 0};
+  std::mt19937_64 init_rng(o.seed + 17);  // same init everywhere
+  m.w1.resize(static_cast<std::size_t>(o.hidden * o.features));
+  m.b1.assign(static_cast<std::size_t>(o.hidden), 0);
+  m.w2.resize(static_cast<std::size_t>(o.hidden));
+  for (auto& x : m.w1) x = std::normal_distribution<double>(0, 0.3)(init_rng);
+  for (auto& x : m.w2) x = std::normal_distribution<double>(0, 0.3)(init_rng);
+
+  std::vector<double> params, grads(m.size()), sum(m.size());
+  std::vector<double> xb(static_cast<std::size_t>(o.features)), hid(static_cast<std::size_t>(o.hidden));
+  std::vector<double> losses(static_cast<std::size_t>(size));
+  std::uniform_real_distribution<double> jit(-1, 1);
+  const double lr = 0.05;
+  double loss = 0;
+
+  for (long step = 0; step < o.steps; ++step) {
+    // --- compute: forward and backward over the local batch ---------------
+    std::fill(grads.begin(), grads.end(), 0.0);
+    loss = 0;
+    for (int b = 0; b < o.batch; ++b) {
+      double y = 0;
+      for (int i = 0; i < o.features; ++i) {
+        xb[static_cast<std::size_t>(i)] = nd(rng);
+        y += teacher[static_cast<std::size_t>(i)] * xb[static_cast<std::size_t>(i)];
+      }
+      y = std::sin(y);
+      double out = m.b2;
+      for (int j = 0; j < o.hidden; ++j) {
+        double a = m.b1[static_cast<std::size_t>(j)];
+        for (int i = 0; i < o.features; ++i)
+          a += m.w1[static_cast<std::size_t>(j * o.features + i)] * xb[static_cast<std::size_t>(i)];
+        hid[static_cast<std::size_t>(j)] = std::tanh(a);
+        out += m.w2[static_cast<std::size_t>(j)] * hid[static_cast<std::size_t>(j)];
+      }
+      double err = out - y;
+      loss += 0.5 * err * err;
+      std::size_t off_b1 = m.w1.size(), off_w2 = off_b1 + m.b1.size(), off_b2 = off_w2 + m.w2.size();
+      for (int j = 0; j < o.hidden; ++j) {
+        double hj = hid[static_cast<std::size_t>(j)];
+        grads[off_w2 + static_cast<std::size_t>(j)] += err * hj;
+        double dh = err * m.w2[static_cast<std::size_t>(j)] * (1 - hj * hj);
+        grads[off_b1 + static_cast<std::size_t>(j)] += dh;
+        for (int i = 0; i < o.features; ++i)
+          grads[static_cast<std::size_t>(j * o.features + i)] += dh * xb[static_cast<std::size_t>(i)];
+      }
+      grads[off_b2] += err;
+    }
+    loss /= o.batch;
+    for (auto& g : grads) g /= o.batch;
+    double ms = o.step_ms * (1 + o.jitter * jit(rng));
+    if (faulty && o.fault.kind == "slow" && step >= o.fault.step) ms += static_cast<double>(o.fault.ms);
+    if (ms > 0) std::this_thread::sleep_for(std::chrono::microseconds(static_cast<long>(ms * 1000)));
+
+    // --- injected faults before the gradient exchange ---------------------
+    if (faulty && step == o.fault.step) {
+      if (o.fault.kind == "stop") {
+        std::fprintf(stderr, "mpi_train: rank %d: injected fault: SIGSTOP at step %ld\n", rank, step);
+        std::raise(SIGSTOP);
+      } else if (o.fault.kind == "hang") {
+        std::fprintf(stderr, "mpi_train: rank %d: injected fault: hang at step %ld\n", rank, step);
+        std::atomic<unsigned long> spin{0};
+        for (;;) spin.fetch_add(1, std::memory_order_relaxed);
+      } else if (o.fault.kind == "crash") {
+        std::fprintf(stderr, "mpi_train: rank %d: injected fault: abort at step %ld\n", rank, step);
+        std::abort();
+      }
+    }
+
+    // --- communication: average the gradients ----------------------------
+    if (faulty && step == o.fault.step && o.fault.kind == "diverge") {
+      std::fprintf(stderr, "mpi_train: rank %d: injected fault: Barrier instead of Allreduce at step %ld\n", rank, step);
+      MPI_Barrier(MPI_COMM_WORLD);
+    } else {
+      MPI_Allreduce(grads.data(), sum.data(), static_cast<int>(grads.size()), MPI_DOUBLE, MPI_SUM,
+                    MPI_COMM_WORLD);
+    }
+    if (faulty && step == o.fault.step && o.fault.kind == "corrupt") {
+      std::uint64_t bits;
+      std::memcpy(&bits, &sum[0], sizeof bits);
+      bits ^= 1ULL << 40;
+      std::memcpy(&sum[0], &bits, sizeof bits);
+      std::fprintf(stderr, "mpi_train: rank %d: injected fault: bit flip in allreduce output at step %ld\n", rank, step);
+    }
+    m.pack(params);
+    for (std::size_t k = 0; k < params.size(); ++k) params[k] -= lr * sum[k] / size;
+    m.unpack(params);
+
+    if (step % 10 == 9) {  // keep replicas identical
+      m.pack(params);
+      MPI_Bcast(params.data(), static_cast<int>(params.size()), MPI_DOUBLE, 0, MPI_COMM_WORLD);
+      m.unpack(params);
+    }
+    if (step % 20 == 19) {
+      MPI_Allgather(&loss, 1, MPI_DOUBLE, losses.data(), 1, MPI_DOUBLE, MPI_COMM_WORLD);
+      double mean = 0;
+      for (double l : losses) mean += l;
+      loss = mean / size;
+    }
+    if (step % 50 == 49) MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0 && (step % o.print_every == o.print_every - 1 || step == o.steps - 1))
+      std::printf("step %ld loss %.6f\n", step + 1, loss);
+  }
+  if (rank == 0) std::printf("done: %ld steps on %d ranks, final loss %.6f\n", o.steps, size, loss);
+  std::fflush(stdout);
+  MPI_Finalize();
+  return 0;
+}

@@ -1,0 +1,72 @@
+// Reader side of the rank record protocol (see rank_record.hpp).
+#include "libc3/rank_record.hpp"
+
+#include <fmt/format.h>
+
+namespace scout::c3 {
+
+const char* coll_name(std::uint32_t kind) noexcept {
+  static const char* const kNames[kCollKindCount] = {
+      "none", "allgather", "allgatherv", "allreduce", "alltoall", "alltoallv", "alltoallw",
+      "barrier", "bcast", "exscan", "gather", "gatherv", "reduce", "reduce_scatter",
+      "reduce_scatter_block", "scan", "scatter", "scatterv", "neighbor_allgather",
+      "neighbor_allgatherv", "neighbor_alltoall", "neighbor_alltoallv", "neighbor_alltoallw"};
+  std::uint32_t k = kind & 0xff;
+  return k < kCollKindCount ? kNames[k] : "unknown";
+}
+
+bool record_read(const RankRecord& r, RecordLive& out, std::uint64_t* lock_value,
+                 int tries) noexcept {
+  constexpr std::size_t kWords = sizeof(RecordLive) / 8;
+  for (int t = 0; t < tries; ++t) {
+    std::uint64_t s1 = r.lock.load(std::memory_order_acquire);
+    if (s1 & 1) continue;
+    const auto* src = reinterpret_cast<const std::uint64_t*>(&r.live);
+    std::uint64_t buf[kWords];
+    for (std::size_t i = 0; i < kWords; ++i)
+      buf[i] = __atomic_load_n(const_cast<std::uint64_t*>(src + i), __ATOMIC_RELAXED);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    std::uint64_t s2 = r.lock.load(std::memory_order_relaxed);
+    if (s1 != s2) continue;
+    std::memcpy(&out, buf, sizeof out);
+    if (lock_value) *lock_value = s1;
+    return true;
+  }
+  return false;
+}
+
+std::string record_check_header(const RankRecord& r, std::size_t mapped_bytes) {
+  if (mapped_bytes < sizeof(RankRecord))
+    return fmt::format("record is {} bytes; expected at least {}", mapped_bytes,
+                       sizeof(RankRecord));
+  if (r.magic != kRecordMagic)
+    return fmt::format("bad magic {:#018x}; expected {:#018x} (not a scout rank record)",
+                       r.magic, kRecordMagic);
+  if (r.version != kRecordVersion)
+    return fmt::format("record version {}; expected version {}", r.version, kRecordVersion);
+  if (r.size != sizeof(RankRecord))
+    return fmt::format("record size field {}; expected {}", r.size, sizeof(RankRecord));
+  if (r.world_rank < 0 || r.world_size <= 0 || r.world_rank >= r.world_size)
+    return fmt::format("rank {} of {} is out of range", r.world_rank, r.world_size);
+  return {};
+}
+
+std::string record_shm_name(const std::string& job, const std::string& step, int rank) {
+  return fmt::format("/scout.{}.{}.{}", job, step, rank);
+}
+
+bool valid_job_id(const std::string& s) noexcept {
+  if (s.empty() || s.size() > 20) return false;
+  for (char c : s)
+    if (c < '0' || c > '9') return false;
+  return true;
+}
+
+bool valid_step_id(const std::string& s) noexcept {
+  if (s.empty() || s.size() > 15) return false;
+  for (char c : s)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || c == '_')) return false;
+  return true;
+}
+
+}  // namespace scout::c3

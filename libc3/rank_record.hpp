@@ -1,0 +1,109 @@
+// The per-rank shared-memory record: written by the probe inside a training
+// rank (single writer), read by scoutd. A seqlock guards the live part so a
+// reader never sees a torn record. The writer side is header-only and must
+// never allocate, lock, log or make a syscall.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <type_traits>
+
+namespace scout::c3 {
+
+inline constexpr std::uint64_t kRecordMagic = 0x3142525054554F53ULL;  // "SOUTPRB1" LE
+inline constexpr std::uint32_t kRecordVersion = 1;
+
+// Collective kinds (stable codes: they go into fingerprints and the ledger).
+enum CollKind : std::uint32_t {
+  kCollNone = 0, kAllgather, kAllgatherv, kAllreduce, kAlltoall, kAlltoallv, kAlltoallw,
+  kBarrier, kBcast, kExscan, kGather, kGatherv, kReduce, kReduceScatter,
+  kReduceScatterBlock, kScan, kScatter, kScatterv, kNeighborAllgather,
+  kNeighborAllgatherv, kNeighborAlltoall, kNeighborAlltoallv, kNeighborAlltoallw,
+  kCollKindCount
+};
+const char* coll_name(std::uint32_t kind) noexcept;  // "allreduce", "ibarrier" uses flag
+
+inline constexpr std::uint32_t kFlagNonblocking = 1u << 8;  // OR-ed into kind
+
+// Life-cycle flags.
+inline constexpr std::uint32_t kStateInitialized = 1;
+inline constexpr std::uint32_t kStateFinalized = 2;
+
+// The live part, copied under the seqlock. All 8-byte fields so it can be
+// copied word by word with relaxed atomics (no data race, no torn words).
+struct alignas(8) RecordLive {
+  std::uint64_t seq;           // collectives entered so far (monotonic)
+  std::uint64_t fingerprint;   // of the current / last collective
+  std::uint64_t comm_id;       // identity of its communicator
+  std::uint64_t kind;          // CollKind | kFlagNonblocking
+  std::int64_t count;
+  std::uint64_t datatype;      // stable datatype code (see probe)
+  std::uint64_t op;            // stable op code
+  std::int64_t root;
+  std::uint64_t in_collective; // 1 while inside a collective (or its wait)
+  std::uint64_t entry_ns;      // CLOCK_MONOTONIC of the last entry
+  std::uint64_t exit_ns;       // CLOCK_MONOTONIC of the last exit
+  std::uint64_t inside_ns;     // cumulative time inside collectives
+  std::uint64_t outside_ns;    // cumulative time outside (compute)
+  std::uint64_t state;         // kState* flags
+  std::uint64_t out_sig;       // signature of a sampled collective output
+  std::uint64_t out_sig_seq;   // seq of the collective out_sig belongs to
+};
+static_assert(std::is_trivially_copyable_v<RecordLive>);
+static_assert(sizeof(RecordLive) % 8 == 0);
+
+struct RankRecord {
+  // Header: written once before the record is published, then read-only.
+  std::uint64_t magic;
+  std::uint32_t version;
+  std::uint32_t size;       // sizeof(RankRecord) of the writer
+  std::int32_t world_rank;
+  std::int32_t world_size;
+  std::int32_t pid;
+  std::int32_t reserved0;
+  std::uint64_t start_ns;   // CLOCK_MONOTONIC at MPI_Init
+  char job_id[32];
+  char step_id[16];
+  char host[64];
+  // Seqlock: odd while the writer is inside an update.
+  alignas(64) std::atomic<std::uint64_t> lock;
+  RecordLive live;
+};
+
+// Writer side (probe). Single writer per record.
+inline void record_write_begin(RankRecord& r) noexcept {
+  std::uint64_t s = r.lock.load(std::memory_order_relaxed);
+  r.lock.store(s + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+}
+inline void record_write_end(RankRecord& r) noexcept {
+  std::uint64_t s = r.lock.load(std::memory_order_relaxed);
+  r.lock.store(s + 1, std::memory_order_release);
+}
+// Field stores inside begin/end must be relaxed atomic stores.
+template <class T>
+inline void rec_store(T& field, T value) noexcept {
+  __atomic_store_n(&field, value, __ATOMIC_RELAXED);
+}
+
+// Reader side: a consistent copy of the live part, or false after `tries`
+// attempts that all overlapped a write.
+bool record_read(const RankRecord& r, RecordLive& out, std::uint64_t* lock_value = nullptr,
+                 int tries = 1000) noexcept;
+
+// Header validation for a mapping of `mapped_bytes`. Empty string if valid,
+// otherwise a message that says what was expected.
+std::string record_check_header(const RankRecord& r, std::size_t mapped_bytes);
+
+// POSIX shm name of a rank's record: /scout.<job>.<step>.<rank>
+std::string record_shm_name(const std::string& job, const std::string& step, int rank);
+
+// Job ids are decimal numbers (Slurm job ids); step ids are decimal or
+// "batch" etc. Returns true when `s` is a valid job id.
+bool valid_job_id(const std::string& s) noexcept;
+bool valid_step_id(const std::string& s) noexcept;
+
+}  // namespace scout::c3

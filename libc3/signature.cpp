@@ -1,0 +1,90 @@
+// libc3 signatures. Four independent lanes keep the multiplier pipelines busy
+// so throughput is close to memory bandwidth; see signature.hpp for the
+// guarantees and bench/signature_bench.cpp for the measurement.
+#include "libc3/signature.hpp"
+
+#include <cstring>
+
+namespace scout::c3 {
+namespace {
+
+constexpr std::uint64_t kKeyStep = 0x9E3779B97F4A7C15ULL;  // golden ratio
+constexpr std::uint64_t kMul = 0xD6E8FEB86659FD93ULL;      // odd
+constexpr std::uint64_t kMulFinal1 = 0xFF51AFD7ED558CCDULL;
+constexpr std::uint64_t kMulFinal2 = 0xC4CEB9FE1A85EC53ULL;
+
+// Bijective on 64-bit words: xor with a key, xor-shift, multiply by an odd
+// constant, xor-shift. Each step is invertible, so different inputs give
+// different outputs. The first xor-shift brings the top bits down before the
+// multiply; without it a sign-bit change only ever reaches the top bit and
+// swapping x and -x cancels out in the lane sum.
+inline std::uint64_t word_mix(std::uint64_t w, std::uint64_t key) noexcept {
+  std::uint64_t v = w ^ key;
+  v ^= v >> 31;
+  v *= kMul;
+  return v ^ (v >> 29);
+}
+
+// Bijective finaliser (murmur3 fmix64).
+inline std::uint64_t fmix(std::uint64_t v) noexcept {
+  v ^= v >> 33;
+  v *= kMulFinal1;
+  v ^= v >> 33;
+  v *= kMulFinal2;
+  v ^= v >> 33;
+  return v;
+}
+
+inline std::uint64_t rotl(std::uint64_t v, int r) noexcept {
+  return (v << r) | (v >> (64 - r));
+}
+
+inline std::uint64_t load_word(const unsigned char* p) noexcept {
+  std::uint64_t w;
+  std::memcpy(&w, p, sizeof w);
+  return w;
+}
+
+}  // namespace
+
+std::uint64_t signature(const void* data, std::size_t len,
+                        const SignatureMeta& meta) noexcept {
+  const auto* p = static_cast<const unsigned char*>(data);
+  std::uint64_t lane[4] = {0x243F6A8885A308D3ULL, 0x13198A2E03707344ULL,
+                           0xA4093822299F31D0ULL, 0x082EFA98EC4E6C89ULL};
+  std::uint64_t key = kKeyStep;
+  std::size_t i = 0;
+  const std::size_t words = len / 8;
+  // Main loop: 4 words (32 bytes) per iteration, one per lane.
+  for (; i + 4 <= words; i += 4) {
+    const unsigned char* q = p + i * 8;
+    lane[0] += word_mix(load_word(q), key);
+    lane[1] += word_mix(load_word(q + 8), key + kKeyStep);
+    lane[2] += word_mix(load_word(q + 16), key + 2 * kKeyStep);
+    lane[3] += word_mix(load_word(q + 24), key + 3 * kKeyStep);
+    key += 4 * kKeyStep;
+  }
+  for (; i < words; ++i) {
+    lane[i & 3] += word_mix(load_word(p + i * 8), key);
+    key += kKeyStep;
+  }
+  if (const std::size_t tail = len & 7; tail != 0) {
+    std::uint64_t w = 0;
+    std::memcpy(&w, p + words * 8, tail);  // zero-padded; len is in the meta
+    lane[i & 3] += word_mix(w, key);
+  }
+  // Metadata: length, element type, shape. Hashed separately and xored in,
+  // so it cannot cancel a data change (data lanes go through bijections).
+  std::uint64_t m = fmix(static_cast<std::uint64_t>(len) ^ 0x5C0075C0075C0075ULL);
+  m = fmix(m ^ (static_cast<std::uint64_t>(meta.element_type) << 1 | 1));
+  for (std::int64_t d : meta.shape) m = fmix(m ^ static_cast<std::uint64_t>(d) ^ kMul);
+  m = fmix(m ^ meta.shape.size());
+  return fmix(lane[0]) ^ rotl(fmix(lane[1] ^ kMulFinal1), 16) ^
+         rotl(fmix(lane[2] ^ kMulFinal2), 32) ^ rotl(fmix(lane[3] ^ kMul), 48) ^ m;
+}
+
+std::uint64_t signature_words(std::span<const std::uint64_t> words) noexcept {
+  return signature(words.data(), words.size() * sizeof(std::uint64_t));
+}
+
+}  // namespace scout::c3

@@ -1,0 +1,245 @@
+// libc3 consensus rounds (see tree_round.hpp for the contract).
+#include "libc3/tree_round.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+namespace scout::c3 {
+
+namespace {
+constexpr int kTagUp = 0x5C01;
+constexpr int kTagDown = 0x5C02;
+constexpr std::uint32_t kMsgMagic = 0x53434F55;  // "SCOU"
+
+struct WireHeader {
+  std::uint32_t magic;
+  std::uint32_t nlost;
+  std::uint64_t round;
+  std::uint64_t payload_len;
+};
+
+int height_of(int i, int n) {
+  int h = 0;
+  for (long c = 2L * i + 1; c < n; c = 2 * c + 1) ++h;
+  return h;
+}
+int depth_of(int i) {
+  int d = 0;
+  for (int k = i + 1; k > 1; k >>= 1) ++d;
+  return d;
+}
+}  // namespace
+
+TreeRound::TreeRound(MPI_Comm parent, Options opt) : opt_(opt) {
+  MPI_Comm_dup(parent, &comm_);
+  MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(comm_, &me_);
+  MPI_Comm_size(comm_, &size_);
+  alive_.resize(static_cast<std::size_t>(size_));
+  for (int i = 0; i < size_; ++i) alive_[static_cast<std::size_t>(i)] = i;
+  is_lost_.assign(static_cast<std::size_t>(size_), false);
+}
+
+TreeRound::~TreeRound() {
+  // Requests to dead peers may never complete: cancel what is left, never wait.
+  for (auto& s : sends_) {
+    int done = 0;
+    MPI_Test(&s.req, &done, MPI_STATUS_IGNORE);
+    if (!done) MPI_Request_free(&s.req);
+  }
+  sends_.clear();
+  // Freeing the communicator is collective in spirit; with dead members we
+  // leave it to MPI_Finalize.
+}
+
+std::vector<int> TreeRound::lost() const {
+  std::vector<int> out;
+  for (int i = 0; i < size_; ++i)
+    if (is_lost_[static_cast<std::size_t>(i)]) out.push_back(i);
+  return out;
+}
+
+int TreeRound::index_of(int world) const {
+  auto it = std::lower_bound(alive_.begin(), alive_.end(), world);
+  return (it != alive_.end() && *it == world) ? static_cast<int>(it - alive_.begin()) : -1;
+}
+
+void TreeRound::send(int dest, int tag, const std::vector<int>& lost, const Bytes& payload) {
+  PendingSend ps;
+  WireHeader h{kMsgMagic, static_cast<std::uint32_t>(lost.size()), round_, payload.size()};
+  ps.buf.resize(sizeof h + lost.size() * sizeof(int) + payload.size());
+  std::memcpy(ps.buf.data(), &h, sizeof h);
+  if (!lost.empty()) std::memcpy(ps.buf.data() + sizeof h, lost.data(), lost.size() * sizeof(int));
+  if (!payload.empty())
+    std::memcpy(ps.buf.data() + sizeof h + lost.size() * sizeof(int), payload.data(), payload.size());
+  if (MPI_Isend(ps.buf.data(), static_cast<int>(ps.buf.size()), MPI_BYTE, dest, tag, comm_,
+                &ps.req) != MPI_SUCCESS)
+    return;  // the peer is gone; its silence will be noticed by deadline
+  bytes_sent_ += ps.buf.size();
+  ++msgs_sent_;
+  sends_.push_back(std::move(ps));
+}
+
+void TreeRound::poll_sends() {
+  while (!sends_.empty()) {
+    int done = 0;
+    if (MPI_Test(&sends_.front().req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) done = 1;
+    if (!done) break;
+    sends_.pop_front();
+  }
+  // A send that never completes (dead peer) must not pin memory forever.
+  while (sends_.size() > 256) {
+    MPI_Request_free(&sends_.front().req);
+    // MPI may still read the buffer: leak it deliberately (bounded by the
+    // number of members that can die).
+    new Bytes(std::move(sends_.front().buf));
+    sends_.pop_front();
+  }
+}
+
+bool TreeRound::receive_one() {
+  int flag = 0;
+  MPI_Message m;
+  MPI_Status st;
+  if (MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &flag, &m, &st) != MPI_SUCCESS || !flag)
+    return false;
+  int len = 0;
+  MPI_Get_count(&st, MPI_BYTE, &len);
+  Bytes buf(static_cast<std::size_t>(std::max(len, 0)));
+  if (MPI_Mrecv(buf.data(), len, MPI_BYTE, &m, MPI_STATUS_IGNORE) != MPI_SUCCESS) return true;
+  WireHeader h;
+  if (buf.size() < sizeof h) return true;  // not ours: drop
+  std::memcpy(&h, buf.data(), sizeof h);
+  if (h.magic != kMsgMagic ||
+      buf.size() != sizeof h + h.nlost * sizeof(int) + h.payload_len)
+    return true;
+  if (h.round < round_) return true;  // stale
+  if (st.MPI_SOURCE >= 0 && st.MPI_SOURCE < size_ && is_lost_[static_cast<std::size_t>(st.MPI_SOURCE)])
+    return true;  // a member already declared lost: ignored
+  Msg msg{st.MPI_SOURCE, st.MPI_TAG, h.round, {}, {}};
+  msg.lost.resize(h.nlost);
+  if (h.nlost) std::memcpy(msg.lost.data(), buf.data() + sizeof h, h.nlost * sizeof(int));
+  msg.payload.assign(buf.begin() + static_cast<long>(sizeof h + h.nlost * sizeof(int)), buf.end());
+  inbox_.push_back(std::move(msg));
+  return true;
+}
+
+std::optional<TreeRound::Msg> TreeRound::wait_for(int tag, const std::vector<int>& sources,
+                                                  Clock::time_point deadline) {
+  auto match = [&](const Msg& m) {
+    if (m.tag != tag || m.round != round_) return false;
+    return sources.empty() || std::find(sources.begin(), sources.end(), m.source) != sources.end();
+  };
+  auto sleep = std::chrono::microseconds(20);
+  for (;;) {
+    for (auto it = inbox_.begin(); it != inbox_.end(); ++it) {
+      if (match(*it)) {
+        Msg m = std::move(*it);
+        inbox_.erase(it);
+        return m;
+      }
+    }
+    poll_sends();
+    bool got = false;
+    while (receive_one()) got = true;
+    if (got) {
+      sleep = std::chrono::microseconds(20);
+      continue;
+    }
+    if (Clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(sleep);
+    sleep = std::min(sleep * 2, std::chrono::microseconds(2000));
+  }
+}
+
+RoundResult TreeRound::run(const Bytes& up, const Combine& combine, const Decide& decide) {
+  RoundResult res;
+  const auto t0 = Clock::now();
+  const auto hop = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(opt_.hop_timeout_s));
+  const int n = static_cast<int>(alive_.size());
+  const int i = index_of(me_);
+  if (i < 0) {  // expelled earlier: nothing to take part in
+    res.expelled = true;
+    ++round_;
+    return res;
+  }
+  const int height = height_of(i, n);
+  const int tree_height = height_of(0, n);
+  const int depth = depth_of(i);
+
+  // --- up: gather the children's contributions -----------------------------
+  Bytes acc = up;
+  std::vector<int> suspects;
+  std::vector<int> adopted;  // grandchildren whose parent went silent
+  const auto up_deadline = t0 + hop * height;
+  for (int c : {2 * i + 1, 2 * i + 2}) {
+    if (c >= n) continue;
+    const int child = alive_[static_cast<std::size_t>(c)];
+    auto m = wait_for(kTagUp, {child}, up_deadline + hop / 2);
+    if (m) {
+      combine(acc, m->payload);
+      suspects.insert(suspects.end(), m->lost.begin(), m->lost.end());
+    } else {
+      suspects.push_back(child);
+      for (int g : {2 * c + 1, 2 * c + 2})
+        if (g < n) adopted.push_back(alive_[static_cast<std::size_t>(g)]);
+    }
+  }
+  std::sort(suspects.begin(), suspects.end());
+  suspects.erase(std::unique(suspects.begin(), suspects.end()), suspects.end());
+
+  // --- down: the root decides, everyone forwards --------------------------
+  std::vector<int> lost;
+  if (i == 0) {
+    lost = suspects;
+    res.root = true;
+    res.down = decide(acc, lost);
+    res.complete = true;
+  } else {
+    const int parent = alive_[static_cast<std::size_t>((i - 1) / 2)];
+    send(parent, kTagUp, suspects, acc);
+    const auto down_deadline = t0 + hop * (tree_height + depth + 2);
+    auto m = wait_for(kTagDown, {}, down_deadline);
+    if (m) {
+      lost = m->lost;
+      res.down = std::move(m->payload);
+      res.complete = true;
+    } else {
+      lost = {parent};  // the way down broke at the parent: tell the subtree
+    }
+  }
+  for (int c : {2 * i + 1, 2 * i + 2}) {
+    if (c >= n) continue;
+    const int child = alive_[static_cast<std::size_t>(c)];
+    if (!std::binary_search(suspects.begin(), suspects.end(), child))
+      send(child, kTagDown, lost, res.complete ? res.down : Bytes{});
+  }
+  for (int g : adopted) send(g, kTagDown, lost, res.complete ? res.down : Bytes{});
+  poll_sends();
+
+  // --- apply the membership change ----------------------------------------
+  for (int w : lost) {
+    if (w < 0 || w >= size_ || is_lost_[static_cast<std::size_t>(w)]) continue;
+    if (w == me_) {
+      res.expelled = true;
+      continue;
+    }
+    is_lost_[static_cast<std::size_t>(w)] = true;
+    res.newly_lost.push_back(w);
+  }
+  alive_.erase(std::remove_if(alive_.begin(), alive_.end(),
+                              [&](int w) { return is_lost_[static_cast<std::size_t>(w)]; }),
+               alive_.end());
+  if (res.expelled) alive_.erase(std::remove(alive_.begin(), alive_.end(), me_), alive_.end());
+  // Drop what is left of this round.
+  inbox_.erase(std::remove_if(inbox_.begin(), inbox_.end(),
+                              [&](const Msg& m) { return m.round <= round_; }),
+               inbox_.end());
+  ++round_;
+  res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return res;
+}
+
+}  // namespace scout::c3

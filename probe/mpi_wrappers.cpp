@@ -1,0 +1,206 @@
+// PMPI wrappers exported by libscout_probe.so: every MPI-3 collective
+// (blocking and nonblocking), the Wait/Test families that complete the
+// nonblocking ones, and the communicator constructors. Each wrapper calls the
+// PMPI entry point and does nothing else when the probe is disabled; the
+// C ABI boundary never lets an exception through (nothing here throws).
+#include <mpi.h>
+
+#include "probe/probe_state.hpp"
+
+using namespace scout::probe;
+using namespace scout::c3;
+
+#define SCOUT_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+struct Scope {
+  Scope(std::uint32_t kind, MPI_Comm comm, std::int64_t count, MPI_Datatype dt, MPI_Op op,
+        std::int64_t root) noexcept {
+    coll_enter(kind, comm, count, dt, op, root);
+  }
+  ~Scope() { coll_exit(); }
+  Scope(const Scope&) = delete;
+  Scope& operator=(const Scope&) = delete;
+};
+const MPI_Op kNoOp = MPI_OP_NULL;
+const MPI_Datatype kNoType = MPI_DATATYPE_NULL;
+}  // namespace
+
+// BLOCKING(name, kind, (params), (args), count, datatype, op, root)
+#define BLOCKING(NAME, KIND, PARAMS, ARGS, COUNT, DT, OP, ROOT) \
+  SCOUT_EXPORT int MPI_##NAME PARAMS {                          \
+    Scope s_(KIND, comm, COUNT, DT, OP, ROOT);                  \
+    return PMPI_##NAME ARGS;                                    \
+  }
+// NONBLOCKING(name, kind, (params), (args), count, datatype, op, root)
+#define NONBLOCKING(NAME, KIND, PARAMS, ARGS, COUNT, DT, OP, ROOT)           \
+  SCOUT_EXPORT int MPI_##NAME PARAMS {                                       \
+    coll_enter((KIND) | kFlagNonblocking, comm, COUNT, DT, OP, ROOT);         \
+    int rc_ = PMPI_##NAME ARGS;                                              \
+    nb_started(rc_ == MPI_SUCCESS ? *request : MPI_REQUEST_NULL);            \
+    return rc_;                                                              \
+  }
+
+#define P_GATHER const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype
+#define A_GATHER sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype
+#define P_GATHERV const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype
+#define A_GATHERV sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype
+#define P_ATAV const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype
+#define A_ATAV sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype
+#define P_ATAW const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[]
+#define A_ATAW sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes
+#define P_NATAW const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[]
+#define P_RED const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op
+#define A_RED sendbuf, recvbuf, count, datatype, op
+#define P_SCATV const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype
+#define A_SCATV sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype
+#define P_RS const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op
+#define A_RS sendbuf, recvbuf, recvcounts, datatype, op
+#define P_RSB const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op
+#define A_RSB sendbuf, recvbuf, recvcount, datatype, op
+#define RQ , MPI_Request *request
+#define RA , request
+
+// Both flavours of one collective in a single line.
+#define BOTH(NAME, INAME, KIND, P, A, COUNT, DT, OP, ROOT)                                  \
+  BLOCKING(NAME, KIND, (P, MPI_Comm comm), (A, comm), COUNT, DT, OP, ROOT)                  \
+  NONBLOCKING(INAME, KIND, (P, MPI_Comm comm RQ), (A, comm RA), COUNT, DT, OP, ROOT)
+#define BOTH_ROOT(NAME, INAME, KIND, P, A, COUNT, DT, OP)                                   \
+  BLOCKING(NAME, KIND, (P, int root, MPI_Comm comm), (A, root, comm), COUNT, DT, OP, root)  \
+  NONBLOCKING(INAME, KIND, (P, int root, MPI_Comm comm RQ), (A, root, comm RA), COUNT, DT, OP, root)
+
+BOTH(Allgather, Iallgather, kAllgather, P_GATHER, A_GATHER, sendcount, sendtype, kNoOp, -1)
+BOTH(Allgatherv, Iallgatherv, kAllgatherv, P_GATHERV, A_GATHERV, sendcount, sendtype, kNoOp, -1)
+BOTH(Allreduce, Iallreduce, kAllreduce, P_RED, A_RED, count, datatype, op, -1)
+BOTH(Alltoall, Ialltoall, kAlltoall, P_GATHER, A_GATHER, sendcount, sendtype, kNoOp, -1)
+BOTH(Alltoallv, Ialltoallv, kAlltoallv, P_ATAV, A_ATAV, -1, sendtype, kNoOp, -1)
+BOTH(Alltoallw, Ialltoallw, kAlltoallw, P_ATAW, A_ATAW, -1, kNoType, kNoOp, -1)
+BOTH(Exscan, Iexscan, kExscan, P_RED, A_RED, count, datatype, op, -1)
+BOTH(Scan, Iscan, kScan, P_RED, A_RED, count, datatype, op, -1)
+BOTH(Reduce_scatter, Ireduce_scatter, kReduceScatter, P_RS, A_RS, -1, datatype, op, -1)
+BOTH(Reduce_scatter_block, Ireduce_scatter_block, kReduceScatterBlock, P_RSB, A_RSB, recvcount, datatype, op, -1)
+BOTH(Neighbor_allgather, Ineighbor_allgather, kNeighborAllgather, P_GATHER, A_GATHER, sendcount, sendtype, kNoOp, -1)
+BOTH(Neighbor_allgatherv, Ineighbor_allgatherv, kNeighborAllgatherv, P_GATHERV, A_GATHERV, sendcount, sendtype, kNoOp, -1)
+BOTH(Neighbor_alltoall, Ineighbor_alltoall, kNeighborAlltoall, P_GATHER, A_GATHER, sendcount, sendtype, kNoOp, -1)
+BOTH(Neighbor_alltoallv, Ineighbor_alltoallv, kNeighborAlltoallv, P_ATAV, A_ATAV, -1, sendtype, kNoOp, -1)
+BOTH(Neighbor_alltoallw, Ineighbor_alltoallw, kNeighborAlltoallw, P_NATAW, A_ATAW, -1, kNoType, kNoOp, -1)
+BOTH_ROOT(Gather, Igather, kGather, P_GATHER, A_GATHER, sendcount, sendtype, kNoOp)
+BOTH_ROOT(Gatherv, Igatherv, kGatherv, P_GATHERV, A_GATHERV, sendcount, sendtype, kNoOp)
+BOTH_ROOT(Scatter, Iscatter, kScatter, P_GATHER, A_GATHER, recvcount, recvtype, kNoOp)
+BOTH_ROOT(Scatterv, Iscatterv, kScatterv, P_SCATV, A_SCATV, recvcount, recvtype, kNoOp)
+BOTH_ROOT(Reduce, Ireduce, kReduce, P_RED, A_RED, count, datatype, op)
+
+BLOCKING(Barrier, kBarrier, (MPI_Comm comm), (comm), 0, kNoType, kNoOp, -1)
+NONBLOCKING(Ibarrier, kBarrier, (MPI_Comm comm, MPI_Request *request), (comm, request), 0, kNoType, kNoOp, -1)
+BLOCKING(Bcast, kBcast, (void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm),
+         (buffer, count, datatype, root, comm), count, datatype, kNoOp, root)
+NONBLOCKING(Ibcast, kBcast,
+            (void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request),
+            (buffer, count, datatype, root, comm, request), count, datatype, kNoOp, root)
+
+// --- Wait / Test families: complete nonblocking collectives -------------
+SCOUT_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status) {
+  WaitScope w(request, 1, true);
+  int rc = PMPI_Wait(request, status);
+  w.done(request);
+  return rc;
+}
+SCOUT_EXPORT int MPI_Waitall(int count, MPI_Request reqs[], MPI_Status statuses[]) {
+  WaitScope w(reqs, count, true);
+  int rc = PMPI_Waitall(count, reqs, statuses);
+  w.done(reqs);
+  return rc;
+}
+SCOUT_EXPORT int MPI_Waitany(int count, MPI_Request reqs[], int *index, MPI_Status *status) {
+  WaitScope w(reqs, count, true);
+  int rc = PMPI_Waitany(count, reqs, index, status);
+  w.done(reqs);
+  return rc;
+}
+SCOUT_EXPORT int MPI_Waitsome(int incount, MPI_Request reqs[], int *outcount, int indices[],
+                              MPI_Status statuses[]) {
+  WaitScope w(reqs, incount, true);
+  int rc = PMPI_Waitsome(incount, reqs, outcount, indices, statuses);
+  w.done(reqs);
+  return rc;
+}
+SCOUT_EXPORT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
+  WaitScope w(request, 1, false);
+  int rc = PMPI_Test(request, flag, status);
+  w.done(request);
+  return rc;
+}
+SCOUT_EXPORT int MPI_Testall(int count, MPI_Request reqs[], int *flag, MPI_Status statuses[]) {
+  WaitScope w(reqs, count, false);
+  int rc = PMPI_Testall(count, reqs, flag, statuses);
+  w.done(reqs);
+  return rc;
+}
+SCOUT_EXPORT int MPI_Testany(int count, MPI_Request reqs[], int *index, int *flag,
+                             MPI_Status *status) {
+  WaitScope w(reqs, count, false);
+  int rc = PMPI_Testany(count, reqs, index, flag, status);
+  w.done(reqs);
+  return rc;
+}
+SCOUT_EXPORT int MPI_Testsome(int incount, MPI_Request reqs[], int *outcount, int indices[],
+                              MPI_Status statuses[]) {
+  WaitScope w(reqs, incount, false);
+  int rc = PMPI_Testsome(incount, reqs, outcount, indices, statuses);
+  w.done(reqs);
+  return rc;
+}
+
+// --- Communicator constructors: identity from world-rank membership -------
+#define CONSTRUCTOR(NAME, PARAMS, ARGS, OUT)                 \
+  SCOUT_EXPORT int MPI_##NAME PARAMS {                       \
+    int rc_ = PMPI_##NAME ARGS;                              \
+    if (rc_ == MPI_SUCCESS && g_record) comm_register(*OUT); \
+    return rc_;                                              \
+  }
+CONSTRUCTOR(Comm_dup, (MPI_Comm comm, MPI_Comm *newcomm), (comm, newcomm), newcomm)
+CONSTRUCTOR(Comm_dup_with_info, (MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm),
+            (comm, info, newcomm), newcomm)
+CONSTRUCTOR(Comm_split, (MPI_Comm comm, int color, int key, MPI_Comm *newcomm),
+            (comm, color, key, newcomm), newcomm)
+CONSTRUCTOR(Comm_split_type, (MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm),
+            (comm, split_type, key, info, newcomm), newcomm)
+CONSTRUCTOR(Comm_create, (MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm),
+            (comm, group, newcomm), newcomm)
+CONSTRUCTOR(Comm_create_group, (MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm),
+            (comm, group, tag, newcomm), newcomm)
+CONSTRUCTOR(Cart_create, (MPI_Comm old_comm, int ndims, const int dims[], const int periods[], int reorder, MPI_Comm *comm_cart),
+            (old_comm, ndims, dims, periods, reorder, comm_cart), comm_cart)
+CONSTRUCTOR(Cart_sub, (MPI_Comm comm, const int remain_dims[], MPI_Comm *new_comm),
+            (comm, remain_dims, new_comm), new_comm)
+CONSTRUCTOR(Graph_create, (MPI_Comm comm_old, int nnodes, const int index[], const int edges[], int reorder, MPI_Comm *comm_graph),
+            (comm_old, nnodes, index, edges, reorder, comm_graph), comm_graph)
+CONSTRUCTOR(Dist_graph_create, (MPI_Comm comm_old, int n, const int nodes[], const int degrees[], const int targets[], const int weights[], MPI_Info info, int reorder, MPI_Comm *newcomm),
+            (comm_old, n, nodes, degrees, targets, weights, info, reorder, newcomm), newcomm)
+CONSTRUCTOR(Dist_graph_create_adjacent, (MPI_Comm comm_old, int indegree, const int sources[], const int sourceweights[], int outdegree, const int destinations[], const int destweights[], MPI_Info info, int reorder, MPI_Comm *comm_dist_graph),
+            (comm_old, indegree, sources, sourceweights, outdegree, destinations, destweights, info, reorder, comm_dist_graph), comm_dist_graph)
+CONSTRUCTOR(Intercomm_create, (MPI_Comm local_comm, int local_leader, MPI_Comm bridge_comm, int remote_leader, int tag, MPI_Comm *newintercomm),
+            (local_comm, local_leader, bridge_comm, remote_leader, tag, newintercomm), newintercomm)
+CONSTRUCTOR(Intercomm_merge, (MPI_Comm intercomm, int high, MPI_Comm *newintracomm),
+            (intercomm, high, newintracomm), newintracomm)
+
+SCOUT_EXPORT int MPI_Comm_free(MPI_Comm *comm) {
+  if (g_record && comm) comm_forget(*comm);
+  return PMPI_Comm_free(comm);
+}
+
+// --- Life cycle ----------------------------------------------------------
+SCOUT_EXPORT int MPI_Init(int *argc, char ***argv) {
+  int rc = PMPI_Init(argc, argv);
+  if (rc == MPI_SUCCESS) probe_init();
+  return rc;
+}
+SCOUT_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
+  int rc = PMPI_Init_thread(argc, argv, required, provided);
+  if (rc == MPI_SUCCESS) probe_init();
+  return rc;
+}
+SCOUT_EXPORT int MPI_Finalize(void) {
+  probe_finalize();
+  return PMPI_Finalize();
+}

@@ -1,0 +1,315 @@
+// probe state: record setup at MPI_Init, communicator identities, and the
+// hot-path enter/exit updates of the rank record (see probe_state.hpp).
+#include "probe/probe_state.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "libc3/signature.hpp"
+
+namespace scout::probe {
+
+c3::RankRecord* g_record = nullptr;
+
+namespace {
+
+char g_shm_name[128];
+std::uint64_t g_last_exit_ns = 0;
+std::uint64_t g_entry_ns = 0;
+std::uint64_t g_inside_ns = 0;
+std::uint64_t g_outside_ns = 0;
+std::uint64_t g_seq = 0;
+
+// Communicator identity table: open addressing keyed by handle, filled by the
+// constructor wrappers (not the hot path). Lookups never allocate.
+constexpr int kCommSlots = 512;
+struct CommSlot {
+  MPI_Comm comm;
+  std::uint64_t id;
+};
+CommSlot g_comms[kCommSlots];  // comm == nullptr: never used
+const MPI_Comm kTombstone = reinterpret_cast<MPI_Comm>(std::uintptr_t{1});
+// Scratch for membership translation, static so registration never mallocs.
+constexpr int kMaxMembers = 65536;
+int g_ranks_in[kMaxMembers];
+int g_ranks_world[kMaxMembers];
+std::uint64_t g_members[kMaxMembers];
+// How many communicators with a given membership this rank created: two
+// dups of the same group must have different identities.
+constexpr int kMemberCounts = 256;
+std::uint64_t g_member_hash[kMemberCounts];
+std::uint64_t g_member_count[kMemberCounts];
+
+unsigned comm_slot(MPI_Comm c) noexcept {
+  auto v = reinterpret_cast<std::uintptr_t>(c);
+  v ^= v >> 17;
+  v *= 0x9E3779B97F4A7C15ULL;
+  return static_cast<unsigned>(v >> 40) % kCommSlots;
+}
+
+// Pending nonblocking collectives.
+constexpr int kPending = 64;
+MPI_Request g_pending[kPending];
+int g_pending_count = 0;
+
+bool env_valid_id(const char* s, bool job) {
+  return s && (job ? c3::valid_job_id(s) : c3::valid_step_id(s));
+}
+
+void copy_str(char* dst, std::size_t cap, const char* src) {
+  std::snprintf(dst, cap, "%s", src ? src : "");
+}
+
+}  // namespace
+
+std::uint64_t compute_identity(MPI_Comm comm) noexcept {
+  int inter = 0;
+  PMPI_Comm_test_inter(comm, &inter);
+  MPI_Group g, wg;
+  if (inter) PMPI_Comm_remote_group(comm, &g); else PMPI_Comm_group(comm, &g);
+  int n = 0;
+  PMPI_Group_size(g, &n);
+  if (n > kMaxMembers) n = kMaxMembers;
+  for (int i = 0; i < n; ++i) g_ranks_in[i] = i;
+  PMPI_Comm_group(MPI_COMM_WORLD, &wg);
+  PMPI_Group_translate_ranks(g, n, g_ranks_in, wg, g_ranks_world);
+  PMPI_Group_free(&g);
+  PMPI_Group_free(&wg);
+  for (int i = 0; i < n; ++i) g_members[i] = static_cast<std::uint64_t>(g_ranks_world[i]);
+  std::uint64_t h = c3::signature(g_members, static_cast<std::size_t>(n) * 8,
+                                  {.element_type = inter ? 100u : 99u});
+  // Occurrence number of this membership.
+  std::uint64_t k = 0;
+  for (int i = 0; i < kMemberCounts; ++i) {
+    if (g_member_count[i] != 0 && g_member_hash[i] == h) { k = g_member_count[i]++; break; }
+    if (g_member_count[i] == 0) { g_member_hash[i] = h; g_member_count[i] = 1; break; }
+  }
+  std::uint64_t words[2] = {h, k};
+  return c3::signature_words(words);
+}
+
+void comm_register(MPI_Comm comm) noexcept {
+  if (comm == MPI_COMM_NULL) return;
+  std::uint64_t id = compute_identity(comm);
+  unsigned s = comm_slot(comm);
+  for (int i = 0; i < kCommSlots; ++i, s = (s + 1) % kCommSlots) {
+    if (g_comms[s].comm == comm || g_comms[s].comm == nullptr || g_comms[s].comm == kTombstone) {
+      g_comms[s].comm = comm;
+      g_comms[s].id = id;
+      return;
+    }
+  }
+}
+
+void comm_forget(MPI_Comm comm) noexcept {
+  unsigned s = comm_slot(comm);
+  for (int i = 0; i < kCommSlots; ++i, s = (s + 1) % kCommSlots) {
+    if (g_comms[s].comm == comm) { g_comms[s].id = 0; g_comms[s].comm = kTombstone; return; }
+    if (g_comms[s].comm == nullptr) return;
+  }
+}
+
+std::uint64_t comm_identity(MPI_Comm comm) noexcept {
+  unsigned s = comm_slot(comm);
+  for (int i = 0; i < kCommSlots; ++i, s = (s + 1) % kCommSlots) {
+    if (g_comms[s].comm == comm) return g_comms[s].id;
+    if (g_comms[s].comm == nullptr) break;
+  }
+  return 0;  // created by a constructor we do not wrap (e.g. MPI_Comm_idup)
+}
+
+std::uint64_t datatype_code(MPI_Datatype t) noexcept {
+  static const MPI_Datatype kTypes[] = {
+      MPI_CHAR, MPI_SIGNED_CHAR, MPI_UNSIGNED_CHAR, MPI_BYTE, MPI_SHORT, MPI_UNSIGNED_SHORT,
+      MPI_INT, MPI_UNSIGNED, MPI_LONG, MPI_UNSIGNED_LONG, MPI_LONG_LONG, MPI_UNSIGNED_LONG_LONG,
+      MPI_FLOAT, MPI_DOUBLE, MPI_LONG_DOUBLE, MPI_INT8_T, MPI_INT16_T, MPI_INT32_T, MPI_INT64_T,
+      MPI_UINT8_T, MPI_UINT16_T, MPI_UINT32_T, MPI_UINT64_T, MPI_C_BOOL, MPI_FLOAT_INT,
+      MPI_DOUBLE_INT, MPI_LONG_INT, MPI_2INT, MPI_SHORT_INT, MPI_AINT, MPI_OFFSET, MPI_COUNT,
+      MPI_WCHAR, MPI_C_FLOAT_COMPLEX, MPI_C_DOUBLE_COMPLEX};
+  for (std::uint64_t i = 0; i < sizeof kTypes / sizeof kTypes[0]; ++i)
+    if (kTypes[i] == t) return i + 1;
+  int size = 0;
+  if (t != MPI_DATATYPE_NULL) PMPI_Type_size(t, &size);
+  return 0x10000000ULL | static_cast<std::uint64_t>(size);  // derived: by size
+}
+
+std::uint64_t op_code(MPI_Op op) noexcept {
+  static const MPI_Op kOps[] = {MPI_MAX, MPI_MIN, MPI_SUM, MPI_PROD, MPI_LAND, MPI_BAND,
+                                MPI_LOR, MPI_BOR, MPI_LXOR, MPI_BXOR, MPI_MAXLOC, MPI_MINLOC,
+                                MPI_REPLACE, MPI_NO_OP};
+  if (op == MPI_OP_NULL) return 0;
+  for (std::uint64_t i = 0; i < sizeof kOps / sizeof kOps[0]; ++i)
+    if (kOps[i] == op) return i + 1;
+  return 0xff;  // user-defined
+}
+
+void probe_init() noexcept {
+  const char* off = std::getenv("SCOUT_PROBE");
+  if (off && std::strcmp(off, "off") == 0) return;
+  const char* job = std::getenv("SCOUT_JOB_ID");
+  if (!job) return;  // no scout for this job: behave exactly as without the probe
+  const char* step = std::getenv("SCOUT_STEP_ID");
+  if (!step) step = "0";
+  if (!env_valid_id(job, true) || !env_valid_id(step, false)) {
+    std::fprintf(stderr,
+                 "scout-probe: init: ignoring SCOUT_JOB_ID='%s' SCOUT_STEP_ID='%s': expected a "
+                 "decimal job id and a step id of [0-9a-z_]; probe disabled\n",
+                 job, step);
+    return;
+  }
+  int rank = 0, size = 0;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  PMPI_Comm_size(MPI_COMM_WORLD, &size);
+  std::snprintf(g_shm_name, sizeof g_shm_name, "/scout.%s.%s.%d", job, step, rank);
+  int fd = shm_open(g_shm_name, O_CREAT | O_RDWR, 0600);
+  if (fd < 0) {
+    std::fprintf(stderr, "scout-probe: init: shm_open %s: %s; probe disabled\n", g_shm_name,
+                 std::strerror(errno));
+    return;
+  }
+  fchmod(fd, 0600);
+  if (ftruncate(fd, sizeof(c3::RankRecord)) != 0) {
+    std::fprintf(stderr, "scout-probe: init: ftruncate %s: %s; probe disabled\n", g_shm_name,
+                 std::strerror(errno));
+    close(fd);
+    shm_unlink(g_shm_name);
+    return;
+  }
+  void* p = mmap(nullptr, sizeof(c3::RankRecord), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) {
+    std::fprintf(stderr, "scout-probe: init: mmap %s: %s; probe disabled\n", g_shm_name,
+                 std::strerror(errno));
+    shm_unlink(g_shm_name);
+    return;
+  }
+  auto* r = static_cast<c3::RankRecord*>(p);
+  __atomic_store_n(&r->magic, 0, __ATOMIC_RELAXED);  // unpublish a stale record
+  std::memset(static_cast<void*>(&r->live), 0, sizeof r->live);
+  r->version = c3::kRecordVersion;
+  r->size = sizeof(c3::RankRecord);
+  r->world_rank = rank;
+  r->world_size = size;
+  r->pid = static_cast<std::int32_t>(getpid());
+  r->start_ns = now_ns();
+  copy_str(r->job_id, sizeof r->job_id, job);
+  copy_str(r->step_id, sizeof r->step_id, step);
+  const char* host = std::getenv("SCOUT_HOST");
+  if (host && *host) copy_str(r->host, sizeof r->host, host);
+  else gethostname(r->host, sizeof r->host - 1);
+  c3::record_write_begin(*r);
+  c3::rec_store(r->live.state, std::uint64_t{c3::kStateInitialized});
+  c3::record_write_end(*r);
+  __atomic_store_n(&r->magic, c3::kRecordMagic, __ATOMIC_RELEASE);  // publish last
+  comm_register(MPI_COMM_WORLD);
+  comm_register(MPI_COMM_SELF);
+  g_last_exit_ns = r->start_ns;
+  g_record = r;
+}
+
+void probe_finalize() noexcept {
+  c3::RankRecord* r = g_record;
+  if (!r) return;
+  c3::record_write_begin(*r);
+  c3::rec_store(r->live.state, std::uint64_t{c3::kStateInitialized | c3::kStateFinalized});
+  c3::record_write_end(*r);
+  g_record = nullptr;
+  // The observer keeps its own mapping; the name goes now so nothing is left.
+  shm_unlink(g_shm_name);
+  munmap(r, sizeof *r);
+}
+
+void coll_enter(std::uint32_t kind, MPI_Comm comm, std::int64_t count, MPI_Datatype dt, MPI_Op op,
+                std::int64_t root) noexcept {
+  c3::RankRecord* r = g_record;
+  if (!r) return;
+  const std::uint64_t t = now_ns();
+  const std::uint64_t cid = comm_identity(comm);
+  const std::uint64_t dtc = datatype_code(dt);
+  const std::uint64_t opc = op_code(op);
+  const std::uint64_t words[6] = {kind, cid, static_cast<std::uint64_t>(count), dtc, opc,
+                                  static_cast<std::uint64_t>(root)};
+  const std::uint64_t fp = c3::signature_words(words);
+  g_outside_ns += t - g_last_exit_ns;
+  g_entry_ns = t;
+  ++g_seq;
+  c3::record_write_begin(*r);
+  c3::rec_store(r->live.seq, g_seq);
+  c3::rec_store(r->live.fingerprint, fp);
+  c3::rec_store(r->live.comm_id, cid);
+  c3::rec_store(r->live.kind, std::uint64_t{kind});
+  c3::rec_store(r->live.count, count);
+  c3::rec_store(r->live.datatype, dtc);
+  c3::rec_store(r->live.op, opc);
+  c3::rec_store(r->live.root, root);
+  c3::rec_store(r->live.in_collective, std::uint64_t{1});
+  c3::rec_store(r->live.entry_ns, t);
+  c3::rec_store(r->live.outside_ns, g_outside_ns);
+  c3::record_write_end(*r);
+}
+
+void coll_exit() noexcept {
+  c3::RankRecord* r = g_record;
+  if (!r) return;
+  const std::uint64_t t = now_ns();
+  g_inside_ns += t - g_entry_ns;
+  g_last_exit_ns = t;
+  c3::record_write_begin(*r);
+  c3::rec_store(r->live.in_collective, std::uint64_t{0});
+  c3::rec_store(r->live.exit_ns, t);
+  c3::rec_store(r->live.inside_ns, g_inside_ns);
+  c3::record_write_end(*r);
+}
+
+void nb_started(MPI_Request req) noexcept {
+  // A nonblocking collective returns at once: its start is an entry and an
+  // immediate exit; the time until it completes is counted in the Wait.
+  coll_exit();
+  if (!g_record) return;
+  if (g_pending_count < kPending) g_pending[g_pending_count++] = req;
+}
+
+WaitScope::WaitScope(const MPI_Request* reqs, int count, bool is_blocking) noexcept
+    : blocking(is_blocking) {
+  if (!g_record || g_pending_count == 0 || !reqs) return;
+  for (int s = 0; s < g_pending_count && n < 8; ++s)
+    for (int i = 0; i < count; ++i)
+      if (reqs[i] == g_pending[s]) { slots[n] = s; idx[n] = i; ++n; break; }
+  if (n == 0 || !blocking) return;
+  c3::RankRecord* r = g_record;
+  t0 = now_ns();
+  g_outside_ns += t0 - g_last_exit_ns;
+  g_entry_ns = t0;
+  c3::record_write_begin(*r);
+  c3::rec_store(r->live.in_collective, std::uint64_t{1});
+  c3::rec_store(r->live.entry_ns, t0);
+  c3::rec_store(r->live.outside_ns, g_outside_ns);
+  c3::record_write_end(*r);
+}
+
+void WaitScope::done(const MPI_Request* after) noexcept {
+  if (n == 0 || !g_record) return;
+  bool any_done = false;
+  // Retire completed ones, highest slot first so indices stay valid.
+  for (int k = n - 1; k >= 0; --k) {
+    if (after[idx[k]] == MPI_REQUEST_NULL) {
+      any_done = true;
+      g_pending[slots[k]] = g_pending[--g_pending_count];
+    }
+  }
+  if (blocking) {
+    g_entry_ns = t0;
+    coll_exit();
+  } else if (any_done) {
+    g_entry_ns = now_ns();
+    coll_exit();
+  }
+}
+
+}  // namespace scout::probe

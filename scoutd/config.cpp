@@ -1,0 +1,156 @@
+// scoutd configuration parsing and validation (see config.hpp).
+#include "scoutd/config.hpp"
+
+#include <getopt.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "libc3/rank_record.hpp"
+
+namespace scout::scoutd {
+
+double parse_seconds(const std::string& what, const std::string& value, double min, double max) {
+  errno = 0;
+  char* end = nullptr;
+  double v = std::strtod(value.c_str(), &end);
+  if (value.empty() || end == value.c_str() || *end != '\0' || errno != 0 || !std::isfinite(v))
+    throw ConfigError(fmt::format("{}: '{}' is not a number; expected seconds, e.g. 10 or 2.5",
+                                  what, value));
+  if (v < min || v > max)
+    throw ConfigError(fmt::format("{}: {} is out of range; expected {} to {} seconds", what, value,
+                                  min, max));
+  return v;
+}
+
+int parse_int(const std::string& what, const std::string& value, int min, int max) {
+  errno = 0;
+  char* end = nullptr;
+  long v = std::strtol(value.c_str(), &end, 10);
+  if (value.empty() || end == value.c_str() || *end != '\0' || errno != 0)
+    throw ConfigError(fmt::format("{}: '{}' is not an integer; expected {} to {}", what, value,
+                                  min, max));
+  if (v < min || v > max)
+    throw ConfigError(fmt::format("{}: {} is out of range; expected {} to {}", what, value, min, max));
+  return static_cast<int>(v);
+}
+
+namespace {
+constexpr const char* kUsage =
+    "Usage: scoutd --job-id ID --ranks N [OPTIONS]\n"
+    "The per-node scout observer; one per node, started as one MPI job\n"
+    "(by scout-run or the Slurm plugin).\n\n"
+    "  --job-id ID            job to observe (decimal)\n"
+    "  --step ID              step of the job (default 0)\n"
+    "  --ranks N              ranks in the observed step\n"
+    "  --simulate-nodes       observer k of K owns the k-th block of ranks and\n"
+    "                         is named <prefix><k+1> (scout-run)\n"
+    "  --node-prefix P        simulated host name prefix (default n)\n"
+    "  --node NAME            this node's name (default: host name)\n"
+    "  --first-rank R, --last-rank R   ranks observed here\n"
+    "  --ledger PATH          SQLite ledger (default $SCOUT_LEDGER)\n"
+    "  --runtime-dir DIR      job runtime directory for control sockets\n"
+    "  --stall-threshold S    seconds without progress before a hang (default 10, min 1)\n"
+    "  --tick S               record polling period (default 0.1)\n"
+    "  --round-period S       consensus round period (default 0.5)\n"
+    "  --round-timeout S      deadline per tree level in a round (default 1)\n"
+    "  --print-config         print the effective configuration and exit\n"
+    "  -h, --help             this help\n"
+    "  -V, --version          version\n";
+}  // namespace
+
+bool parse_scoutd_args(int argc, char** argv, ScoutdConfig& cfg) {
+  if (const char* l = std::getenv("SCOUT_LEDGER")) cfg.ledger = l;
+  enum {
+    kJob = 1000, kStep, kRanks, kSim, kPrefix, kNode, kFirst, kLast, kLedger, kRuntime, kStall,
+    kTick, kPeriod, kTimeout, kPrint
+  };
+  static const option kOpts[] = {
+      {"job-id", required_argument, nullptr, kJob},
+      {"step", required_argument, nullptr, kStep},
+      {"ranks", required_argument, nullptr, kRanks},
+      {"simulate-nodes", no_argument, nullptr, kSim},
+      {"node-prefix", required_argument, nullptr, kPrefix},
+      {"node", required_argument, nullptr, kNode},
+      {"first-rank", required_argument, nullptr, kFirst},
+      {"last-rank", required_argument, nullptr, kLast},
+      {"ledger", required_argument, nullptr, kLedger},
+      {"runtime-dir", required_argument, nullptr, kRuntime},
+      {"stall-threshold", required_argument, nullptr, kStall},
+      {"tick", required_argument, nullptr, kTick},
+      {"round-period", required_argument, nullptr, kPeriod},
+      {"round-timeout", required_argument, nullptr, kTimeout},
+      {"print-config", no_argument, nullptr, kPrint},
+      {"help", no_argument, nullptr, 'h'},
+      {"version", no_argument, nullptr, 'V'},
+      {nullptr, 0, nullptr, 0}};
+  optind = 1;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, "+hV", kOpts, nullptr)) != -1) {
+    std::string v = optarg ? optarg : "";
+    switch (c) {
+      case kJob: cfg.job_id = v; break;
+      case kStep: cfg.step_id = v; break;
+      case kRanks: cfg.ranks = parse_int("--ranks", v, 1, 1 << 22); break;
+      case kSim: cfg.simulate_nodes = true; break;
+      case kPrefix: cfg.node_prefix = v; break;
+      case kNode: cfg.node = v; break;
+      case kFirst: cfg.first_rank = parse_int("--first-rank", v, 0, 1 << 22); break;
+      case kLast: cfg.last_rank = parse_int("--last-rank", v, 0, 1 << 22); break;
+      case kLedger: cfg.ledger = v; break;
+      case kRuntime: cfg.runtime_dir = v; break;
+      case kStall: cfg.stall_threshold_s = parse_seconds("--stall-threshold", v, 1, 86400); break;
+      case kTick: cfg.tick_s = parse_seconds("--tick", v, 0.01, 10); break;
+      case kPeriod: cfg.round_period_s = parse_seconds("--round-period", v, 0.01, 60); break;
+      case kTimeout: cfg.round_timeout_s = parse_seconds("--round-timeout", v, 0.05, 60); break;
+      case kPrint: cfg.print_config = true; break;
+      case 'h': std::fputs(kUsage, stdout); return false;
+      case 'V': std::printf("scoutd (scout) %s\n", PACKAGE_VERSION); return false;
+      default: {
+        std::string opt = optopt ? fmt::format("-{}", static_cast<char>(optopt))
+                                 : std::string(argv[optind - 1]);
+        throw ConfigError(fmt::format("unknown option or missing value: {} (see scoutd --help)", opt));
+      }
+    }
+  }
+  if (optind < argc)
+    throw ConfigError(fmt::format("unexpected argument '{}' (see scoutd --help)", argv[optind]));
+  return true;
+}
+
+void validate(const ScoutdConfig& cfg) {
+  if (!c3::valid_job_id(cfg.job_id))
+    throw ConfigError(fmt::format("--job-id: '{}' is not a job id; expected a decimal number",
+                                  cfg.job_id));
+  if (!c3::valid_step_id(cfg.step_id))
+    throw ConfigError(fmt::format("--step: '{}' is not a step id; expected [0-9a-z_]", cfg.step_id));
+  if (cfg.ranks <= 0) throw ConfigError("--ranks: required; expected the number of ranks (>= 1)");
+  if (cfg.ledger.empty())
+    throw ConfigError("--ledger: required (or set SCOUT_LEDGER); expected a path to an SQLite file");
+  if (!cfg.simulate_nodes && (cfg.first_rank >= 0) != (cfg.last_rank >= 0))
+    throw ConfigError("--first-rank and --last-rank: give both or neither");
+  if (cfg.first_rank > cfg.last_rank)
+    throw ConfigError("--first-rank: must not be greater than --last-rank");
+  if (cfg.last_rank >= cfg.ranks)
+    throw ConfigError(fmt::format("--last-rank: {} is outside the step's {} ranks", cfg.last_rank,
+                                  cfg.ranks));
+  if (cfg.node_prefix.empty() || cfg.node_prefix.size() > 32)
+    throw ConfigError("--node-prefix: expected 1 to 32 characters");
+}
+
+std::string print_config(const ScoutdConfig& c) {
+  return fmt::format(
+      "job_id = {}\nstep = {}\nranks = {}\nsimulate_nodes = {}\nnode_prefix = {}\nnode = {}\n"
+      "first_rank = {}\nlast_rank = {}\nledger = {}\nruntime_dir = {}\nstall_threshold = {}\n"
+      "tick = {}\nround_period = {}\nround_timeout = {}\n",
+      c.job_id, c.step_id, c.ranks, c.simulate_nodes, c.node_prefix, c.node, c.first_rank,
+      c.last_rank, c.ledger, c.runtime_dir, c.stall_threshold_s, c.tick_s, c.round_period_s,
+      c.round_timeout_s);
+}
+
+}  // namespace scout::scoutd

@@ -1,0 +1,42 @@
+// scoutd configuration: one struct, filled from defaults, then environment,
+// then the command line; validated once; printed by --print-config.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace scout::scoutd {
+
+struct ConfigError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct ScoutdConfig {
+  std::string job_id;             // required, decimal
+  std::string step_id = "0";
+  int ranks = 0;                  // ranks in the training step, required
+  bool simulate_nodes = false;    // scout-run: observer k owns a block of ranks
+  std::string node_prefix = "n";  // simulated host names: n1, n2, ...
+  std::string node;               // this observer's host name (default: hostname)
+  int first_rank = -1, last_rank = -1;  // explicit block (non-simulated)
+  std::string ledger;             // SQLite ledger path
+  std::string runtime_dir;        // job runtime dir (control sockets)
+  double stall_threshold_s = 10.0;
+  double tick_s = 0.1;
+  double round_period_s = 0.5;
+  double round_timeout_s = 1.0;   // per tree level
+  bool print_config = false;
+};
+
+// Parses argv (getopt_long). Throws ConfigError naming the option and what
+// was expected. Returns false when --help or --version was printed.
+bool parse_scoutd_args(int argc, char** argv, ScoutdConfig& cfg);
+void validate(const ScoutdConfig& cfg);
+std::string print_config(const ScoutdConfig& cfg);
+
+// Strict numeric parsing shared by the command-line tools.
+double parse_seconds(const std::string& what, const std::string& value, double min, double max);
+int parse_int(const std::string& what, const std::string& value, int min, int max);
+
+}  // namespace scout::scoutd

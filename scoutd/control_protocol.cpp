@@ -1,0 +1,140 @@
+// scoutd control protocol (see control_protocol.hpp).
+#include "scoutd/control_protocol.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace scout::scoutd {
+
+using nlohmann::json;
+
+namespace {
+
+std::string printable(const std::string& s) {
+  std::string out;
+  for (char c : s.substr(0, 40)) out += std::isprint(static_cast<unsigned char>(c)) ? c : '?';
+  if (s.size() > 40) out += "...";
+  return out;
+}
+
+std::vector<std::string> words(const std::string& line) {
+  std::istringstream is(line);
+  std::vector<std::string> w;
+  for (std::string t; is >> t;) w.push_back(t);
+  return w;
+}
+
+std::string upper(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+ControlReply error(const std::string& msg, bool close = false) {
+  return {fmt::format("ERROR: {}\n", msg), close};
+}
+
+}  // namespace
+
+std::string render_status_text(const json& s) {
+  std::string out = fmt::format("job {} node {} observers {}/{} round {}\n",
+                                s.value("job", "?"), s.value("node", "?"),
+                                s.value("observers_alive", 0), s.value("observers", 0),
+                                s.value("round", 0));
+  out += fmt::format("{:>6} {:>8} {:>8} {:>10} {:<14} {:>9} {:<18}\n", "RANK", "PID", "SEQ",
+                     "WAITING", "COLLECTIVE", "IDLE_S", "PROCESS");
+  for (auto& r : s.value("ranks", json::array())) {
+    if (!r.value("attached", false)) {
+      out += fmt::format("{:>6} {:>8} {:>8} {:>10} {:<14} {:>9} {:<18}\n", r.value("rank", -1),
+                         "-", "-", "-", "-", "-", "not attached");
+      continue;
+    }
+    std::string proc = r.value("finalized", false) ? "finalized"
+                       : !r.value("alive", true)  ? "gone"
+                                                  : r.value("process", "?");
+    out += fmt::format("{:>6} {:>8} {:>8} {:>10} {:<14} {:>9.1f} {:<18}\n", r.value("rank", -1),
+                       r.value("pid", 0), r.value("seq", 0),
+                       r.value("in_collective", false) ? "yes" : "no", r.value("collective", "-"),
+                       r.value("stalled_s", 0.0), proc);
+  }
+  return out;
+}
+
+std::string render_verdicts_text(const json& v) {
+  std::string out = fmt::format("{:<4} {:<14} {:<13} {:<10} {:<10} {:<24} {}\n", "ID", "KIND",
+                                "STATUS", "RANKS", "HOSTS", "DETECTED", "EVIDENCE");
+  auto join = [](const json& a) {
+    std::string s;
+    for (auto& x : a) {
+      if (!s.empty()) s += ",";
+      s += x.is_string() ? x.get<std::string>() : x.dump();
+    }
+    return s.empty() ? std::string("-") : s;
+  };
+  for (auto& x : v) {
+    std::string status = x.value("status", "?");
+    if (!x["resolved_at"].is_null()) status += "*";
+    std::string ev = x.contains("evidence") ? x["evidence"].value("rule", "") : "";
+    if (x.contains("evidence")) {
+      auto& e = x["evidence"];
+      if (e.contains("culprits") && !e["culprits"].empty()) {
+        auto& c = e["culprits"][0];
+        if (c.contains("pid"))
+          ev += fmt::format("; pid {} {}", c.value("pid", 0), c.value("process", ""));
+      }
+    }
+    out += fmt::format("{:<4} {:<14} {:<13} {:<10} {:<10} {:<24} {}\n", x.value("id", 0),
+                       x.value("kind", "?"), status, join(x["ranks"]), join(x["hosts"]),
+                       x.value("detected_at", "?"), ev);
+  }
+  return out;
+}
+
+ControlReply handle_control_line(ControlState& st, const std::string& raw, const ControlProviders& p) {
+  std::string line = raw;
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  if (line.size() > kMaxLineBytes)
+    return error(fmt::format("line too long ({} bytes); expected at most {}", line.size(),
+                             kMaxLineBytes), true);
+  auto w = words(line);
+  if (w.empty()) return error("empty line; expected a command (HELLO, STATUS, VERDICTS, SET FORMAT, QUIT)");
+  std::string cmd = upper(w[0]);
+  if (cmd == "QUIT") return {"OK\n", true};
+  if (cmd == "HELLO") {
+    if (w.size() != 2) return error(fmt::format("expected 'HELLO {}'", kProtocolVersion));
+    if (w[1] != std::to_string(kProtocolVersion))
+      return error(fmt::format("unsupported protocol version '{}'; this scoutd speaks {}",
+                               printable(w[1]), kProtocolVersion), true);
+    st.greeted = true;
+    return {fmt::format("SCOUTD {} job {} node {}\nOK\n", kProtocolVersion, p.job, p.node), false};
+  }
+  if (!st.greeted)
+    return error(fmt::format("expected 'HELLO {}' first, got '{}'", kProtocolVersion,
+                             printable(w[0])));
+  if (cmd == "SET") {
+    if (w.size() == 3 && upper(w[1]) == "FORMAT") {
+      std::string f = w[2];
+      std::transform(f.begin(), f.end(), f.begin(), ::tolower);
+      if (f == "json" || f == "text") {
+        st.json = f == "json";
+        return {"OK\n", false};
+      }
+      return error(fmt::format("unknown format '{}'; expected json or text", printable(w[2])));
+    }
+    return error("expected 'SET FORMAT json' or 'SET FORMAT text'");
+  }
+  if (cmd == "STATUS" && w.size() == 1) {
+    json s = p.status();
+    return {(st.json ? s.dump() + "\n" : render_status_text(s)) + "OK\n", false};
+  }
+  if (cmd == "VERDICTS" && w.size() == 1) {
+    json v = p.verdicts();
+    return {(st.json ? v.dump() + "\n" : render_verdicts_text(v)) + "OK\n", false};
+  }
+  return error(fmt::format("unknown command '{}'; expected HELLO, STATUS, VERDICTS, "
+                           "SET FORMAT json|text or QUIT", printable(line)));
+}
+
+}  // namespace scout::scoutd

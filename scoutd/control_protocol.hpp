@@ -1,0 +1,42 @@
+// The scoutd control protocol: a line protocol a person can speak with
+// `nc -U` (after NCCL's RAS). The client opens with `HELLO 1`; the server
+// answers every request with zero or more lines and then one line `OK` or
+// one line `ERROR: <what was expected>`. Commands: HELLO <version>, STATUS,
+// VERDICTS, SET FORMAT json|text, QUIT. Pure logic here; the socket lives in
+// control_server.cpp.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace scout::scoutd {
+
+inline constexpr int kProtocolVersion = 1;
+inline constexpr std::size_t kMaxLineBytes = 4096;
+
+struct ControlState {
+  bool greeted = false;
+  bool json = false;
+};
+
+struct ControlProviders {
+  std::function<nlohmann::json()> status;    // object, see daemon.cpp
+  std::function<nlohmann::json()> verdicts;  // array of verdict objects
+  std::string job, node;
+};
+
+struct ControlReply {
+  std::string text;  // complete reply, every line '\n'-terminated
+  bool close = false;
+};
+
+ControlReply handle_control_line(ControlState& st, const std::string& line,
+                                 const ControlProviders& p);
+
+// Text renderings shared with scoutctl.
+std::string render_status_text(const nlohmann::json& status);
+std::string render_verdicts_text(const nlohmann::json& verdicts);
+
+}  // namespace scout::scoutd

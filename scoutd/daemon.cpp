@@ -1,0 +1,364 @@
+// scoutd main loop (see daemon.hpp).
+#include "scoutd/daemon.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "scoutd/control_server.hpp"
+#include "scoutd/proc_info.hpp"
+#include "scoutd/runtime_paths.hpp"
+
+namespace scout::scoutd {
+
+using nlohmann::json;
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+namespace {
+
+struct Trigger {
+  double max_stall_s;
+  std::uint32_t waiting, attached, finalized, deaths, stop, pad;
+  std::uint64_t min_seq, max_seq;
+};
+
+c3::Bytes to_bytes(const Trigger& t) {
+  c3::Bytes b(sizeof t);
+  std::memcpy(b.data(), &t, sizeof t);
+  return b;
+}
+Trigger from_bytes(const c3::Bytes& b) {
+  Trigger t{};
+  if (b.size() == sizeof t) std::memcpy(&t, b.data(), sizeof t);
+  return t;
+}
+c3::Bytes to_bytes(const json& j) {
+  std::string s = j.dump();
+  return {s.begin(), s.end()};
+}
+json parse_bytes(const c3::Bytes& b) {
+  if (b.empty()) return json::object();
+  return json::parse(b.begin(), b.end(), nullptr, false);
+}
+
+void log(const std::string& node, const std::string& msg) {
+  std::fprintf(stderr, "scoutd: %s: %s\n", node.c_str(), msg.c_str());
+}
+
+}  // namespace
+
+Daemon::Daemon(ScoutdConfig cfg) : cfg_(std::move(cfg)) {
+  detector_.stall_threshold_s = cfg_.stall_threshold_s;
+}
+
+void Daemon::init_observers() {
+  MPI_Comm_rank(MPI_COMM_WORLD, &me_);
+  MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  ObserverInfo mine;
+  if (cfg_.simulate_nodes) {
+    mine.first_rank = static_cast<int>(static_cast<long>(me_) * cfg_.ranks / size_);
+    mine.last_rank = static_cast<int>(static_cast<long>(me_ + 1) * cfg_.ranks / size_) - 1;
+    mine.node = fmt::format("{}{}", cfg_.node_prefix, me_ + 1);
+  } else {
+    mine.first_rank = cfg_.first_rank;
+    mine.last_rank = cfg_.last_rank;
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    mine.node = cfg_.node.empty() ? host : cfg_.node;
+  }
+  mine.pid = static_cast<int>(getpid());
+  // Everyone is alive at start: one allgather of who observes what.
+  struct Wire {
+    char node[64];
+    int first, last, pid;
+  } w{};
+  std::snprintf(w.node, sizeof w.node, "%s", mine.node.c_str());
+  w.first = mine.first_rank;
+  w.last = mine.last_rank;
+  w.pid = mine.pid;
+  std::vector<Wire> all(static_cast<std::size_t>(size_));
+  MPI_Allgather(&w, sizeof w, MPI_BYTE, all.data(), sizeof w, MPI_BYTE, MPI_COMM_WORLD);
+  for (auto& a : all) observers_.push_back({a.node, a.first, a.last, a.pid});
+}
+
+void Daemon::init_ledger() {
+  ledger_.emplace(sql::Ledger::open(cfg_.ledger, sql::Ledger::Mode::kReadWrite));
+  const auto& o = observers_[static_cast<std::size_t>(me_)];
+  if (me_ == 0 && !ledger_->job(cfg_.job_id)) {
+    sql::JobRow j;
+    j.job_id = cfg_.job_id;
+    j.uid = getuid();
+    j.user = std::getenv("USER") ? std::getenv("USER") : std::to_string(getuid());
+    j.launcher = cfg_.simulate_nodes ? "scout-run" : "slurm";
+    j.nodes = size_;
+    j.ranks = cfg_.ranks;
+    ledger_->insert_job(j);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);  // the job row exists before node rows refer to it
+  ledger_->upsert_node({cfg_.job_id, o.node, o.pid, o.first_rank, o.last_rank, ""});
+}
+
+json Daemon::status_json() {
+  json ranks = json::array();
+  for (auto& e : watcher_->evidence()) {
+    json r = e;
+    r["collective"] = c3::coll_name(e.kind);
+    r["process"] = describe_state(e.state);
+    ranks.push_back(std::move(r));
+  }
+  std::lock_guard lk(mu_);
+  return json{{"job", cfg_.job_id}, {"step", cfg_.step_id},
+              {"node", watcher_->node()}, {"first_rank", watcher_->first_rank()},
+              {"last_rank", watcher_->last_rank()}, {"observers", size_},
+              {"observers_alive", tree_ ? tree_->alive().size() : 0}, {"round", rounds_},
+              {"stall_threshold_s", cfg_.stall_threshold_s}, {"ranks", ranks}};
+}
+
+json Daemon::verdicts_json() {
+  std::lock_guard lk(mu_);
+  return json(verdicts_);
+}
+
+void Daemon::announce_ranks() {
+  for (auto [rank, pid] : watcher_->take_new_attachments()) {
+    try {
+      ledger_->upsert_rank(cfg_.job_id, cfg_.step_id, rank, watcher_->node(), pid);
+    } catch (const std::exception& e) {
+      log(watcher_->node(), e.what());
+    }
+  }
+}
+
+void Daemon::record_draft(const VerdictDraft& d, json& events) {
+  {
+    std::lock_guard lk(mu_);
+    if (open_.count(d.key)) return;  // same incident, already recorded
+  }
+  sql::VerdictRow row;
+  row.job_id = cfg_.job_id;
+  row.step = cfg_.step_id;
+  row.kind = d.kind;
+  row.status = d.status;
+  row.ranks = json(d.ranks).dump();
+  row.hosts = json(d.hosts).dump();
+  row.evidence = d.evidence.dump();
+  row.detected_at = sql::now_iso8601();
+  try {
+    row.id = ledger_->insert_verdict(row);  // committed before anyone is told
+  } catch (const std::exception& e) {
+    log(watcher_->node(), fmt::format("ledger: verdict not recorded, will retry: {}", e.what()));
+    return;
+  }
+  json v = {{"id", row.id}, {"job", row.job_id}, {"step", row.step}, {"kind", row.kind},
+            {"status", row.status}, {"ranks", d.ranks}, {"hosts", d.hosts},
+            {"evidence", d.evidence}, {"detected_at", row.detected_at}, {"resolved_at", nullptr}};
+  events.push_back({{"op", "new"}, {"key", d.key}, {"verdict", v}});
+  log(watcher_->node(), fmt::format("verdict {}: {} {} ranks {} hosts {}", row.id, d.kind, d.status,
+                                    row.ranks, row.hosts));
+}
+
+c3::Bytes Daemon::decide_trigger(const c3::Bytes& acc, const std::vector<int>& lost) {
+  Trigger t = from_bytes(acc);
+  json down = {{"stop", t.stop != 0}, {"gather", false}, {"events", json::array()}};
+  if (!tree_->has_quorum()) return to_bytes(down);  // a minority never decides
+  auto& events = down["events"];
+  std::set<int> to_record;
+  {
+    std::lock_guard lk(mu_);
+    to_record = lost_unrecorded_;
+  }
+  to_record.insert(lost.begin(), lost.end());
+  for (int w : to_record) {
+    const auto& o = observers_[static_cast<std::size_t>(w)];
+    VerdictDraft d;
+    d.kind = "observer_lost";
+    d.status = "attributed";
+    for (int r = o.first_rank; r <= o.last_rank; ++r) d.ranks.push_back(r);
+    d.hosts = {o.node};
+    d.evidence = {{"rule", "observer missed its consensus round deadline"},
+                  {"observer", w}, {"node", o.node}, {"scoutd_pid", o.pid},
+                  {"unobserved_ranks", d.ranks},
+                  {"round_timeout_s", cfg_.round_timeout_s}};
+    d.key = fmt::format("observer_lost:{}", w);
+    record_draft(d, events);
+  }
+  // Progress resumed everywhere: open progress incidents are resolved.
+  if (t.attached > 0 && t.max_stall_s < cfg_.stall_threshold_s && t.deaths == 0) {
+    std::vector<std::pair<std::string, std::int64_t>> resolve;
+    {
+      std::lock_guard lk(mu_);
+      for (auto& [key, id] : open_)
+        if (key.rfind("hang", 0) == 0 || key.rfind("stall", 0) == 0 || key.rfind("divergence", 0) == 0)
+          resolve.emplace_back(key, id);
+    }
+    for (auto& [key, id] : resolve) {
+      std::string at = sql::now_iso8601();
+      try {
+        ledger_->resolve_verdict(id, at);
+        events.push_back({{"op", "resolve"}, {"key", key}, {"id", id}, {"at", at}});
+      } catch (const std::exception& e) {
+        log(watcher_->node(), e.what());
+      }
+    }
+  }
+  bool trouble = (t.max_stall_s >= cfg_.stall_threshold_s && t.waiting > 0) || t.deaths > 0;
+  down["gather"] = trouble;
+  return to_bytes(down);
+}
+
+c3::Bytes Daemon::decide_gather(const c3::Bytes& acc) {
+  json down = {{"stop", false}, {"gather", false}, {"events", json::array()}};
+  if (!tree_->has_quorum()) return to_bytes(down);
+  json all = parse_bytes(acc);
+  std::vector<RankEvidence> ev;
+  if (all.is_array())
+    for (auto& j : all) {
+      try {
+        ev.push_back(j.get<RankEvidence>());
+      } catch (const std::exception&) {
+        // a malformed entry from a peer is skipped, never trusted
+      }
+    }
+  std::vector<VerdictDraft> drafts;
+  if (auto c = detect_crash(ev, detector_)) drafts.push_back(*c);
+  else drafts = detect_progress(ev, detector_);
+  for (auto& d : drafts) record_draft(d, down["events"]);
+  return to_bytes(down);
+}
+
+void Daemon::apply_events(const json& down) {
+  if (!down.contains("events")) return;
+  std::lock_guard lk(mu_);
+  for (auto& e : down["events"]) {
+    std::string op = e.value("op", "");
+    if (op == "new") {
+      auto& v = e["verdict"];
+      open_[e.value("key", "")] = v.value("id", std::int64_t{0});
+      verdicts_.push_back(v);
+      if (v.value("kind", "") == "observer_lost" && v.contains("evidence"))
+        lost_unrecorded_.erase(v["evidence"].value("observer", -1));
+    } else if (op == "resolve") {
+      std::int64_t id = e.value("id", std::int64_t{0});
+      for (auto& v : verdicts_)
+        if (v.value("id", std::int64_t{0}) == id) v["resolved_at"] = e.value("at", "");
+      open_.erase(e.value("key", ""));
+    }
+  }
+}
+
+int Daemon::run() {
+  init_observers();
+  const auto& mine = observers_[static_cast<std::size_t>(me_)];
+  init_ledger();
+  watcher_ = std::make_unique<RankWatcher>(cfg_.job_id, cfg_.step_id, mine.first_rank,
+                                           mine.last_rank, mine.node, cfg_.tick_s);
+  tree_ = std::make_unique<c3::TreeRound>(MPI_COMM_WORLD,
+                                          c3::TreeRound::Options{cfg_.round_timeout_s});
+  std::string root = cfg_.runtime_dir.empty() ? default_runtime_root() : cfg_.runtime_dir;
+  std::string job_dir = cfg_.runtime_dir.empty() ? job_runtime_dir(root, cfg_.job_id) : root;
+  std::error_code ec;
+  std::filesystem::create_directories(job_dir, ec);
+  ::chmod(job_dir.c_str(), 0700);
+  ControlProviders providers{[this] { return status_json(); }, [this] { return verdicts_json(); },
+                             cfg_.job_id, mine.node};
+  ControlServer server(control_socket_path(job_dir, mine.node), providers);
+  try {
+    server.start();
+  } catch (const std::exception& e) {
+    log(mine.node, fmt::format("control socket {}: {}; continuing without it",
+                               server.path(), e.what()));
+  }
+  watcher_->start();
+  log(mine.node, fmt::format("observing ranks {}-{} of job {} step {} (observer {}/{})",
+                             mine.first_rank, mine.last_rank, cfg_.job_id, cfg_.step_id, me_ + 1,
+                             size_));
+
+  auto concat = [](c3::Bytes& acc, const c3::Bytes& child) {
+    json a = parse_bytes(acc), c = parse_bytes(child);
+    if (!a.is_array()) a = json::array();
+    if (c.is_array())
+      for (auto& x : c) a.push_back(std::move(x));
+    acc = to_bytes(a);
+  };
+  auto combine_trigger = [](c3::Bytes& acc, const c3::Bytes& child) {
+    Trigger a = from_bytes(acc), c = from_bytes(child);
+    a.max_stall_s = std::max(a.max_stall_s, c.max_stall_s);
+    a.waiting += c.waiting;
+    a.attached += c.attached;
+    a.finalized += c.finalized;
+    a.deaths += c.deaths;
+    a.stop = a.stop | c.stop;
+    a.min_seq = std::min(a.min_seq, c.min_seq);
+    a.max_seq = std::max(a.max_seq, c.max_seq);
+    acc = to_bytes(a);
+  };
+  const auto period = std::chrono::duration<double>(cfg_.round_period_s);
+  bool stopping = false;
+  while (!stopping) {
+    const auto next = std::chrono::steady_clock::now() + period;
+    while (std::chrono::steady_clock::now() < next && !g_stop_signal)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    announce_ranks();
+    LocalSummary s = watcher_->summary();
+    Trigger t{s.max_stall_s, s.waiting, s.attached, s.finalized, s.unreported_deaths,
+              g_stop_signal ? 1u : 0u, 0, s.min_seq, s.max_seq};
+    auto r = tree_->run(to_bytes(t), combine_trigger,
+                        [this](const c3::Bytes& acc, const std::vector<int>& lost) {
+                          return decide_trigger(acc, lost);
+                        });
+    {
+      std::lock_guard lk(mu_);
+      ++rounds_;
+      for (int w : r.newly_lost) {
+        lost_unrecorded_.insert(w);
+        log(mine.node, fmt::format("observer {} ({}) lost", w,
+                                   observers_[static_cast<std::size_t>(w)].node));
+      }
+    }
+    if (r.expelled) {
+      log(mine.node, "the other observers declared this one lost; stopping");
+      break;
+    }
+    json down = parse_bytes(r.down);
+    apply_events(down);
+    if (r.complete && down.value("gather", false)) {
+      auto ev = watcher_->evidence();
+      std::vector<int> dead;
+      for (auto& e : ev)
+        if (e.attached && !e.alive) dead.push_back(e.rank);
+      auto g = tree_->run(to_bytes(json(ev)), concat,
+                          [this](const c3::Bytes& acc, const std::vector<int>&) {
+                            return decide_gather(acc);
+                          });
+      {
+        std::lock_guard lk(mu_);
+        ++rounds_;
+        for (int w : g.newly_lost) lost_unrecorded_.insert(w);
+      }
+      json gd = parse_bytes(g.down);
+      apply_events(gd);
+      if (g.complete) watcher_->mark_deaths_reported(dead);
+    }
+    if (down.value("stop", false)) stopping = true;
+    if (!r.complete && g_stop_signal) stopping = true;  // no root to agree with
+  }
+  log(mine.node, "stopping");
+  watcher_->stop();
+  watcher_->unlink_records();
+  server.stop();
+  const auto tree_lost = tree_->lost().size();
+  const bool clean = tree_lost == 0;
+  tree_.reset();
+  ledger_.reset();
+  if (!clean) log(mine.node, fmt::format("{} observer(s) were lost during the job", tree_lost));
+  return 0;
+}
+
+}  // namespace scout::scoutd

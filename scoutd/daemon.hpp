@@ -1,0 +1,68 @@
+// scoutd's main loop: every round period, a small trigger reduction over the
+// observer world; when someone reports trouble, the full evidence gather and
+// the detectors at the root; verdicts go to the ledger (committed) before
+// anyone is told about them. All observers keep a copy of the verdicts and
+// open incidents, so a new root carries on where a dead one stopped.
+#pragma once
+
+#include <mpi.h>
+
+#include <csignal>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "libc3/tree_round.hpp"
+#include "scoutd/config.hpp"
+#include "scoutd/hang_detector.hpp"
+#include "scoutd/rank_watcher.hpp"
+#include "sql/ledger.hpp"
+
+namespace scout::scoutd {
+
+extern volatile std::sig_atomic_t g_stop_signal;
+
+struct ObserverInfo {
+  std::string node;
+  int first_rank = 0, last_rank = -1;
+  int pid = 0;
+};
+
+class Daemon {
+ public:
+  explicit Daemon(ScoutdConfig cfg);
+  int run();  // returns the exit status
+
+ private:
+  void init_observers();
+  void init_ledger();
+  nlohmann::json status_json();
+  nlohmann::json verdicts_json();
+  void announce_ranks();
+  c3::Bytes decide_trigger(const c3::Bytes& acc, const std::vector<int>& lost);
+  c3::Bytes decide_gather(const c3::Bytes& acc);
+  void record_draft(const VerdictDraft& d, nlohmann::json& events);
+  void apply_events(const nlohmann::json& down);
+
+  ScoutdConfig cfg_;
+  int me_ = 0, size_ = 0;
+  std::vector<ObserverInfo> observers_;
+  std::unique_ptr<RankWatcher> watcher_;
+  std::unique_ptr<c3::TreeRound> tree_;
+  std::optional<sql::Ledger> ledger_;
+  DetectorOptions detector_;
+
+  std::mutex mu_;                              // guards the replicated state below
+  std::vector<nlohmann::json> verdicts_;       // every verdict of the job, by id
+  std::map<std::string, std::int64_t> open_;   // incident key -> verdict id
+  std::set<int> lost_unrecorded_;              // lost observers without a verdict yet
+  std::uint64_t rounds_ = 0;
+};
+
+}  // namespace scout::scoutd

@@ -1,0 +1,61 @@
+// The progress detectors of scoutd, as pure functions over the evidence the
+// observers gathered: hang (culprit behind the position a strict majority
+// reached), stall (the culprit's process is stopped, in D state or a
+// zombie), divergence (same position, different collective fingerprint),
+// communication hang (everyone waiting in the same collective: inconclusive,
+// scoped to that communicator), crash (a rank died first while its peers
+// lived on). Never guesses: no strict majority means inconclusive.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace scout::scoutd {
+
+struct RankEvidence {
+  int rank = -1;
+  std::string node;
+  int pid = 0;
+  bool attached = false;     // its record has been seen
+  bool alive = true;
+  bool finalized = false;
+  std::uint64_t seq = 0;
+  std::uint64_t fingerprint = 0;
+  std::uint64_t comm_id = 0;
+  std::uint32_t kind = 0;
+  bool in_collective = false;
+  double stalled_s = 0;      // since its record last showed progress
+  char state = '?';          // /proc state letter; 'X' gone
+  std::string wchan;
+  std::int64_t death_ns = 0; // CLOCK_MONOTONIC when its process went away
+};
+
+void to_json(nlohmann::json& j, const RankEvidence& e);
+void from_json(const nlohmann::json& j, RankEvidence& e);
+
+struct VerdictDraft {
+  std::string kind;    // hang, stall, crash, divergence
+  std::string status;  // attributed, inconclusive
+  std::vector<int> ranks;
+  std::vector<std::string> hosts;
+  nlohmann::json evidence;
+  std::string key;     // identifies the incident (dedup while open)
+};
+
+struct DetectorOptions {
+  double stall_threshold_s = 10.0;
+  double death_margin_s = 0.2;  // deaths this close to the first one count as one event
+};
+
+// Crash rule over ranks whose process vanished without MPI_Finalize.
+std::optional<VerdictDraft> detect_crash(const std::vector<RankEvidence>& ranks,
+                                         const DetectorOptions& opt);
+// Hang / stall / divergence / communication hang over the live ranks.
+std::vector<VerdictDraft> detect_progress(const std::vector<RankEvidence>& ranks,
+                                          const DetectorOptions& opt);
+
+}  // namespace scout::scoutd

@@ -1,0 +1,85 @@
+// The local half of scoutd: attaches the shm records of this node's ranks,
+// polls them every tick, notes when each last made progress, and timestamps
+// process deaths the moment they happen (pidfd). Runs in its own thread so
+// that observation goes on while a consensus round waits on a deadline.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "libc3/rank_record.hpp"
+#include "scoutd/hang_detector.hpp"
+
+namespace scout::scoutd {
+
+struct LocalSummary {
+  double max_stall_s = 0;     // over live, unfinalized, attached ranks
+  std::uint32_t waiting = 0;  // of those, inside a collective
+  std::uint32_t attached = 0;
+  std::uint32_t finalized = 0;
+  std::uint32_t unreported_deaths = 0;
+  std::uint64_t min_seq = UINT64_MAX, max_seq = 0;
+};
+
+class RankWatcher {
+ public:
+  RankWatcher(std::string job, std::string step, int first_rank, int last_rank, std::string node,
+              double tick_s);
+  ~RankWatcher();
+  RankWatcher(const RankWatcher&) = delete;
+  RankWatcher& operator=(const RankWatcher&) = delete;
+
+  void start();
+  void stop();
+
+  LocalSummary summary() const;
+  // Full evidence for each local rank, /proc state included.
+  std::vector<RankEvidence> evidence() const;
+  // Deaths included in an evidence gather that completed are reported.
+  void mark_deaths_reported(const std::vector<int>& ranks);
+  // Ranks seen for the first time since the last call (for the ledger).
+  std::vector<std::pair<int, int>> take_new_attachments();
+  // Removes the shm names of this node's ranks (crashed ranks leave theirs).
+  void unlink_records();
+  const std::string& node() const noexcept { return node_; }
+  int first_rank() const noexcept { return first_; }
+  int last_rank() const noexcept { return last_; }
+
+ private:
+  struct Slot {
+    int rank = 0;
+    c3::RankRecord* rec = nullptr;  // mapping (kept after the name is unlinked)
+    std::string bad_record;         // why the record was refused, once
+    int pidfd = -1;
+    int pid = 0;
+    bool announced = false;
+    c3::RecordLive last{};
+    bool have_last = false;
+    std::uint64_t progress_key = 0;
+    std::int64_t last_progress_ns = 0;
+    std::int64_t death_ns = 0;
+    bool death_reported = false;
+  };
+  void loop();
+  void tick();
+  void try_attach(Slot& s);
+  void poll_deaths(int timeout_ms);
+
+  std::string job_, step_, node_;
+  int first_, last_;
+  double tick_s_;
+  mutable std::mutex mu_;
+  std::vector<Slot> slots_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+std::int64_t monotonic_ns();
+
+}  // namespace scout::scoutd

@@ -1,0 +1,201 @@
+// scoutctl: read scout's verdicts from the ledger (query) and ask a running
+// job's scoutds for their live view (status). Exit codes (scoutctl(1)):
+// 0 ok, 1 internal error, 2 usage or malformed job id, 3 unknown job,
+// 4 ledger missing, unreadable or not a scout ledger, 5 no scoutd answers.
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "libc3/rank_record.hpp"
+#include "scoutd/control_protocol.hpp"
+#include "scoutd/runtime_paths.hpp"
+#include "sql/ledger.hpp"
+
+using nlohmann::json;
+namespace sd = scout::scoutd;
+namespace sq = scout::sql;
+
+namespace {
+
+constexpr int kExitOk = 0, kExitInternal = 1, kExitUsage = 2, kExitUnknownJob = 3,
+              kExitLedger = 4, kExitUnreachable = 5;
+
+constexpr const char* kUsage =
+    "Usage: scoutctl COMMAND JOBID [OPTIONS]\n"
+    "Read scout verdicts and live state.\n\n"
+    "Commands:\n"
+    "  query JOBID     verdicts of a job from the ledger (during and after the job)\n"
+    "  status JOBID    live per-rank view from the job's scoutds\n\n"
+    "Options:\n"
+    "  --ledger PATH       ledger file (default $SCOUT_LEDGER, then\n"
+    "                      ${XDG_STATE_HOME:-~/.local/state}/scout/ledger.db)\n"
+    "  --runtime-dir DIR   runtime root holding <jobid>/ sockets (default\n"
+    "                      $SCOUT_RUNTIME_DIR, $XDG_RUNTIME_DIR/scout, /tmp/scout-UID)\n"
+    "  --json              machine-readable output\n"
+    "  -h, --help          this help\n"
+    "  -V, --version       version\n\n"
+    "Exit status: 0 ok, 1 internal error, 2 usage or malformed job id,\n"
+    "3 unknown job, 4 ledger missing/unreadable/not a scout ledger, 5 no scoutd answers.\n";
+
+struct Args {
+  std::string command, job, ledger, runtime_dir;
+  bool json = false;
+};
+
+[[noreturn]] void die(int code, const std::string& msg) {
+  std::fprintf(stderr, "scoutctl: %s\n", msg.c_str());
+  std::exit(code);
+}
+
+json verdict_json(const sq::VerdictRow& v) {
+  auto parse = [](const std::string& s, json fallback) {
+    json j = json::parse(s, nullptr, false);
+    return j.is_discarded() ? fallback : j;
+  };
+  return {{"id", v.id}, {"job", v.job_id}, {"step", v.step}, {"kind", v.kind},
+          {"status", v.status}, {"ranks", parse(v.ranks, json::array())},
+          {"hosts", parse(v.hosts, json::array())}, {"evidence", parse(v.evidence, json::object())},
+          {"detected_at", v.detected_at},
+          {"resolved_at", v.resolved_at ? json(*v.resolved_at) : json(nullptr)}};
+}
+
+int cmd_query(const Args& a) {
+  std::string path = a.ledger.empty() ? sd::default_ledger_path() : a.ledger;
+  try {
+    auto l = sq::Ledger::open(path, sq::Ledger::Mode::kReadOnly);
+    if (!l.job(a.job)) die(kExitUnknownJob, fmt::format("query: job {} is not in the ledger {}", a.job, path));
+    json out = json::array();
+    for (auto& v : l.verdicts(a.job)) out.push_back(verdict_json(v));
+    if (a.json) {
+      std::puts(out.dump(2).c_str());
+    } else if (out.empty()) {
+      std::printf("job %s: no verdicts\n", a.job.c_str());
+    } else {
+      std::fputs(sd::render_verdicts_text(out).c_str(), stdout);
+      if (std::any_of(out.begin(), out.end(), [](auto& v) { return !v["resolved_at"].is_null(); }))
+        std::puts("(* resolved: progress resumed)");
+    }
+    return kExitOk;
+  } catch (const sq::LedgerError& e) {
+    die(kExitLedger, fmt::format("query: {}", e.what()));
+  }
+}
+
+// One request/response exchange; returns the lines before OK, or throws.
+std::vector<std::string> roundtrip(int fd, const std::string& request) {
+  std::string req = request + "\n";
+  if (::write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size()))
+    throw std::runtime_error(fmt::format("write: {}", std::strerror(errno)));
+  static thread_local std::string pending;
+  std::vector<std::string> lines;
+  char buf[4096];
+  for (;;) {
+    auto nl = pending.find('\n');
+    if (nl != std::string::npos) {
+      std::string line = pending.substr(0, nl);
+      pending.erase(0, nl + 1);
+      if (line == "OK") return lines;
+      if (line.rfind("ERROR:", 0) == 0) throw std::runtime_error(line);
+      lines.push_back(line);
+      continue;
+    }
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n <= 0) throw std::runtime_error("connection closed");
+    pending.append(buf, static_cast<std::size_t>(n));
+  }
+}
+
+int cmd_status(const Args& a) {
+  std::string root = a.runtime_dir.empty() ? sd::default_runtime_root() : a.runtime_dir;
+  std::string dir = sd::job_runtime_dir(root, a.job);
+  std::vector<std::string> sockets;
+  std::error_code ec;
+  for (auto& ent : std::filesystem::directory_iterator(dir, ec)) {
+    auto name = ent.path().filename().string();
+    if (name.rfind("scoutd.", 0) == 0 && name.size() > 5 && name.substr(name.size() - 5) == ".sock")
+      sockets.push_back(ent.path().string());
+  }
+  std::sort(sockets.begin(), sockets.end());
+  if (sockets.empty())
+    die(kExitUnreachable, fmt::format("status: job {} has no running scoutd (no sockets in {})", a.job, dir));
+  json merged = json::object();
+  json ranks = json::array();
+  int answered = 0;
+  for (auto& path : sockets) {
+    int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+    timeval tv{5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    try {
+      if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+        throw std::runtime_error(std::strerror(errno));
+      roundtrip(fd, fmt::format("HELLO {}", sd::kProtocolVersion));
+      roundtrip(fd, "SET FORMAT json");
+      auto lines = roundtrip(fd, "STATUS");
+      json s = json::parse(lines.empty() ? "{}" : lines.front());
+      if (merged.empty()) merged = s;
+      for (auto& r : s["ranks"]) ranks.push_back(r);
+      ++answered;
+      roundtrip(fd, "QUIT");
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "scoutctl: status: %s: %s\n", path.c_str(), e.what());
+    }
+    ::close(fd);
+  }
+  if (answered == 0)
+    die(kExitUnreachable, fmt::format("status: no scoutd of job {} answered ({} sockets in {})", a.job,
+                                      sockets.size(), dir));
+  std::sort(ranks.begin(), ranks.end(), [](auto& x, auto& y) { return x["rank"] < y["rank"]; });
+  merged["ranks"] = ranks;
+  merged["node"] = fmt::format("{} of {} observers answered", answered, sockets.size());
+  if (a.json) std::puts(merged.dump(2).c_str());
+  else std::fputs(sd::render_status_text(merged).c_str(), stdout);
+  return kExitOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  std::vector<std::string> pos;
+  for (int i = 1; i < argc; ++i) {
+    std::string s = argv[i];
+    auto value = [&](const char* opt) {
+      if (i + 1 >= argc) die(kExitUsage, fmt::format("{}: missing value (see scoutctl --help)", opt));
+      return std::string(argv[++i]);
+    };
+    if (s == "-h" || s == "--help") { std::fputs(kUsage, stdout); return 0; }
+    if (s == "-V" || s == "--version") { std::printf("scoutctl (scout) %s\n", PACKAGE_VERSION); return 0; }
+    if (s == "--json") a.json = true;
+    else if (s == "--ledger") a.ledger = value("--ledger");
+    else if (s.rfind("--ledger=", 0) == 0) a.ledger = s.substr(9);
+    else if (s == "--runtime-dir") a.runtime_dir = value("--runtime-dir");
+    else if (!s.empty() && s[0] == '-') die(kExitUsage, fmt::format("unknown option '{}' (see scoutctl --help)", s));
+    else pos.push_back(s);
+  }
+  if (pos.empty()) die(kExitUsage, "missing command; expected 'query JOBID' or 'status JOBID' (see scoutctl --help)");
+  a.command = pos[0];
+  if (a.command != "query" && a.command != "status")
+    die(kExitUsage, fmt::format("unknown command '{}'; expected query or status", a.command));
+  if (pos.size() != 2) die(kExitUsage, fmt::format("{}: expected exactly one JOBID", a.command));
+  a.job = pos[1];
+  if (!scout::c3::valid_job_id(a.job))
+    die(kExitUsage, fmt::format("{}: '{}' is not a job id; expected a decimal number like 1000001", a.command, a.job));
+  try {
+    return a.command == "query" ? cmd_query(a) : cmd_status(a);
+  } catch (const std::exception& e) {
+    die(kExitInternal, fmt::format("{}: {}", a.command, e.what()));
+  }
+}

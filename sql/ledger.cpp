@@ -1,0 +1,343 @@
+// Ledger access layer (see ledger.hpp). SQL lives in sql/migrations/*.sql
+// (embedded at build time) and in the named constants below.
+#include "sql/ledger.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace scout::sql {
+
+namespace {
+// Generated from sql/migrations/*.sql: kMigrations[i] brings the schema from
+// version i to version i + 1.
+#include "sql/migrations.inc"
+
+constexpr const char* kInsertJob =
+    "INSERT OR REPLACE INTO jobs(job_id,user,uid,launcher,command,nodes,ranks,started_at) "
+    "VALUES(?,?,?,?,?,?,?,?)";
+constexpr const char* kMaxLocalJob =
+    "SELECT COALESCE(MAX(CAST(job_id AS INTEGER)),0) FROM jobs WHERE launcher='scout-run'";
+constexpr const char* kEndJob = "UPDATE jobs SET ended_at=?, exit_status=? WHERE job_id=?";
+constexpr const char* kSelectJob =
+    "SELECT job_id,user,uid,launcher,command,nodes,ranks,started_at,ended_at,exit_status "
+    "FROM jobs WHERE job_id=?";
+constexpr const char* kUpsertNode =
+    "INSERT OR REPLACE INTO nodes(job_id,node,scoutd_pid,first_rank,last_rank,joined_at) "
+    "VALUES(?,?,?,?,?,?)";
+constexpr const char* kSelectNodes =
+    "SELECT job_id,node,scoutd_pid,first_rank,last_rank,joined_at FROM nodes WHERE job_id=? "
+    "ORDER BY first_rank";
+constexpr const char* kUpsertRank =
+    "INSERT OR REPLACE INTO ranks(job_id,step,rank,node,pid) VALUES(?,?,?,?,?)";
+constexpr const char* kInsertVerdict =
+    "INSERT INTO verdicts(job_id,step,kind,status,ranks,hosts,evidence,detected_at) "
+    "VALUES(?,?,?,?,?,?,?,?)";
+constexpr const char* kResolveVerdict =
+    "UPDATE verdicts SET resolved_at=? WHERE id=? AND resolved_at IS NULL";
+constexpr const char* kSelectVerdicts =
+    "SELECT id,job_id,step,kind,status,ranks,hosts,evidence,detected_at,resolved_at "
+    "FROM verdicts WHERE job_id=? ORDER BY id";
+}  // namespace
+
+std::string now_iso8601() {
+  auto now = std::chrono::system_clock::now();
+  auto secs = std::chrono::system_clock::to_time_t(now);
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[40];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  return fmt::format("{}.{:03d}Z", buf, static_cast<int>(ms));
+}
+
+// One prepared statement, reset and cleared between uses, finalized on close.
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const char* sql) : db_(db) {
+    if (sqlite3_prepare_v2(db, sql, -1, &st_, nullptr) != SQLITE_OK)
+      throw LedgerError(LedgerError::Code::kIo,
+                        fmt::format("ledger: prepare: {}", sqlite3_errmsg(db)));
+  }
+  ~Stmt() { sqlite3_finalize(st_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+
+  Stmt& reset() {
+    sqlite3_reset(st_);
+    sqlite3_clear_bindings(st_);
+    col_ = 0;
+    return *this;
+  }
+  Stmt& bind(const std::string& s) {
+    check(sqlite3_bind_text(st_, ++col_, s.c_str(), static_cast<int>(s.size()), SQLITE_TRANSIENT));
+    return *this;
+  }
+  Stmt& bind(std::int64_t v) {
+    check(sqlite3_bind_int64(st_, ++col_, v));
+    return *this;
+  }
+  Stmt& bind_null() {
+    check(sqlite3_bind_null(st_, ++col_));
+    return *this;
+  }
+  // true while a row is available
+  bool step() {
+    int rc = sqlite3_step(st_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    throw LedgerError(rc == SQLITE_NOTADB ? LedgerError::Code::kNotSqlite : LedgerError::Code::kIo,
+                      fmt::format("ledger: {}", sqlite3_errmsg(db_)));
+  }
+  void run() {
+    while (step()) {
+    }
+  }
+  std::string text(int i) {
+    auto* p = sqlite3_column_text(st_, i);
+    return p ? reinterpret_cast<const char*>(p) : "";
+  }
+  std::optional<std::string> opt_text(int i) {
+    if (sqlite3_column_type(st_, i) == SQLITE_NULL) return std::nullopt;
+    return text(i);
+  }
+  std::int64_t i64(int i) { return sqlite3_column_int64(st_, i); }
+
+ private:
+  void check(int rc) {
+    if (rc != SQLITE_OK)
+      throw LedgerError(LedgerError::Code::kIo, fmt::format("ledger: bind: {}", sqlite3_errmsg(db_)));
+  }
+  sqlite3* db_;
+  sqlite3_stmt* st_ = nullptr;
+  int col_ = 0;
+};
+
+Ledger::Ledger(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+Ledger::Ledger(Ledger&& o) noexcept
+    : db_(std::exchange(o.db_, nullptr)), path_(std::move(o.path_)), stmts_(std::move(o.stmts_)) {}
+Ledger& Ledger::operator=(Ledger&& o) noexcept {
+  if (this != &o) {
+    stmts_.clear();
+    if (db_) sqlite3_close(db_);
+    db_ = std::exchange(o.db_, nullptr);
+    path_ = std::move(o.path_);
+    stmts_ = std::move(o.stmts_);
+  }
+  return *this;
+}
+Ledger::~Ledger() {
+  stmts_.clear();
+  if (db_) sqlite3_close(db_);
+}
+
+Ledger Ledger::open(const std::string& path, Mode mode) {
+  namespace fs = std::filesystem;
+  if (path.empty())
+    throw LedgerError(LedgerError::Code::kMissing, "ledger: no ledger path given");
+  struct stat st {};
+  bool exists = ::stat(path.c_str(), &st) == 0;
+  if (!exists && mode == Mode::kReadOnly)
+    throw LedgerError(LedgerError::Code::kMissing,
+                      fmt::format("ledger: {}: no such ledger file", path));
+  if (exists && !S_ISREG(st.st_mode))
+    throw LedgerError(LedgerError::Code::kUnreadable,
+                      fmt::format("ledger: {}: not a regular file; expected an SQLite ledger", path));
+  if (exists && ::access(path.c_str(), mode == Mode::kReadOnly ? R_OK : R_OK | W_OK) != 0)
+    throw LedgerError(LedgerError::Code::kUnreadable,
+                      fmt::format("ledger: {}: {}", path, std::strerror(errno)));
+  if (!exists) {
+    std::error_code ec;
+    auto dir = fs::path(path).parent_path();
+    if (!dir.empty()) fs::create_directories(dir, ec);
+  }
+  int flags = mode == Mode::kReadOnly ? SQLITE_OPEN_READONLY
+                                      : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    sqlite3_close(db);
+    throw LedgerError(LedgerError::Code::kUnreadable, fmt::format("ledger: {}: {}", path, msg));
+  }
+  sqlite3_extended_result_codes(db, 1);
+  sqlite3_busy_timeout(db, 10000);
+  Ledger l(db, path);
+  try {
+    // Touch the file format first: a non-SQLite file fails here.
+    l.exec("SELECT count(*) FROM sqlite_master");
+    if (mode == Mode::kReadWrite) {
+      l.exec("PRAGMA journal_mode=WAL");
+      l.exec("PRAGMA synchronous=NORMAL");
+      l.exec("PRAGMA foreign_keys=ON");
+      l.migrate();
+    } else {
+      int v = l.schema_version();
+      if (v == 0)
+        throw LedgerError(LedgerError::Code::kNotSqlite,
+                          fmt::format("ledger: {}: SQLite file without a scout schema "
+                                      "(user_version 0); expected a scout ledger", path));
+      if (v > kSchemaVersion)
+        throw LedgerError(LedgerError::Code::kSchemaTooNew,
+                          fmt::format("ledger: {}: schema version {} is newer than this scout "
+                                      "understands (up to {})", path, v, kSchemaVersion));
+    }
+  } catch (const LedgerError& e) {
+    if (e.code() == LedgerError::Code::kNotSqlite &&
+        std::string(e.what()).find("file is not a database") != std::string::npos)
+      throw LedgerError(LedgerError::Code::kNotSqlite,
+                        fmt::format("ledger: {}: file is not an SQLite database; expected a "
+                                    "scout ledger", path));
+    throw;
+  }
+  return l;
+}
+
+void Ledger::exec(const char* sql) {
+  char* err = nullptr;
+  int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &err);
+  if (rc != SQLITE_OK) {
+    std::string msg = err ? err : sqlite3_errstr(rc);
+    sqlite3_free(err);
+    throw LedgerError((rc & 0xff) == SQLITE_NOTADB ? LedgerError::Code::kNotSqlite
+                                                   : LedgerError::Code::kIo,
+                      fmt::format("ledger: {}: {}", path_, msg));
+  }
+}
+
+int Ledger::schema_version() {
+  Stmt s(db_, "PRAGMA user_version");
+  return s.step() ? static_cast<int>(s.i64(0)) : 0;
+}
+
+void Ledger::migrate() {
+  constexpr int kKnown = static_cast<int>(sizeof kMigrations / sizeof kMigrations[0]);
+  static_assert(kKnown == kSchemaVersion, "kSchemaVersion must match sql/migrations");
+  exec("BEGIN IMMEDIATE");
+  try {
+    int v = schema_version();
+    if (v > kKnown)
+      throw LedgerError(LedgerError::Code::kSchemaTooNew,
+                        fmt::format("ledger: {}: schema version {} is newer than this scout "
+                                    "understands (up to {})", path_, v, kKnown));
+    for (; v < kKnown; ++v) {
+      exec(kMigrations[v]);
+      exec(fmt::format("PRAGMA user_version = {}", v + 1).c_str());  // written last
+    }
+    exec("COMMIT");
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+Stmt& Ledger::stmt(const char* sql) {
+  auto& p = stmts_[sql];
+  if (!p) p = std::make_unique<Stmt>(db_, sql);
+  return p->reset();
+}
+
+std::string Ledger::reserve_local_job(JobRow row) {
+  exec("BEGIN IMMEDIATE");
+  try {
+    auto& s = stmt(kMaxLocalJob);
+    std::int64_t max = s.step() ? s.i64(0) : 0;
+    s.reset();
+    row.job_id = std::to_string(std::max<std::int64_t>(max + 1, 1000000));
+    insert_job(row);
+    exec("COMMIT");
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+  return row.job_id;
+}
+
+void Ledger::insert_job(const JobRow& r) {
+  stmt(kInsertJob).bind(r.job_id).bind(r.user).bind(r.uid).bind(r.launcher).bind(r.command)
+      .bind(r.nodes).bind(r.ranks).bind(r.started_at.empty() ? now_iso8601() : r.started_at)
+      .run();
+}
+
+void Ledger::end_job(const std::string& job_id, std::int64_t exit_status) {
+  stmt(kEndJob).bind(now_iso8601()).bind(exit_status).bind(job_id).run();
+}
+
+std::optional<JobRow> Ledger::job(const std::string& job_id) {
+  auto& s = stmt(kSelectJob).bind(job_id);
+  if (!s.step()) return std::nullopt;
+  JobRow r;
+  r.job_id = s.text(0);
+  r.user = s.text(1);
+  r.uid = s.i64(2);
+  r.launcher = s.text(3);
+  r.command = s.text(4);
+  r.nodes = s.i64(5);
+  r.ranks = s.i64(6);
+  r.started_at = s.text(7);
+  r.ended_at = s.opt_text(8);
+  if (auto t = s.opt_text(9)) r.exit_status = std::stoll(*t);
+  s.reset();
+  return r;
+}
+
+void Ledger::upsert_node(const NodeRow& r) {
+  stmt(kUpsertNode).bind(r.job_id).bind(r.node).bind(r.scoutd_pid).bind(r.first_rank)
+      .bind(r.last_rank).bind(r.joined_at.empty() ? now_iso8601() : r.joined_at).run();
+}
+
+std::vector<NodeRow> Ledger::nodes(const std::string& job_id) {
+  std::vector<NodeRow> out;
+  auto& s = stmt(kSelectNodes).bind(job_id);
+  while (s.step())
+    out.push_back({s.text(0), s.text(1), s.i64(2), s.i64(3), s.i64(4), s.text(5)});
+  s.reset();
+  return out;
+}
+
+void Ledger::upsert_rank(const std::string& job_id, const std::string& step, std::int64_t rank,
+                         const std::string& node, std::int64_t pid) {
+  stmt(kUpsertRank).bind(job_id).bind(step).bind(rank).bind(node).bind(pid).run();
+}
+
+std::int64_t Ledger::insert_verdict(const VerdictRow& v) {
+  stmt(kInsertVerdict).bind(v.job_id).bind(v.step).bind(v.kind).bind(v.status).bind(v.ranks)
+      .bind(v.hosts).bind(v.evidence)
+      .bind(v.detected_at.empty() ? now_iso8601() : v.detected_at).run();
+  return sqlite3_last_insert_rowid(db_);
+}
+
+void Ledger::resolve_verdict(std::int64_t id, const std::string& resolved_at) {
+  stmt(kResolveVerdict).bind(resolved_at).bind(id).run();
+}
+
+std::vector<VerdictRow> Ledger::verdicts(const std::string& job_id) {
+  std::vector<VerdictRow> out;
+  auto& s = stmt(kSelectVerdicts).bind(job_id);
+  while (s.step()) {
+    VerdictRow v;
+    v.id = s.i64(0);
+    v.job_id = s.text(1);
+    v.step = s.text(2);
+    v.kind = s.text(3);
+    v.status = s.text(4);
+    v.ranks = s.text(5);
+    v.hosts = s.text(6);
+    v.evidence = s.text(7);
+    v.detected_at = s.text(8);
+    v.resolved_at = s.opt_text(9);
+    out.push_back(std::move(v));
+  }
+  s.reset();
+  return out;
+}
+
+}  // namespace scout::sql

@@ -1,0 +1,104 @@
+// The ledger access layer shared by scoutd, scoutctl and scout-run: one
+// SQLite file, schema migrated by PRAGMA user_version, WAL, a busy timeout,
+// every statement prepared once. Must never lose a committed verdict: each
+// write is its own transaction, committed before it is reported.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace scout::sql {
+
+class LedgerError : public std::runtime_error {
+ public:
+  enum class Code { kMissing, kUnreadable, kNotSqlite, kSchemaTooNew, kIo };
+  LedgerError(Code c, const std::string& msg) : std::runtime_error(msg), code_(c) {}
+  Code code() const noexcept { return code_; }
+
+ private:
+  Code code_;
+};
+
+struct JobRow {
+  std::string job_id{};
+  std::string user{};
+  std::int64_t uid = 0;
+  std::string launcher{};
+  std::string command{};
+  std::int64_t nodes = 0;
+  std::int64_t ranks = 0;
+  std::string started_at{};
+  std::optional<std::string> ended_at{};
+  std::optional<std::int64_t> exit_status{};
+};
+
+struct NodeRow {
+  std::string job_id, node;
+  std::int64_t scoutd_pid = 0, first_rank = 0, last_rank = 0;
+  std::string joined_at;
+};
+
+struct VerdictRow {
+  std::int64_t id = 0;
+  std::string job_id, step, kind, status;
+  std::string ranks = "[]", hosts = "[]", evidence = "{}";
+  std::string detected_at;
+  std::optional<std::string> resolved_at;
+};
+
+inline constexpr int kSchemaVersion = 1;
+
+// ISO-8601 UTC with milliseconds, e.g. 2026-11-29T17:39:29.123Z
+std::string now_iso8601();
+
+class Stmt;
+
+class Ledger {
+ public:
+  enum class Mode { kReadOnly, kReadWrite };
+  // kReadWrite creates the file (and its directory) and migrates it;
+  // kReadOnly requires an existing ledger of a known schema version.
+  static Ledger open(const std::string& path, Mode mode);
+
+  Ledger(Ledger&&) noexcept;
+  Ledger& operator=(Ledger&&) noexcept;
+  ~Ledger();
+
+  int schema_version();
+  const std::string& path() const noexcept { return path_; }
+
+  // A new local (scout-run) job id: decimal, one above the largest in the
+  // ledger and at least 1000000, reserved by inserting the job row.
+  std::string reserve_local_job(JobRow row);
+  void insert_job(const JobRow& row);  // insert or replace
+  void end_job(const std::string& job_id, std::int64_t exit_status);
+  std::optional<JobRow> job(const std::string& job_id);
+
+  void upsert_node(const NodeRow& row);
+  std::vector<NodeRow> nodes(const std::string& job_id);
+  void upsert_rank(const std::string& job_id, const std::string& step, std::int64_t rank,
+                   const std::string& node, std::int64_t pid);
+
+  std::int64_t insert_verdict(const VerdictRow& v);  // returns the new id
+  void resolve_verdict(std::int64_t id, const std::string& resolved_at);
+  std::vector<VerdictRow> verdicts(const std::string& job_id);
+
+ private:
+  Ledger(sqlite3* db, std::string path);
+  void migrate();
+  Stmt& stmt(const char* sql);
+  void exec(const char* sql);
+
+  sqlite3* db_ = nullptr;
+  std::string path_;
+  std::map<const char*, std::unique_ptr<Stmt>> stmts_;
+};
+
+}  // namespace scout::sql

@@ -1,0 +1,158 @@
+// Ledger: migrations by user_version, committed verdicts survive reopening,
+// bad files get errors that name what was expected.
+#include <doctest/doctest.h>
+
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "sql/ledger.hpp"
+
+using namespace scout::sql;
+namespace fs = std::filesystem;
+
+namespace {
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    char tmpl[] = "/tmp/scout-ledger-test-XXXXXX";
+    path = mkdtemp(tmpl);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+int user_version(const std::string& path) {
+  sqlite3* db = nullptr;
+  sqlite3_open(path.c_str(), &db);
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, nullptr);
+  int v = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return v;
+}
+
+void raw_exec(const std::string& path, const char* sql) {
+  sqlite3* db = nullptr;
+  sqlite3_open(path.c_str(), &db);
+  sqlite3_exec(db, sql, nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+}
+}  // namespace
+
+TEST_CASE("a new ledger is migrated to the current schema version") {
+  TempDir t;
+  auto p = (t.path / "sub" / "ledger.db").string();
+  { auto l = Ledger::open(p, Ledger::Mode::kReadWrite); CHECK(l.schema_version() == kSchemaVersion); }
+  CHECK(user_version(p) == kSchemaVersion);
+  // Migrating again is a no-op and keeps the data.
+  {
+    auto l = Ledger::open(p, Ledger::Mode::kReadWrite);
+    l.insert_job({.job_id = "1000001", .user = "u", .uid = 1, .launcher = "scout-run"});
+  }
+  auto l = Ledger::open(p, Ledger::Mode::kReadWrite);
+  CHECK(l.job("1000001").has_value());
+}
+
+TEST_CASE("verdicts are committed and survive reopen; resolve sets resolved_at once") {
+  TempDir t;
+  auto p = (t.path / "ledger.db").string();
+  std::int64_t id = 0;
+  {
+    auto l = Ledger::open(p, Ledger::Mode::kReadWrite);
+    l.insert_job({.job_id = "17", .user = "u", .uid = 1, .launcher = "slurm"});
+    VerdictRow v;
+    v.job_id = "17";
+    v.step = "0";
+    v.kind = "stall";
+    v.status = "attributed";
+    v.ranks = "[5]";
+    v.hosts = "[\"n3\"]";
+    v.evidence = R"({"rule":"x"})";
+    id = l.insert_verdict(v);
+    CHECK(id > 0);
+  }
+  auto r = Ledger::open(p, Ledger::Mode::kReadOnly);
+  auto vs = r.verdicts("17");
+  REQUIRE(vs.size() == 1);
+  CHECK(vs[0].kind == "stall");
+  CHECK(vs[0].ranks == "[5]");
+  CHECK_FALSE(vs[0].resolved_at.has_value());
+  auto w = Ledger::open(p, Ledger::Mode::kReadWrite);
+  w.resolve_verdict(id, "2026-01-01T00:00:00.000Z");
+  w.resolve_verdict(id, "2027-01-01T00:00:00.000Z");  // already resolved: unchanged
+  CHECK(w.verdicts("17")[0].resolved_at == std::optional<std::string>("2026-01-01T00:00:00.000Z"));
+}
+
+TEST_CASE("the schema rejects unknown verdict kinds") {
+  TempDir t;
+  auto l = Ledger::open((t.path / "l.db").string(), Ledger::Mode::kReadWrite);
+  l.insert_job({.job_id = "1", .user = "u", .uid = 1, .launcher = "slurm"});
+  VerdictRow v;
+  v.job_id = "1";
+  v.step = "0";
+  v.kind = "bogus";
+  v.status = "attributed";
+  CHECK_THROWS_AS(l.insert_verdict(v), LedgerError);
+}
+
+TEST_CASE("local job ids are reserved one above the largest") {
+  TempDir t;
+  auto l = Ledger::open((t.path / "l.db").string(), Ledger::Mode::kReadWrite);
+  JobRow j{.user = "u", .uid = 1, .launcher = "scout-run"};
+  CHECK(l.reserve_local_job(j) == "1000000");
+  CHECK(l.reserve_local_job(j) == "1000001");
+}
+
+TEST_CASE("bad ledger files get clear errors") {
+  TempDir t;
+  auto missing = (t.path / "nope.db").string();
+  try {
+    Ledger::open(missing, Ledger::Mode::kReadOnly);
+    FAIL("expected an error");
+  } catch (const LedgerError& e) {
+    CHECK(e.code() == LedgerError::Code::kMissing);
+    CHECK(std::string(e.what()).find("no such ledger file") != std::string::npos);
+  }
+  auto text = (t.path / "text.db").string();
+  std::ofstream(text) << "this is not a database, just some text that is long enough to matter\n"
+                      << std::string(200, 'x');
+  for (auto mode : {Ledger::Mode::kReadOnly, Ledger::Mode::kReadWrite}) {
+    try {
+      Ledger::open(text, mode);
+      FAIL("expected an error");
+    } catch (const LedgerError& e) {
+      CHECK(e.code() == LedgerError::Code::kNotSqlite);
+      CHECK(std::string(e.what()).find("not an SQLite database") != std::string::npos);
+    }
+  }
+  // The file was not touched.
+  std::ifstream in(text);
+  std::string first;
+  std::getline(in, first);
+  CHECK(first.rfind("this is not a database", 0) == 0);
+  // A future schema is refused, not downgraded.
+  auto future = (t.path / "future.db").string();
+  { auto l = Ledger::open(future, Ledger::Mode::kReadWrite); }
+  raw_exec(future, "PRAGMA user_version = 99");
+  CHECK_THROWS_AS(Ledger::open(future, Ledger::Mode::kReadWrite), LedgerError);
+  try {
+    Ledger::open(future, Ledger::Mode::kReadOnly);
+  } catch (const LedgerError& e) {
+    CHECK(e.code() == LedgerError::Code::kSchemaTooNew);
+  }
+  CHECK(user_version(future) == 99);
+  // An SQLite file that is not a scout ledger is refused by readers.
+  auto other = (t.path / "other.db").string();
+  raw_exec(other, "CREATE TABLE t(x)");
+  try {
+    Ledger::open(other, Ledger::Mode::kReadOnly);
+    FAIL("expected an error");
+  } catch (const LedgerError& e) {
+    CHECK(std::string(e.what()).find("expected a scout ledger") != std::string::npos);
+  }
+}

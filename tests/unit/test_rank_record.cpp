@@ -1,0 +1,89 @@
+// The shm record protocol: seqlock reads are never torn; headers with the
+// wrong magic, version or size are refused with a message saying what was
+// expected.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <memory>
+#include <thread>
+
+#include "libc3/rank_record.hpp"
+
+using namespace scout::c3;
+
+namespace {
+std::unique_ptr<RankRecord> fresh() {
+  auto r = std::make_unique<RankRecord>();
+  r->magic = kRecordMagic;
+  r->version = kRecordVersion;
+  r->size = sizeof(RankRecord);
+  r->world_rank = 3;
+  r->world_size = 8;
+  r->pid = 1234;
+  return r;
+}
+}  // namespace
+
+TEST_CASE("header checks name what was expected") {
+  auto r = fresh();
+  CHECK(record_check_header(*r, sizeof *r).empty());
+  CHECK(record_check_header(*r, 16).find("expected at least") != std::string::npos);
+  r->magic = 0xdeadbeef;
+  CHECK(record_check_header(*r, sizeof *r).find("bad magic") != std::string::npos);
+  r = fresh();
+  r->version = 2;
+  auto why = record_check_header(*r, sizeof *r);
+  CHECK(why.find("record version 2") != std::string::npos);
+  CHECK(why.find("expected version 1") != std::string::npos);
+  r = fresh();
+  r->size = 12;
+  CHECK(record_check_header(*r, sizeof *r).find("size field") != std::string::npos);
+  r = fresh();
+  r->world_rank = 9;
+  CHECK(record_check_header(*r, sizeof *r).find("out of range") != std::string::npos);
+}
+
+TEST_CASE("a reader never sees a torn record") {
+  auto r = fresh();
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    for (std::uint64_t v = 1; !stop.load(std::memory_order_relaxed); ++v) {
+      record_write_begin(*r);
+      auto* w = reinterpret_cast<std::uint64_t*>(&r->live);
+      for (std::size_t i = 0; i < sizeof(RecordLive) / 8; ++i) rec_store(w[i], v);
+      record_write_end(*r);
+    }
+  });
+  int ok = 0, torn = 0;
+  for (int i = 0; i < 200000; ++i) {
+    RecordLive l;
+    if (!record_read(*r, l, nullptr, 100)) continue;
+    ++ok;
+    auto* w = reinterpret_cast<const std::uint64_t*>(&l);
+    for (std::size_t k = 1; k < sizeof(RecordLive) / 8; ++k)
+      if (w[k] != w[0]) { ++torn; break; }
+  }
+  stop = true;
+  writer.join();
+  CHECK(ok > 0);
+  CHECK(torn == 0);
+}
+
+TEST_CASE("a read during a write in progress fails instead of returning a torn copy") {
+  auto r = fresh();
+  record_write_begin(*r);  // writer stopped half-way (odd lock)
+  RecordLive l;
+  CHECK_FALSE(record_read(*r, l, nullptr, 10));
+  record_write_end(*r);
+  CHECK(record_read(*r, l, nullptr, 10));
+}
+
+TEST_CASE("names and ids") {
+  CHECK(record_shm_name("17", "0", 5) == "/scout.17.0.5");
+  CHECK(valid_job_id("1000001"));
+  CHECK_FALSE(valid_job_id("12a"));
+  CHECK_FALSE(valid_job_id(""));
+  CHECK_FALSE(valid_job_id("../etc"));
+  CHECK(valid_step_id("batch"));
+  CHECK_FALSE(valid_step_id("x/y"));
+}
