@@ -28,13 +28,26 @@ class Session : public std::enable_shared_from_this<Session> {
   void read() {
     auto self = shared_from_this();
     asio::async_read_until(socket_, buf_, '\n', [this, self](boost::system::error_code ec, std::size_t n) {
-      if (ec == asio::error::not_found) {  // no newline within the limit
-        reply({fmt::format("ERROR: line too long; expected at most {} bytes\n", kMaxLineBytes), true});
+      if (ec == asio::error::not_found) {
+        // No newline within the limit: say so once, then discard the rest
+        // of that line as it arrives (memory stays bounded) and go on.
+        buf_.consume(buf_.size());
+        if (!discarding_) {
+          discarding_ = true;
+          reply({fmt::format("ERROR: line too long; expected at most {} bytes\n", kMaxLineBytes), false});
+        } else {
+          read();
+        }
         return;
       }
       if (ec) return;  // client went away
       std::string line(asio::buffers_begin(buf_.data()), asio::buffers_begin(buf_.data()) + static_cast<long>(n));
       buf_.consume(n);
+      if (discarding_) {  // the tail of an oversized line
+        discarding_ = false;
+        read();
+        return;
+      }
       if (!line.empty() && line.back() == '\n') line.pop_back();
       ControlReply r;
       try {
@@ -65,6 +78,7 @@ class Session : public std::enable_shared_from_this<Session> {
   asio::streambuf buf_;
   ControlState state_;
   std::string out_;
+  bool discarding_ = false;
 };
 
 }  // namespace

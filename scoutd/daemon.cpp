@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -226,10 +227,21 @@ c3::Bytes Daemon::decide_gather(const c3::Bytes& acc) {
         // a malformed entry from a peer is skipped, never trusted
       }
     }
+  std::sort(ev.begin(), ev.end(), [](auto& a, auto& b) { return a.rank < b.rank; });
   std::vector<VerdictDraft> drafts;
   if (auto c = detect_crash(ev, detector_)) drafts.push_back(*c);
   else drafts = detect_progress(ev, detector_);
-  for (auto& d : drafts) record_draft(d, down["events"]);
+  // Inconclusive verdicts name nobody; they must be seen in two consecutive
+  // gathers so a snapshot taken while progress resumes is not reported.
+  std::map<std::string, int> seen;
+  for (auto& d : drafts) {
+    if (d.status == "inconclusive") {
+      int n = seen[d.key] = pending_inconclusive_[d.key] + 1;
+      if (n < 2) continue;
+    }
+    record_draft(d, down["events"]);
+  }
+  pending_inconclusive_ = std::move(seen);
   return to_bytes(down);
 }
 
@@ -358,6 +370,7 @@ int Daemon::run() {
   tree_.reset();
   ledger_.reset();
   if (!clean) log(mine.node, fmt::format("{} observer(s) were lost during the job", tree_lost));
+  peers_lost_ = !clean;
   return 0;
 }
 

@@ -38,6 +38,8 @@ class Daemon {
  public:
   explicit Daemon(ScoutdConfig cfg);
   int run();  // returns the exit status
+  // MPI_Finalize waits for every member; after a loss it would never return.
+  bool peers_lost() const noexcept { return peers_lost_; }
 
  private:
   void init_observers();
@@ -62,7 +64,9 @@ class Daemon {
   std::vector<nlohmann::json> verdicts_;       // every verdict of the job, by id
   std::map<std::string, std::int64_t> open_;   // incident key -> verdict id
   std::set<int> lost_unrecorded_;              // lost observers without a verdict yet
+  std::map<std::string, int> pending_inconclusive_;  // root only: key -> gathers seen
   std::uint64_t rounds_ = 0;
+  bool peers_lost_ = false;
 };
 
 }  // namespace scout::scoutd

@@ -121,15 +121,15 @@ std::vector<VerdictDraft> detect_progress(const std::vector<RankEvidence>& ranks
   for (auto& e : ranks)
     if (e.attached && e.alive && !e.finalized) live.push_back(&e);
   if (live.size() < 2) return out;
-  double max_stall = 0;
-  std::size_t waiting = 0;
+  std::size_t waiting = 0, stuck = 0;
   for (auto* e : live) {
-    max_stall = std::max(max_stall, e->stalled_s);
+    if (e->stalled_s >= opt.stall_threshold_s) ++stuck;
     if (e->in_collective) ++waiting;
   }
-  // A job that computes for a long time without collectives is not hung:
-  // someone must be waiting for the others.
-  if (max_stall < opt.stall_threshold_s || waiting == 0) return out;
+  // A hang stops a strict majority of the ranks (the culprit and those that
+  // wait for it). A job that computes for a long time without collectives is
+  // not hung either: someone must be waiting for the others.
+  if (2 * stuck <= live.size() || waiting == 0) return out;
 
   std::vector<std::uint64_t> pos;
   for (auto* e : live) pos.push_back(e->seq);

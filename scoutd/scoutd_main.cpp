@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include <unistd.h>
+
 #include "scoutd/config.hpp"
 #include "scoutd/daemon.hpp"
 #include "sql/ledger.hpp"
@@ -44,12 +46,19 @@ int main(int argc, char** argv) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   install_signals();  // MPI_Init may have installed its own
   int rc = 0;
+  bool peers_lost = false;
   try {
     scout::scoutd::Daemon d(cfg);
     rc = d.run();
+    peers_lost = d.peers_lost();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "scoutd: %s\n", e.what());
     rc = 1;
+  }
+  if (peers_lost) {
+    // Everything is committed; MPI_Finalize would wait for the dead member.
+    std::fflush(nullptr);
+    _exit(rc);
   }
   MPI_Finalize();
   return rc;
