@@ -1,0 +1,22 @@
+#!/bin/sh
+# make bench: every benchmark prints a table with a baseline measured in the
+# same run. Numbers are for this machine; they are not asserted anywhere.
+set -eu
+B=${top_builddir:?}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+echo "== signature throughput vs memcpy (one core)"
+"$B/bench/signature_bench"
+echo
+echo "== probe cost (8-byte MPI_Allreduce on MPI_COMM_SELF)"
+mpirun -np 1 -x LD_PRELOAD="$B/probe/.libs/libscout_probe.so" -x SCOUT_JOB_ID=999999 \
+  -x SCOUT_STEP_ID=bench "$B/bench/probe_bench"
+rm -f /dev/shm/scout.999999.bench.* 2>/dev/null || true
+echo
+echo "== consensus round latency (binary tree over point-to-point, hop deadline 0.5 s)"
+for k in 4 16 64; do
+  timeout 300 mpirun -np "$k" --oversubscribe --enable-recovery --bind-to none \
+    --mca mpi_yield_when_idle 1 "$B/bench/round_bench" 256 2>/dev/null | \
+    if [ "$k" = 4 ]; then cat; else tail -1; fi || echo "$k observers: failed"
+done
+echo "(gather: 256 ranks x 320 B of evidence per observer; loss round: the round"
+echo " that detects a SIGKILLed observer, bounded by the hop deadlines)"

@@ -39,8 +39,8 @@ ControlReply error(const std::string& msg, bool close = false) {
 }  // namespace
 
 std::string render_status_text(const json& s) {
-  std::string out = fmt::format("job {} node {} observers {}/{} round {}\n",
-                                s.value("job", "?"), s.value("node", "?"),
+  std::string out = fmt::format("job {} step {} | scoutd {} | observers alive {}/{} | round {}\n",
+                                s.value("job", "?"), s.value("step", "?"), s.value("node", "?"),
                                 s.value("observers_alive", 0), s.value("observers", 0),
                                 s.value("round", 0));
   out += fmt::format("{:>6} {:>8} {:>8} {:>10} {:<14} {:>9} {:<18}\n", "RANK", "PID", "SEQ",

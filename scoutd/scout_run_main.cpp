@@ -184,6 +184,36 @@ int count_sockets(const std::string& dir) {
   return n;
 }
 
+// True when `pid` is a live (not zombie) process of this job: its
+// environment carries SCOUT_JOB_ID=<job> (guards against pid reuse).
+bool is_live_job_process(int pid, const std::string& job) {
+  std::FILE* f = std::fopen(fmt::format("/proc/{}/stat", pid).c_str(), "r");
+  if (!f) return false;
+  char buf[512] = {};
+  std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  std::string stat(buf, n);
+  auto close = stat.rfind(')');
+  if (close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] == 'Z') return false;
+  std::FILE* e = std::fopen(fmt::format("/proc/{}/environ", pid).c_str(), "r");
+  if (!e) return false;
+  std::string env;
+  char chunk[4096];
+  while ((n = std::fread(chunk, 1, sizeof chunk, e)) > 0) env.append(chunk, n);
+  std::fclose(e);
+  return env.find("SCOUT_JOB_ID=" + job + '\0') != std::string::npos;
+}
+
+// Ranks that outlived their mpirun (it was killed) are killed here, found
+// through the pids the observers recorded in the ledger.
+void kill_orphaned_ranks(scout::sql::Ledger& ledger, const std::string& job) {
+  for (int pid : ledger.rank_pids(job))
+    if (is_live_job_process(pid, job)) {
+      ::kill(pid, SIGKILL);
+      std::fprintf(stderr, "scout-run: killed rank process %d left behind by mpirun\n", pid);
+    }
+}
+
 void remove_records(const std::string& job) {
   std::string prefix = fmt::format("scout.{}.", job);
   DIR* d = opendir("/dev/shm");
@@ -308,6 +338,11 @@ int main(int argc, char** argv) {
   }
   rc = prog < 0 ? 130 : exit_code(status);
   if (prog > 0) ::kill(-prog, SIGKILL);  // leftovers of its group, if any
+  try {
+    kill_orphaned_ranks(*ledger, o.job_id);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "scout-run: %s\n", e.what());
+  }
 
   // --- stop the observers: they agree to stop, gather last evidence, exit ----
   if (obs_pid > 0) {

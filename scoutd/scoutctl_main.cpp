@@ -159,7 +159,7 @@ int cmd_status(const Args& a) {
                                       sockets.size(), dir));
   std::sort(ranks.begin(), ranks.end(), [](auto& x, auto& y) { return x["rank"] < y["rank"]; });
   merged["ranks"] = ranks;
-  merged["node"] = fmt::format("{} of {} observers answered", answered, sockets.size());
+  merged["node"] = fmt::format("{} of {} answered", answered, sockets.size());
   if (a.json) std::puts(merged.dump(2).c_str());
   else std::fputs(sd::render_status_text(merged).c_str(), stdout);
   return kExitOk;

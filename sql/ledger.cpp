@@ -38,6 +38,7 @@ constexpr const char* kSelectNodes =
     "ORDER BY first_rank";
 constexpr const char* kUpsertRank =
     "INSERT OR REPLACE INTO ranks(job_id,step,rank,node,pid) VALUES(?,?,?,?,?)";
+constexpr const char* kRankPids = "SELECT pid FROM ranks WHERE job_id=? ORDER BY rank";
 constexpr const char* kInsertVerdict =
     "INSERT INTO verdicts(job_id,step,kind,status,ranks,hosts,evidence,detected_at) "
     "VALUES(?,?,?,?,?,?,?,?)";
@@ -306,6 +307,14 @@ std::vector<NodeRow> Ledger::nodes(const std::string& job_id) {
 void Ledger::upsert_rank(const std::string& job_id, const std::string& step, std::int64_t rank,
                          const std::string& node, std::int64_t pid) {
   stmt(kUpsertRank).bind(job_id).bind(step).bind(rank).bind(node).bind(pid).run();
+}
+
+std::vector<int> Ledger::rank_pids(const std::string& job_id) {
+  std::vector<int> out;
+  auto& s = stmt(kRankPids).bind(job_id);
+  while (s.step()) out.push_back(static_cast<int>(s.i64(0)));
+  s.reset();
+  return out;
 }
 
 std::int64_t Ledger::insert_verdict(const VerdictRow& v) {

@@ -86,6 +86,8 @@ class Ledger {
   void upsert_rank(const std::string& job_id, const std::string& step, std::int64_t rank,
                    const std::string& node, std::int64_t pid);
 
+  std::vector<int> rank_pids(const std::string& job_id);
+
   std::int64_t insert_verdict(const VerdictRow& v);  // returns the new id
   void resolve_verdict(std::int64_t id, const std::string& resolved_at);
   std::vector<VerdictRow> verdicts(const std::string& job_id);

@@ -33,7 +33,7 @@ TEST_CASE("HELLO, STATUS, SET FORMAT json, VERDICTS") {
   auto h = handle_control_line(st, "HELLO 1", providers());
   CHECK(h.text == "SCOUTD 1 job 7 node n1\nOK\n");
   auto s = handle_control_line(st, "STATUS", providers());
-  CHECK(s.text.find("job 7 node n1") != std::string::npos);
+  CHECK(s.text.find("job 7 step ? | scoutd n1") != std::string::npos);
   CHECK(s.text.substr(s.text.size() - 3) == "OK\n");
   CHECK(handle_control_line(st, "SET FORMAT json", providers()).text == "OK\n");
   auto v = handle_control_line(st, "VERDICTS", providers());
