@@ -1,0 +1,174 @@
+// Drives every MPI-3 collective (blocking and nonblocking) and the
+// communicator constructors through the preloaded probe, and checks after
+// each call what the rank's own shm record says: the sequence number went up
+// by one, the collective kind is right, the rank is outside the collective,
+// and communicator identities agree across ranks and differ between dups.
+#include <fcntl.h>
+#include <mpi.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "libc3/rank_record.hpp"
+
+using namespace scout::c3;
+
+namespace {
+const RankRecord* g_rec = nullptr;
+int g_failures = 0, g_checked = 0, g_rank = 0;
+std::uint64_t g_last_seq = 0;
+
+RecordLive read_live() {
+  RecordLive l{};
+  if (!record_read(*g_rec, l)) {
+    std::fprintf(stderr, "probe_check: rank %d: record stayed locked\n", g_rank);
+    std::exit(1);
+  }
+  return l;
+}
+
+void expect(const char* what, std::uint32_t kind) {
+  RecordLive l = read_live();
+  ++g_checked;
+  if (l.seq != g_last_seq + 1 || (l.kind & 0xff) != kind || l.in_collective != 0) {
+    std::fprintf(stderr, "probe_check: rank %d: after %s: seq %llu (expected %llu), kind %s "
+                 "(expected %s), in_collective %llu\n", g_rank, what,
+                 static_cast<unsigned long long>(l.seq), static_cast<unsigned long long>(g_last_seq + 1),
+                 coll_name(static_cast<std::uint32_t>(l.kind)), coll_name(kind),
+                 static_cast<unsigned long long>(l.in_collective));
+    ++g_failures;
+  }
+  g_last_seq = l.seq;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const char* job = std::getenv("SCOUT_JOB_ID");
+  const char* step = std::getenv("SCOUT_STEP_ID");
+  std::string name = record_shm_name(job ? job : "", step ? step : "0", g_rank);
+  int fd = shm_open(name.c_str(), O_RDONLY, 0);
+  if (fd < 0) {
+    std::fprintf(stderr, "probe_check: rank %d: no record %s: is the probe preloaded?\n", g_rank, name.c_str());
+    return 1;
+  }
+  struct stat st {};
+  fstat(fd, &st);
+  if ((st.st_mode & 0777) != 0600) {
+    std::fprintf(stderr, "probe_check: record mode %o, expected 600\n", st.st_mode & 0777);
+    ++g_failures;
+  }
+  g_rec = static_cast<const RankRecord*>(mmap(nullptr, sizeof(RankRecord), PROT_READ, MAP_SHARED, fd, 0));
+  close(fd);
+  if (auto why = record_check_header(*g_rec, static_cast<std::size_t>(st.st_size)); !why.empty()) {
+    std::fprintf(stderr, "probe_check: bad header: %s\n", why.c_str());
+    return 1;
+  }
+  g_last_seq = read_live().seq;
+
+  const int n = size;
+  std::vector<int> s(static_cast<std::size_t>(n), 1), r(static_cast<std::size_t>(n), 0);
+  std::vector<int> counts(static_cast<std::size_t>(n), 1), displs(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) displs[static_cast<std::size_t>(i)] = i;
+  std::vector<MPI_Datatype> types(static_cast<std::size_t>(n), MPI_INT);
+  int x = 1, y = 0;
+  MPI_Request q;
+  MPI_Comm w = MPI_COMM_WORLD;
+
+#define B(CALL, KIND) do { CALL; expect(#CALL, KIND); } while (0)
+#define NB(CALL, KIND) do { CALL; MPI_Wait(&q, MPI_STATUS_IGNORE); expect(#CALL, KIND); } while (0)
+  B(MPI_Barrier(w), kBarrier);
+  B(MPI_Bcast(&x, 1, MPI_INT, 0, w), kBcast);
+  B(MPI_Allreduce(&x, &y, 1, MPI_INT, MPI_SUM, w), kAllreduce);
+  B(MPI_Reduce(&x, &y, 1, MPI_INT, MPI_SUM, 0, w), kReduce);
+  B(MPI_Allgather(&x, 1, MPI_INT, r.data(), 1, MPI_INT, w), kAllgather);
+  B(MPI_Allgatherv(&x, 1, MPI_INT, r.data(), counts.data(), displs.data(), MPI_INT, w), kAllgatherv);
+  B(MPI_Gather(&x, 1, MPI_INT, r.data(), 1, MPI_INT, 0, w), kGather);
+  B(MPI_Gatherv(&x, 1, MPI_INT, r.data(), counts.data(), displs.data(), MPI_INT, 0, w), kGatherv);
+  B(MPI_Scatter(s.data(), 1, MPI_INT, &y, 1, MPI_INT, 0, w), kScatter);
+  B(MPI_Scatterv(s.data(), counts.data(), displs.data(), MPI_INT, &y, 1, MPI_INT, 0, w), kScatterv);
+  B(MPI_Alltoall(s.data(), 1, MPI_INT, r.data(), 1, MPI_INT, w), kAlltoall);
+  B(MPI_Alltoallv(s.data(), counts.data(), displs.data(), MPI_INT, r.data(), counts.data(), displs.data(), MPI_INT, w), kAlltoallv);
+  std::vector<int> bdispls(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) bdispls[static_cast<std::size_t>(i)] = i * static_cast<int>(sizeof(int));
+  B(MPI_Alltoallw(s.data(), counts.data(), bdispls.data(), types.data(), r.data(), counts.data(), bdispls.data(), types.data(), w), kAlltoallw);
+  B(MPI_Scan(&x, &y, 1, MPI_INT, MPI_SUM, w), kScan);
+  B(MPI_Exscan(&x, &y, 1, MPI_INT, MPI_SUM, w), kExscan);
+  B(MPI_Reduce_scatter(s.data(), &y, counts.data(), MPI_INT, MPI_SUM, w), kReduceScatter);
+  B(MPI_Reduce_scatter_block(s.data(), &y, 1, MPI_INT, MPI_SUM, w), kReduceScatterBlock);
+  NB(MPI_Ibarrier(w, &q), kBarrier);
+  NB(MPI_Ibcast(&x, 1, MPI_INT, 0, w, &q), kBcast);
+  NB(MPI_Iallreduce(&x, &y, 1, MPI_INT, MPI_SUM, w, &q), kAllreduce);
+  NB(MPI_Ireduce(&x, &y, 1, MPI_INT, MPI_SUM, 0, w, &q), kReduce);
+  NB(MPI_Iallgather(&x, 1, MPI_INT, r.data(), 1, MPI_INT, w, &q), kAllgather);
+  NB(MPI_Iallgatherv(&x, 1, MPI_INT, r.data(), counts.data(), displs.data(), MPI_INT, w, &q), kAllgatherv);
+  NB(MPI_Igather(&x, 1, MPI_INT, r.data(), 1, MPI_INT, 0, w, &q), kGather);
+  NB(MPI_Igatherv(&x, 1, MPI_INT, r.data(), counts.data(), displs.data(), MPI_INT, 0, w, &q), kGatherv);
+  NB(MPI_Iscatter(s.data(), 1, MPI_INT, &y, 1, MPI_INT, 0, w, &q), kScatter);
+  NB(MPI_Iscatterv(s.data(), counts.data(), displs.data(), MPI_INT, &y, 1, MPI_INT, 0, w, &q), kScatterv);
+  NB(MPI_Ialltoall(s.data(), 1, MPI_INT, r.data(), 1, MPI_INT, w, &q), kAlltoall);
+  NB(MPI_Ialltoallv(s.data(), counts.data(), displs.data(), MPI_INT, r.data(), counts.data(), displs.data(), MPI_INT, w, &q), kAlltoallv);
+  NB(MPI_Ialltoallw(s.data(), counts.data(), bdispls.data(), types.data(), r.data(), counts.data(), bdispls.data(), types.data(), w, &q), kAlltoallw);
+  NB(MPI_Iscan(&x, &y, 1, MPI_INT, MPI_SUM, w, &q), kScan);
+  NB(MPI_Iexscan(&x, &y, 1, MPI_INT, MPI_SUM, w, &q), kExscan);
+  NB(MPI_Ireduce_scatter(s.data(), &y, counts.data(), MPI_INT, MPI_SUM, w, &q), kReduceScatter);
+  NB(MPI_Ireduce_scatter_block(s.data(), &y, 1, MPI_INT, MPI_SUM, w, &q), kReduceScatterBlock);
+  // Completion through Test: the nonblocking one retires when Test says so.
+  {
+    MPI_Iallreduce(&x, &y, 1, MPI_INT, MPI_SUM, w, &q);
+    int done = 0;
+    while (!done) MPI_Test(&q, &done, MPI_STATUS_IGNORE);
+    expect("MPI_Iallreduce + MPI_Test", kAllreduce);
+  }
+  // Neighborhood collectives on a ring.
+  int dims[1] = {n}, periods[1] = {1};
+  MPI_Comm cart;
+  MPI_Cart_create(w, 1, dims, periods, 0, &cart);
+  B(MPI_Neighbor_allgather(&x, 1, MPI_INT, r.data(), 1, MPI_INT, cart), kNeighborAllgather);
+  B(MPI_Neighbor_alltoall(s.data(), 1, MPI_INT, r.data(), 1, MPI_INT, cart), kNeighborAlltoall);
+  NB(MPI_Ineighbor_allgather(&x, 1, MPI_INT, r.data(), 1, MPI_INT, cart, &q), kNeighborAllgather);
+
+  // Communicator identities: a dup differs from WORLD; equal on all ranks.
+  MPI_Comm dup, half;
+  MPI_Comm_dup(w, &dup);
+  MPI_Comm_split(w, g_rank % 2, g_rank, &half);
+  B(MPI_Barrier(w), kBarrier);
+  std::uint64_t world_id = read_live().comm_id;
+  B(MPI_Barrier(dup), kBarrier);
+  std::uint64_t dup_id = read_live().comm_id;
+  B(MPI_Barrier(half), kBarrier);
+  std::uint64_t half_id = read_live().comm_id;
+  if (world_id == dup_id || world_id == 0 || dup_id == 0 || half_id == 0 || half_id == world_id) {
+    std::fprintf(stderr, "probe_check: rank %d: communicator ids world %llx dup %llx half %llx\n",
+                 g_rank, (unsigned long long)world_id, (unsigned long long)dup_id, (unsigned long long)half_id);
+    ++g_failures;
+  }
+  std::uint64_t ids[3] = {world_id, dup_id, half_id};
+  std::vector<std::uint64_t> all(3 * static_cast<std::size_t>(n));
+  MPI_Allgather(ids, 3, MPI_UINT64_T, all.data(), 3, MPI_UINT64_T, w);
+  for (int i = 0; i < n; ++i) {
+    auto* o = &all[3 * static_cast<std::size_t>(i)];
+    bool same_half = (i % 2) == (g_rank % 2);
+    if (o[0] != world_id || o[1] != dup_id || (same_half != (o[2] == half_id))) {
+      std::fprintf(stderr, "probe_check: rank %d: ids disagree with rank %d\n", g_rank, i);
+      ++g_failures;
+    }
+  }
+  MPI_Comm_free(&dup);
+  MPI_Comm_free(&half);
+  MPI_Comm_free(&cart);
+  int total = 0;
+  MPI_Allreduce(&g_failures, &total, 1, MPI_INT, MPI_SUM, w);
+  if (g_rank == 0) std::printf("probe_check: %d collectives checked per rank, %d failures\n", g_checked, total);
+  MPI_Finalize();
+  return total == 0 ? 0 : 1;
+}
