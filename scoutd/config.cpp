@@ -50,6 +50,8 @@ constexpr const char* kUsage =
     "  --simulate-nodes       observer k of K owns the k-th block of ranks and\n"
     "                         is named <prefix><k+1> (scout-run)\n"
     "  --node-prefix P        simulated host name prefix (default n)\n"
+    "  --slurm                Slurm companion step: observer k is on the k-th node of\n"
+    "                         the step (SLURMD_NODENAME) and owns its block of ranks\n"
     "  --node NAME            this node's name (default: host name)\n"
     "  --first-rank R, --last-rank R   ranks observed here\n"
     "  --ledger PATH          SQLite ledger (default $SCOUT_LEDGER)\n"
@@ -67,13 +69,14 @@ bool parse_scoutd_args(int argc, char** argv, ScoutdConfig& cfg) {
   if (const char* l = std::getenv("SCOUT_LEDGER")) cfg.ledger = l;
   enum {
     kJob = 1000, kStep, kRanks, kSim, kPrefix, kNode, kFirst, kLast, kLedger, kRuntime, kStall,
-    kTick, kPeriod, kTimeout, kPrint
+    kTick, kPeriod, kTimeout, kPrint, kSlurm
   };
   static const option kOpts[] = {
       {"job-id", required_argument, nullptr, kJob},
       {"step", required_argument, nullptr, kStep},
       {"ranks", required_argument, nullptr, kRanks},
       {"simulate-nodes", no_argument, nullptr, kSim},
+      {"slurm", no_argument, nullptr, kSlurm},
       {"node-prefix", required_argument, nullptr, kPrefix},
       {"node", required_argument, nullptr, kNode},
       {"first-rank", required_argument, nullptr, kFirst},
@@ -98,6 +101,7 @@ bool parse_scoutd_args(int argc, char** argv, ScoutdConfig& cfg) {
       case kStep: cfg.step_id = v; break;
       case kRanks: cfg.ranks = parse_int("--ranks", v, 1, 1 << 22); break;
       case kSim: cfg.simulate_nodes = true; break;
+      case kSlurm: cfg.slurm = true; break;
       case kPrefix: cfg.node_prefix = v; break;
       case kNode: cfg.node = v; break;
       case kFirst: cfg.first_rank = parse_int("--first-rank", v, 0, 1 << 22); break;
@@ -132,6 +136,8 @@ void validate(const ScoutdConfig& cfg) {
   if (cfg.ranks <= 0) throw ConfigError("--ranks: required; expected the number of ranks (>= 1)");
   if (cfg.ledger.empty())
     throw ConfigError("--ledger: required (or set SCOUT_LEDGER); expected a path to an SQLite file");
+  if (cfg.slurm && cfg.simulate_nodes)
+    throw ConfigError("--slurm and --simulate-nodes: give one or the other");
   if (!cfg.simulate_nodes && (cfg.first_rank >= 0) != (cfg.last_rank >= 0))
     throw ConfigError("--first-rank and --last-rank: give both or neither");
   if (cfg.first_rank > cfg.last_rank)
@@ -145,10 +151,10 @@ void validate(const ScoutdConfig& cfg) {
 
 std::string print_config(const ScoutdConfig& c) {
   return fmt::format(
-      "job_id = {}\nstep = {}\nranks = {}\nsimulate_nodes = {}\nnode_prefix = {}\nnode = {}\n"
+      "job_id = {}\nstep = {}\nranks = {}\nslurm = {}\nsimulate_nodes = {}\nnode_prefix = {}\nnode = {}\n"
       "first_rank = {}\nlast_rank = {}\nledger = {}\nruntime_dir = {}\nstall_threshold = {}\n"
       "tick = {}\nround_period = {}\nround_timeout = {}\n",
-      c.job_id, c.step_id, c.ranks, c.simulate_nodes, c.node_prefix, c.node, c.first_rank,
+      c.job_id, c.step_id, c.ranks, c.slurm, c.simulate_nodes, c.node_prefix, c.node, c.first_rank,
       c.last_rank, c.ledger, c.runtime_dir, c.stall_threshold_s, c.tick_s, c.round_period_s,
       c.round_timeout_s);
 }

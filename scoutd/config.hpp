@@ -18,6 +18,7 @@ struct ScoutdConfig {
   int ranks = 0;                  // ranks in the training step, required
   bool simulate_nodes = false;    // scout-run: observer k owns a block of ranks
   std::string node_prefix = "n";  // simulated host names: n1, n2, ...
+  bool slurm = false;             // companion step: node from SLURMD_NODENAME, Slurm block layout
   std::string node;               // this observer's host name (default: hostname)
   int first_rank = -1, last_rank = -1;  // explicit block (non-simulated)
   std::string ledger;             // SQLite ledger path

@@ -67,6 +67,15 @@ void Daemon::init_observers() {
     mine.first_rank = static_cast<int>(static_cast<long>(me_) * cfg_.ranks / size_);
     mine.last_rank = static_cast<int>(static_cast<long>(me_ + 1) * cfg_.ranks / size_) - 1;
     mine.node = fmt::format("{}{}", cfg_.node_prefix, me_ + 1);
+  } else if (cfg_.slurm) {
+    // Slurm's default block layout: the first (N mod K) nodes get one more.
+    const long base = cfg_.ranks / size_, extra = cfg_.ranks % size_;
+    mine.first_rank = static_cast<int>(me_ * base + std::min<long>(me_, extra));
+    mine.last_rank = static_cast<int>(mine.first_rank + base + (me_ < extra ? 1 : 0)) - 1;
+    const char* n = std::getenv("SLURMD_NODENAME");
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    mine.node = !cfg_.node.empty() ? cfg_.node : (n && *n ? n : host);
   } else {
     mine.first_rank = cfg_.first_rank;
     mine.last_rank = cfg_.last_rank;

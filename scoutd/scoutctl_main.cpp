@@ -41,6 +41,8 @@ constexpr const char* kUsage =
     "                      ${XDG_STATE_HOME:-~/.local/state}/scout/ledger.db)\n"
     "  --runtime-dir DIR   runtime root holding <jobid>/ sockets (default\n"
     "                      $SCOUT_RUNTIME_DIR, $XDG_RUNTIME_DIR/scout, /tmp/scout-UID)\n"
+    "  --spool DIR         Slurm spool of per-job ledgers (default $SCOUT_SPOOL): a\n"
+    "                      running job's verdicts are read there\n"
     "  --json              machine-readable output\n"
     "  -h, --help          this help\n"
     "  -V, --version       version\n\n"
@@ -48,7 +50,7 @@ constexpr const char* kUsage =
     "3 unknown job, 4 ledger missing/unreadable/not a scout ledger, 5 no scoutd answers.\n";
 
 struct Args {
-  std::string command, job, ledger, runtime_dir;
+  std::string command, job, ledger, runtime_dir, spool;
   bool json = false;
 };
 
@@ -71,6 +73,18 @@ json verdict_json(const sq::VerdictRow& v) {
 
 int cmd_query(const Args& a) {
   std::string path = a.ledger.empty() ? sd::default_ledger_path() : a.ledger;
+  // Under Slurm a running job's verdicts are in its spool ledger until the
+  // epilog imports them into the site ledger.
+  std::string spool_db = a.spool.empty() ? "" : a.spool + "/" + a.job + ".db";
+  auto in_site = [&] {
+    try {
+      auto l = sq::Ledger::open(path, sq::Ledger::Mode::kReadOnly);
+      return l.job(a.job).has_value();
+    } catch (const sq::LedgerError&) {
+      return false;
+    }
+  };
+  if (!spool_db.empty() && ::access(spool_db.c_str(), R_OK) == 0 && !in_site()) path = spool_db;
   try {
     auto l = sq::Ledger::open(path, sq::Ledger::Mode::kReadOnly);
     if (!l.job(a.job)) die(kExitUnknownJob, fmt::format("query: job {} is not in the ledger {}", a.job, path));
@@ -182,9 +196,12 @@ int main(int argc, char** argv) {
     else if (s == "--ledger") a.ledger = value("--ledger");
     else if (s.rfind("--ledger=", 0) == 0) a.ledger = s.substr(9);
     else if (s == "--runtime-dir") a.runtime_dir = value("--runtime-dir");
+    else if (s == "--spool") a.spool = value("--spool");
     else if (!s.empty() && s[0] == '-') die(kExitUsage, fmt::format("unknown option '{}' (see scoutctl --help)", s));
     else pos.push_back(s);
   }
+  if (a.spool.empty())
+    if (const char* e = std::getenv("SCOUT_SPOOL")) a.spool = e;
   if (pos.empty()) die(kExitUsage, "missing command; expected 'query JOBID' or 'status JOBID' (see scoutctl --help)");
   a.command = pos[0];
   if (a.command != "query" && a.command != "status")

@@ -38,6 +38,16 @@ constexpr const char* kSelectNodes =
     "ORDER BY first_rank";
 constexpr const char* kUpsertRank =
     "INSERT OR REPLACE INTO ranks(job_id,step,rank,node,pid) VALUES(?,?,?,?,?)";
+constexpr const char* kImportVerdict =
+    "INSERT OR IGNORE INTO verdicts(job_id,step,kind,status,ranks,hosts,evidence,detected_at,"
+    "resolved_at,origin,origin_id,origin_uid,imported_at) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)";
+constexpr const char* kInsertJobIfMissing =
+    "INSERT OR IGNORE INTO jobs(job_id,user,uid,launcher,command,nodes,ranks,started_at) "
+    "VALUES(?,?,?,?,?,?,?,?)";
+constexpr const char* kInsertGating =
+    "INSERT INTO gating(job_id,node,decision,reason,decided_by,decided_at) VALUES(?,?,?,?,?,?)";
+constexpr const char* kSelectGating =
+    "SELECT job_id,node,decision,reason,decided_by,decided_at FROM gating WHERE job_id=? ORDER BY id";
 constexpr const char* kRankPids = "SELECT pid FROM ranks WHERE job_id=? ORDER BY rank";
 constexpr const char* kInsertVerdict =
     "INSERT INTO verdicts(job_id,step,kind,status,ranks,hosts,evidence,detected_at) "
@@ -45,7 +55,7 @@ constexpr const char* kInsertVerdict =
 constexpr const char* kResolveVerdict =
     "UPDATE verdicts SET resolved_at=? WHERE id=? AND resolved_at IS NULL";
 constexpr const char* kSelectVerdicts =
-    "SELECT id,job_id,step,kind,status,ranks,hosts,evidence,detected_at,resolved_at "
+    "SELECT id,job_id,step,kind,status,ranks,hosts,evidence,detected_at,resolved_at,origin "
     "FROM verdicts WHERE job_id=? ORDER BY id";
 }  // namespace
 
@@ -324,6 +334,54 @@ std::int64_t Ledger::insert_verdict(const VerdictRow& v) {
   return sqlite3_last_insert_rowid(db_);
 }
 
+int Ledger::import_job(Ledger& from, const std::string& job_id, const std::string& origin,
+                       std::int64_t origin_uid, const std::function<bool(const VerdictRow&)>& keep) {
+  auto src_job = from.job(job_id);
+  auto src_nodes = from.nodes(job_id);
+  auto src_verdicts = from.verdicts(job_id);
+  const std::string now = now_iso8601();
+  int added = 0;
+  exec("BEGIN IMMEDIATE");
+  try {
+    if (src_job) {
+      const auto& r = *src_job;
+      stmt(kInsertJobIfMissing).bind(r.job_id).bind(r.user).bind(r.uid).bind(r.launcher)
+          .bind(r.command).bind(r.nodes).bind(r.ranks).bind(r.started_at).run();
+    } else {
+      stmt(kInsertJobIfMissing).bind(job_id).bind(std::string("?")).bind(origin_uid)
+          .bind(std::string("slurm")).bind(std::string("")).bind(std::int64_t{0})
+          .bind(std::int64_t{0}).bind(now).run();
+    }
+    for (auto& n : src_nodes) upsert_node(n);
+    for (auto& v : src_verdicts) {
+      if (v.job_id != job_id || !keep(v)) continue;
+      auto& s = stmt(kImportVerdict).bind(v.job_id).bind(v.step).bind(v.kind).bind(v.status)
+                    .bind(v.ranks).bind(v.hosts).bind(v.evidence).bind(v.detected_at);
+      if (v.resolved_at) s.bind(*v.resolved_at); else s.bind_null();
+      s.bind(origin).bind(v.id).bind(origin_uid).bind(now).run();
+      added += sqlite3_changes(db_);
+    }
+    exec("COMMIT");
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+  return added;
+}
+
+void Ledger::insert_gating(const GatingRow& g) {
+  stmt(kInsertGating).bind(g.job_id).bind(g.node).bind(g.decision).bind(g.reason)
+      .bind(g.decided_by).bind(g.decided_at.empty() ? now_iso8601() : g.decided_at).run();
+}
+
+std::vector<GatingRow> Ledger::gating(const std::string& job_id) {
+  std::vector<GatingRow> out;
+  auto& s = stmt(kSelectGating).bind(job_id);
+  while (s.step()) out.push_back({s.text(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5)});
+  s.reset();
+  return out;
+}
+
 void Ledger::resolve_verdict(std::int64_t id, const std::string& resolved_at) {
   stmt(kResolveVerdict).bind(resolved_at).bind(id).run();
 }
@@ -343,6 +401,7 @@ std::vector<VerdictRow> Ledger::verdicts(const std::string& job_id) {
     v.evidence = s.text(7);
     v.detected_at = s.text(8);
     v.resolved_at = s.opt_text(9);
+    v.origin = s.opt_text(10);
     out.push_back(std::move(v));
   }
   s.reset();

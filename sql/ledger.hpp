@@ -7,6 +7,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -51,9 +52,14 @@ struct VerdictRow {
   std::string ranks = "[]", hosts = "[]", evidence = "{}";
   std::string detected_at;
   std::optional<std::string> resolved_at;
+  std::optional<std::string> origin;  // provenance of an imported row
 };
 
-inline constexpr int kSchemaVersion = 1;
+struct GatingRow {
+  std::string job_id, node, decision, reason, decided_by, decided_at;
+};
+
+inline constexpr int kSchemaVersion = 2;
 
 // ISO-8601 UTC with milliseconds, e.g. 2026-11-29T17:39:29.123Z
 std::string now_iso8601();
@@ -92,6 +98,14 @@ class Ledger {
   void resolve_verdict(std::int64_t id, const std::string& resolved_at);
   std::vector<VerdictRow> verdicts(const std::string& job_id);
 
+  // Copies job `job_id` (job row, nodes, ranks, verdicts) from another
+  // ledger, stamping each verdict with its origin; rows already imported
+  // are skipped. `keep` decides per verdict whether it may be imported.
+  // Returns the number of verdicts added.
+  int import_job(Ledger& from, const std::string& job_id, const std::string& origin,
+                 std::int64_t origin_uid, const std::function<bool(const VerdictRow&)>& keep);
+  void insert_gating(const GatingRow& g);
+  std::vector<GatingRow> gating(const std::string& job_id);
  private:
   Ledger(sqlite3* db, std::string path);
   void migrate();

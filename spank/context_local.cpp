@@ -1,0 +1,172 @@
+// Local (srun) context: start the scoutd companion step before the tasks
+// run, as its own MPI job with one scoutd per node of the step, and stop it
+// when the step ends. Facts this relies on are in ARCHITECTURE.md (Launch):
+// srun blocks signals here, holds fds >= 3, and recurses unless the
+// companion's environment is cleaned and marked.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "spank/plugin_state.hpp"
+
+extern char** environ;
+
+namespace scout::spank {
+
+namespace {
+
+bool dropped(const std::string& name) {
+  static const char* const kExact[] = {
+      "SLURM_NTASKS", "SLURM_NPROCS", "SLURM_TASKS_PER_NODE", "SLURM_DISTRIBUTION",
+      "SLURM_MEM_BIND", "SRUN_CPUS_PER_TASK", "SLURM_MPI_TYPE", "SLURM_STEPID", "SLURM_GRES",
+      "SLURM_KILL_BAD_EXIT", "SLURM_NO_KILL", "SLURM_WAIT", "LD_PRELOAD", "SLURM_CPUS_PER_TASK"};
+  static const char* const kPrefix[] = {
+      "SLURM_STEP_", "SLURM_CPU_BIND", "SLURM_GPUS", "PMIX_", "OMPI_", "_SLURM_SPANK_OPTION_scout_",
+      "SLURM_SPANK__SLURM_SPANK_OPTION_scout_", "SLURM_NTASKS_PER_", "SLURM_CPUS_PER_"};
+  std::string n = name.substr(0, name.find('='));
+  for (auto* e : kExact)
+    if (n == e) return true;
+  for (auto* p : kPrefix)
+    if (n.rfind(p, 0) == 0) return true;
+  if (n.size() > 9 && n.compare(n.size() - 9, 9, "_PER_NODE") == 0) return true;
+  return false;
+}
+
+std::uint32_t item_u32(spank_t sp, spank_item_t item, const char* env) {
+  std::uint32_t v = 0;
+  if (spank_get_item(sp, item, &v) == ESPANK_SUCCESS) return v;
+  const char* e = std::getenv(env);
+  return e ? static_cast<std::uint32_t>(std::strtoul(e, nullptr, 10)) : 0;
+}
+
+// The step's node list at this point: srun has it in its environment once
+// the step exists; inside a bigger allocation the companion must use it.
+std::string step_nodelist() {
+  for (const char* v : {"SLURM_STEP_NODELIST", "SLURM_NODELIST", "SLURM_JOB_NODELIST"})
+    if (const char* e = std::getenv(v); e && *e) return e;
+  return "";
+}
+
+}  // namespace
+
+int local_user_init(spank_t sp) {
+  auto& st = state();
+  const auto& cfg = st.cfg;
+  if (std::getenv(kCompanionEnv)) return 0;  // the companion's own srun: no recursion
+  if (!scout_enabled(std::getenv(kSbatchOptionEnv))) return 0;
+  const std::uint32_t job = item_u32(sp, S_JOB_ID, "SLURM_JOB_ID");
+  const std::uint32_t step = item_u32(sp, S_JOB_STEPID, "SLURM_STEP_ID");
+  const std::uint32_t nnodes = item_u32(sp, S_JOB_NNODES, "SLURM_NNODES");
+  const std::uint32_t ntasks = item_u32(sp, S_JOB_TOTAL_TASK_COUNT, "SLURM_NTASKS");
+  auto fail = [&](const std::string& why) {
+    if (cfg.required) {
+      slurm_error("scout: local: %s; scout is required at this site, the step is not started", why.c_str());
+      return -1;
+    }
+    slurm_info("scout: local: warning: %s; the job runs unobserved", why.c_str());
+    return 0;
+  };
+  if (job == 0 || nnodes == 0 || ntasks == 0)
+    return fail("cannot tell the job id, node or task count of this step");
+  if (::access(cfg.scoutd.c_str(), X_OK) != 0)
+    return fail("scoutd " + cfg.scoutd + ": " + std::strerror(errno));
+  if (::access(cfg.probe.c_str(), R_OK) != 0)
+    return fail("probe " + cfg.probe + ": " + std::strerror(errno));
+  ::mkdir(cfg.spool.c_str(), 01777);  // usually made by the site; harmless if it exists
+
+  const std::string jid = std::to_string(job), sid = std::to_string(step);
+  const double stall = st.opt_stall > 0 ? st.opt_stall : cfg.stall_threshold;
+  const std::string nodes = std::to_string(nnodes);
+  std::vector<std::string> args = {cfg.srun, "--jobid=" + jid, "--overlap", "--mpi=pmix",
+                                   "-N", nodes, "-n", nodes, "--ntasks-per-node=1",
+                                   "--kill-on-bad-exit=0", "--disable-status", "--job-name=scout",
+                                   "--quiet",
+                                   "--output=" + cfg.spool + "/" + jid + "." + sid + ".scoutd.log",
+                                   "--open-mode=append"};
+  if (std::string nl = step_nodelist(); !nl.empty()) args.push_back("--nodelist=" + nl);
+  std::vector<std::string> tail = {cfg.scoutd, "--job-id", jid, "--step", sid, "--ranks",
+                                   std::to_string(ntasks), "--slurm", "--ledger",
+                                   cfg.spool + "/" + jid + ".db", "--runtime-dir",
+                                   cfg.runtime_dir + "/" + jid, "--stall-threshold",
+                                   std::to_string(stall)};
+  args.insert(args.end(), tail.begin(), tail.end());
+  // Environment and argv are built before fork: the child only execs.
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e)
+    if (!dropped(*e)) env.emplace_back(*e);
+  env.emplace_back(std::string(kCompanionEnv) + "=1");
+  std::vector<char*> av, ev;
+  for (auto& a : args) av.push_back(a.data());
+  av.push_back(nullptr);
+  for (auto& e : env) ev.push_back(e.data());
+  ev.push_back(nullptr);
+
+  // srun's own messages about the companion go to the spool, not to the
+  // user's terminal.
+  const std::string log = cfg.spool + "/" + jid + "." + sid + ".companion.log";
+  int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  pid_t pid = fork();
+  if (pid < 0) {
+    if (log_fd >= 0) ::close(log_fd);
+    return fail(std::string("fork: ") + std::strerror(errno));
+  }
+  if (pid == 0) {
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);  // srun blocks HUP INT QUIT USR1 USR2 PIPE ALRM TERM
+    for (int s = 1; s < NSIG; ++s)
+      if (s != SIGKILL && s != SIGSTOP) signal(s, SIG_DFL);
+    for (int fd = 3; fd < 1024; ++fd) ::close(fd);  // srun's shepherd pipe among them
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGUSR1);  // srun gone: the companion stops cleanly
+    int devnull = ::open("/dev/null", O_RDWR);
+    if (devnull >= 0) dup2(devnull, 0);
+    if (log_fd >= 0) {
+      dup2(log_fd, 1);
+      dup2(log_fd, 2);
+    }
+    execvpe(av[0], av.data(), ev.data());
+    _exit(127);
+  }
+  if (log_fd >= 0) ::close(log_fd);
+  st.companion = pid;
+  return 0;
+}
+
+int local_exit(spank_t) {
+  auto& st = state();
+  if (st.companion <= 0) return 0;
+  const pid_t pid = st.companion;
+  st.companion = -1;
+  int status = 0;
+  if (waitpid(pid, &status, WNOHANG) == pid) {
+    slurm_info("scout: local: warning: the scoutd companion had already exited (status %d)", status);
+    return 0;
+  }
+  // One SIGINT: srun (--disable-status) forwards it once to every scoutd,
+  // which agree to stop and flush. SIGTERM would make srun SIGKILL them.
+  ::kill(pid, SIGINT);
+  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(st.cfg.grace);
+  while (std::chrono::steady_clock::now() < end) {
+    if (waitpid(pid, &status, WNOHANG) == pid) return 0;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  slurm_info("scout: local: warning: the scoutd companion did not stop within %.0f s; killing it",
+             st.cfg.grace);
+  ::kill(-pid, SIGKILL);
+  waitpid(pid, &status, 0);
+  return 0;
+}
+
+}  // namespace scout::spank

@@ -1,0 +1,101 @@
+// plugstack.conf arguments (see plugin_config.hpp).
+#include "spank/plugin_config.hpp"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace scout::spank {
+
+namespace {
+bool parse_bool(const std::string& v, bool& out) {
+  if (v == "yes" || v == "on" || v == "true" || v == "1") { out = true; return true; }
+  if (v == "no" || v == "off" || v == "false" || v == "0") { out = false; return true; }
+  return false;
+}
+bool parse_secs(const std::string& v, double min, double max, double& out) {
+  errno = 0;
+  char* end = nullptr;
+  double d = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end || errno || !std::isfinite(d) || d < min || d > max) return false;
+  out = d;
+  return true;
+}
+}  // namespace
+
+bool parse_on_off(const std::string& v, bool& out) {
+  if (v == "on" || v == "(null)" || v.empty()) { out = true; return true; }
+  if (v == "off") { out = false; return true; }
+  return false;
+}
+
+std::string parse_plugin_args(const std::vector<std::string>& args, PluginConfig& c) {
+  for (const auto& a : args) {
+    auto eq = a.find('=');
+    if (eq == std::string::npos)
+      return "plugstack argument '" + a + "': expected key=value";
+    std::string k = a.substr(0, eq), v = a.substr(eq + 1);
+    auto need_path = [&](std::string& dst) -> std::string {
+      if (v.empty() || v[0] != '/') return "plugstack argument " + k + "=" + v + ": expected an absolute path";
+      dst = v;
+      return "";
+    };
+    std::string err;
+    if (k == "scoutd") err = need_path(c.scoutd);
+    else if (k == "probe") err = need_path(c.probe);
+    else if (k == "srun") err = need_path(c.srun);
+    else if (k == "scontrol") err = need_path(c.scontrol);
+    else if (k == "spool") err = need_path(c.spool);
+    else if (k == "ledger") err = need_path(c.ledger);
+    else if (k == "runtime_dir") err = need_path(c.runtime_dir);
+    else if (k == "default") {
+      if (!parse_on_off(v, c.default_on) || v == "(null)" || v.empty())
+        err = "plugstack argument default=" + v + ": expected on or off";
+    } else if (k == "required") {
+      if (!parse_bool(v, c.required)) err = "plugstack argument required=" + v + ": expected yes or no";
+    } else if (k == "gate") {
+      if (!parse_bool(v, c.gate)) err = "plugstack argument gate=" + v + ": expected yes or no";
+    } else if (k == "fail_closed") {
+      if (!parse_bool(v, c.fail_closed)) err = "plugstack argument fail_closed=" + v + ": expected yes or no";
+    } else if (k == "stall_threshold") {
+      if (!parse_secs(v, 1, 86400, c.stall_threshold))
+        err = "plugstack argument stall_threshold=" + v + ": expected seconds from 1 to 86400";
+    } else if (k == "grace") {
+      if (!parse_secs(v, 1, 600, c.grace)) err = "plugstack argument grace=" + v + ": expected seconds from 1 to 600";
+    } else if (k == "drain_kinds") {
+      c.drain_kinds.clear();
+      std::stringstream ss(v);
+      for (std::string kind; std::getline(ss, kind, ',');) {
+        if (kind != "stall" && kind != "crash" && kind != "sdc" && kind != "hang" && kind != "divergence")
+          return "plugstack argument drain_kinds=" + v + ": '" + kind +
+                 "' is not a drainable kind; expected stall, crash, sdc, hang or divergence";
+        c.drain_kinds.push_back(kind);
+      }
+    } else {
+      return "plugstack argument '" + k + "': unknown key; expected one of scoutd, probe, srun, "
+             "scontrol, spool, ledger, runtime_dir, default, required, stall_threshold, grace, "
+             "gate, drain_kinds, fail_closed";
+    }
+    if (!err.empty()) return err;
+  }
+  return "";
+}
+
+std::string read_plugstack_args(const std::string& path, std::vector<std::string>& args) {
+  std::ifstream in(path);
+  if (!in) return "cannot read " + path;
+  for (std::string line; std::getline(in, line);) {
+    std::stringstream ss(line);
+    std::string control, plugin;
+    if (!(ss >> control >> plugin) || control[0] == '#') continue;
+    if (plugin.size() < 8 || plugin.substr(plugin.size() - 8) != "scout.so") continue;
+    args.clear();
+    for (std::string a; ss >> a;) args.push_back(a);
+    return "";
+  }
+  return "no scout.so line in " + path;
+}
+
+}  // namespace scout::spank

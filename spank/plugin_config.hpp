@@ -1,0 +1,41 @@
+// scout's site configuration for Slurm: the arguments of the scout.so line
+// in plugstack.conf (key=value), shared by the SPANK plugin and scout-epilog.
+// Defaults first, then the arguments; an unknown key or a bad value is an
+// error that names the key and what was expected.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace scout::spank {
+
+struct PluginConfig {
+  std::string scoutd = SCOUT_SBINDIR "/scoutd";
+  std::string probe = SCOUT_LIBDIR "/libscout_probe.so";
+  std::string srun = "srun";
+  std::string scontrol = "scontrol";
+  std::string spool = "/var/spool/scout";         // per-job ledgers, written by scoutd as the user
+  std::string ledger = "/var/lib/scout/ledger.db";  // site ledger, written by root (epilog)
+  std::string runtime_dir = "/run/scout";         // per-job control sockets
+  bool default_on = false;
+  bool required = false;        // if scoutd cannot start, fail the step
+  double stall_threshold = 10;  // seconds
+  double grace = 20;            // seconds for the companion to stop
+  bool gate = true;             // epilog drains culprit nodes
+  std::vector<std::string> drain_kinds = {"stall", "crash", "sdc"};
+  bool fail_closed = false;     // epilog exits non-zero on its own errors
+};
+
+// Parses plugstack arguments ("key=value"). Returns an empty string on
+// success, else the error message.
+std::string parse_plugin_args(const std::vector<std::string>& args, PluginConfig& cfg);
+
+// Reads the scout.so line of a plugstack file (or a plugstack.conf.d file)
+// and returns its arguments; empty string on success, else an error.
+std::string read_plugstack_args(const std::string& path, std::vector<std::string>& args);
+
+// Strict on/off parsing for --scout: "on", "off"; "(null)" (value-less) is
+// "on". Returns false for anything else.
+bool parse_on_off(const std::string& v, bool& out);
+
+}  // namespace scout::spank

@@ -1,0 +1,178 @@
+// scout-epilog: Slurm epilog health gating. Runs as root on each node at the
+// end of a job (as Epilog= or from a site epilog script): imports the job's
+// spool ledger (written by the user's scoutds) into the root-owned site
+// ledger with its provenance, then drains this node if scout attributed a
+// stall, crash or sdc to it (site policy), and records the decision (who,
+// when, why). Exits 0 unless the site asked for fail_closed: a scout
+// problem never fails a node by itself.
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "libc3/rank_record.hpp"
+#include "spank/plugin_config.hpp"
+#include "sql/ledger.hpp"
+
+using nlohmann::json;
+namespace sp = scout::spank;
+namespace sq = scout::sql;
+
+namespace {
+
+constexpr const char* kUsage =
+    "Usage: scout-epilog [--plugstack FILE] [--job ID] [--node NAME] [--uid UID] [--dry-run]\n"
+    "Slurm epilog: import the job's scout verdicts into the site ledger and drain\n"
+    "this node if scout attributed a stall, crash or sdc to it.\n"
+    "Defaults come from Slurm's epilog environment (SLURM_JOB_ID, SLURMD_NODENAME,\n"
+    "SLURM_JOB_UID) and from the scout.so line of the plugstack file\n"
+    "(--plugstack, $SCOUT_PLUGSTACK, /etc/slurm/plugstack.conf.d/scout.conf,\n"
+    "/etc/slurm/plugstack.conf).\n";
+
+struct Args {
+  std::string plugstack, job, node;
+  long uid = -1;
+  bool dry_run = false;
+};
+
+std::string env(const char* n) {
+  const char* v = std::getenv(n);
+  return v ? v : "";
+}
+
+int run_scontrol(const std::string& scontrol, const std::vector<std::string>& args, std::string& err) {
+  pid_t pid = fork();
+  if (pid < 0) { err = std::strerror(errno); return -1; }
+  if (pid == 0) {
+    std::vector<char*> av;
+    av.push_back(const_cast<char*>(scontrol.c_str()));
+    for (auto& a : args) av.push_back(const_cast<char*>(a.c_str()));
+    av.push_back(nullptr);
+    execvp(av[0], av.data());
+    std::fprintf(stderr, "scout-epilog: exec %s: %s\n", scontrol.c_str(), std::strerror(errno));
+    _exit(127);
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return 0;
+  err = fmt::format("{} exited with status {}", scontrol, WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+  return -1;
+}
+
+bool names_host(const sq::VerdictRow& v, const std::string& node) {
+  json h = json::parse(v.hosts, nullptr, false);
+  if (!h.is_array()) return false;
+  for (auto& x : h)
+    if (x.is_string() && x.get<std::string>() == node) return true;
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (!std::getenv("PATH")) setenv("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", 1);
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    std::string s = argv[i];
+    auto val = [&]() -> std::string {
+      if (i + 1 >= argc) { std::fprintf(stderr, "scout-epilog: %s: missing value\n", s.c_str()); std::exit(2); }
+      return argv[++i];
+    };
+    if (s == "-h" || s == "--help") { std::fputs(kUsage, stdout); return 0; }
+    if (s == "-V" || s == "--version") { std::printf("scout-epilog (scout) %s\n", PACKAGE_VERSION); return 0; }
+    if (s == "--plugstack") a.plugstack = val();
+    else if (s == "--job") a.job = val();
+    else if (s == "--node") a.node = val();
+    else if (s == "--uid") a.uid = std::strtol(val().c_str(), nullptr, 10);
+    else if (s == "--dry-run") a.dry_run = true;
+    else { std::fprintf(stderr, "scout-epilog: unknown option '%s' (see --help)\n", s.c_str()); return 2; }
+  }
+  if (a.job.empty()) a.job = env("SLURM_JOB_ID");
+  if (a.node.empty()) a.node = env("SLURMD_NODENAME");
+  if (a.uid < 0 && !env("SLURM_JOB_UID").empty()) a.uid = std::strtol(env("SLURM_JOB_UID").c_str(), nullptr, 10);
+
+  // --- configuration: the same keys as the plugin's plugstack line --------
+  sp::PluginConfig cfg;
+  std::vector<std::string> candidates;
+  if (!a.plugstack.empty()) candidates = {a.plugstack};
+  else if (!env("SCOUT_PLUGSTACK").empty()) candidates = {env("SCOUT_PLUGSTACK")};
+  else candidates = {"/etc/slurm/plugstack.conf.d/scout.conf", "/etc/slurm/plugstack.conf"};
+  std::string cfg_err = "no plugstack file found";
+  for (auto& c : candidates) {
+    std::vector<std::string> pargs;
+    cfg_err = sp::read_plugstack_args(c, pargs);
+    if (cfg_err.empty()) { cfg_err = sp::parse_plugin_args(pargs, cfg); break; }
+  }
+  auto finish = [&](bool error, const std::string& msg) {
+    if (!msg.empty()) std::fprintf(stderr, "scout-epilog: %s\n", msg.c_str());
+    return error && cfg.fail_closed ? 1 : 0;
+  };
+  if (!cfg_err.empty() && !a.plugstack.empty()) return finish(true, "config: " + cfg_err);
+  if (!scout::c3::valid_job_id(a.job))
+    return finish(true, fmt::format("job id '{}' is not valid; expected SLURM_JOB_ID or --job with a decimal id", a.job));
+  if (a.node.empty()) return finish(true, "no node name; expected SLURMD_NODENAME or --node");
+
+  const std::string who = fmt::format("scout-epilog uid {} on {}", getuid(), a.node);
+  try {
+    auto site = sq::Ledger::open(cfg.ledger, sq::Ledger::Mode::kReadWrite);
+    // --- import the job's spool ledger, if the job's user owns it ---------
+    const std::string spool = cfg.spool + "/" + a.job + ".db";
+    struct stat st {};
+    if (::lstat(spool.c_str(), &st) == 0) {
+      if (!S_ISREG(st.st_mode)) {
+        site.insert_gating({a.job, a.node, "error", "spool ledger " + spool + " is not a regular file; not imported", who, ""});
+      } else if (a.uid >= 0 && st.st_uid != static_cast<uid_t>(a.uid) && st.st_uid != 0) {
+        site.insert_gating({a.job, a.node, "error",
+                            fmt::format("spool ledger {} is owned by uid {}, not by the job's user {}; not imported",
+                                        spool, st.st_uid, a.uid), who, ""});
+      } else {
+        auto from = sq::Ledger::open(spool, sq::Ledger::Mode::kReadOnly);
+        int n = site.import_job(from, a.job, "spool:" + spool, st.st_uid,
+                                [](const sq::VerdictRow&) { return true; });
+        if (n > 0) std::fprintf(stderr, "scout-epilog: imported %d verdict(s) of job %s\n", n, a.job.c_str());
+      }
+    }
+    // --- policy: drain on attributed verdicts of the drainable kinds -----
+    std::set<std::string> kinds(cfg.drain_kinds.begin(), cfg.drain_kinds.end());
+    std::vector<std::string> reasons;
+    for (auto& v : site.verdicts(a.job)) {
+      if (v.status != "attributed" || !kinds.count(v.kind) || !names_host(v, a.node)) continue;
+      json r = json::parse(v.ranks, nullptr, false);
+      std::string ranks;
+      if (r.is_array())
+        for (auto& x : r) ranks += (ranks.empty() ? "" : ",") + x.dump();
+      reasons.push_back(fmt::format("{} rank {} job {}", v.kind, ranks.empty() ? "?" : ranks, a.job));
+    }
+    if (reasons.empty()) {
+      site.insert_gating({a.job, a.node, "keep", "no attributed " + fmt::format("{}", fmt::join(cfg.drain_kinds, "/")) +
+                          " verdict on this node", who, ""});
+      return 0;
+    }
+    std::string reason = "scout: " + reasons.front();
+    if (reasons.size() > 1) reason += fmt::format(" (+{} more)", reasons.size() - 1);
+    if (!cfg.gate || a.dry_run) {
+      site.insert_gating({a.job, a.node, "keep", reason + (a.dry_run ? " [dry run]" : " [gating off]"), who, ""});
+      std::printf("scout-epilog: would drain %s: %s\n", a.node.c_str(), reason.c_str());
+      return 0;
+    }
+    std::string err;
+    if (run_scontrol(cfg.scontrol, {"update", "nodename=" + a.node, "state=drain", "reason=" + reason}, err) != 0) {
+      site.insert_gating({a.job, a.node, "error", reason + "; drain failed: " + err, who, ""});
+      return finish(true, "drain " + a.node + ": " + err);
+    }
+    site.insert_gating({a.job, a.node, "drain", reason, who, ""});
+    std::fprintf(stderr, "scout-epilog: drained %s: %s\n", a.node.c_str(), reason.c_str());
+    return 0;
+  } catch (const std::exception& e) {
+    return finish(true, e.what());
+  }
+}

@@ -1,0 +1,104 @@
+#!/bin/sh
+# A three-node Slurm cluster on this one host for scout's tests and demo:
+# munged, slurmctld and three `slurmd -N nX`, each slurmd in its own mount
+# namespace with a private /tmp (PMIx app dirs would collide otherwise).
+# Everything lives under CLUSTER_DIR (outside /tmp) and is owned by the test
+# run that started it.
+#   cluster.sh start DIR [PLUGSTACK_LINE]   start; writes DIR/env (SLURM_CONF)
+#   cluster.sh stop DIR                     stop and remove what it started
+set -eu
+cmd=${1:?usage: cluster.sh start|stop DIR}
+DIR=${2:?usage: cluster.sh start|stop DIR}
+NODES="n1 n2 n3"
+HOST=$(hostname)
+PORT_BASE=${SCOUT_CLUSTER_PORT_BASE:-17010}
+
+stop() {
+  [ -d "$DIR" ] || return 0
+  for f in "$DIR"/pids/*.pid; do
+    [ -f "$f" ] || continue
+    pid=$(cat "$f"); kill "$pid" 2>/dev/null || true
+  done
+  sleep 1
+  for f in "$DIR"/pids/*.pid; do
+    [ -f "$f" ] || continue
+    pid=$(cat "$f"); kill -9 "$pid" 2>/dev/null || true
+  done
+  rm -rf "$DIR"
+}
+
+wait_for() {  # wait_for SECONDS DESCRIPTION COMMAND...
+  t=$1; what=$2; shift 2; n=0
+  until "$@" >/dev/null 2>&1; do
+    n=$((n + 1)); [ $n -lt $((t * 10)) ] || { echo "cluster: $what did not come up; see $DIR/log" >&2; return 1; }
+    sleep 0.1
+  done
+}
+
+start() {
+  stop
+  mkdir -p "$DIR/pids" "$DIR/log" "$DIR/state" "$DIR/spool"
+  # munge: reuse a running munged, else start one (it needs /run/munge owned by munge).
+  if ! munge -n </dev/null >/dev/null 2>&1; then
+    mkdir -p /run/munge /var/log/munge /var/lib/munge
+    chown munge:munge /run/munge /var/log/munge /var/lib/munge 2>/dev/null || true
+    [ -s /etc/munge/munge.key ] || { mungekey --create --keyfile=/etc/munge/munge.key 2>/dev/null || dd if=/dev/urandom of=/etc/munge/munge.key bs=1 count=1024 2>/dev/null; chown munge:munge /etc/munge/munge.key; chmod 600 /etc/munge/munge.key; }
+    runuser -u munge -- /usr/sbin/munged --pid-file=/run/munge/munged.pid
+    cp /run/munge/munged.pid "$DIR/pids/munged.pid"
+    wait_for 10 munged sh -c 'munge -n </dev/null'
+  fi
+  CONF=$DIR/slurm.conf
+  cat > "$CONF" <<CONF
+ClusterName=scout
+SlurmctldHost=$HOST
+SlurmctldPort=$PORT_BASE
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+StateSaveLocation=$DIR/state
+SlurmdSpoolDir=$DIR/spool/%n
+SlurmctldPidFile=$DIR/pids/slurmctld.pid
+SlurmdPidFile=$DIR/pids/slurmd.%n.pid
+SlurmctldLogFile=$DIR/log/slurmctld.log
+SlurmdLogFile=$DIR/log/slurmd.%n.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+MpiDefault=none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+SlurmdParameters=config_overrides
+ReturnToService=2
+SchedulerType=sched/builtin
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+PlugStackConfig=$DIR/plugstack.conf
+KillWait=5
+InactiveLimit=0
+MinJobAge=300
+SlurmctldTimeout=30
+SlurmdTimeout=60
+${SCOUT_CLUSTER_EXTRA:-}
+NodeName=n1 NodeHostname=$HOST Port=$((PORT_BASE + 1)) CPUs=4 State=UNKNOWN
+NodeName=n2 NodeHostname=$HOST Port=$((PORT_BASE + 2)) CPUs=4 State=UNKNOWN
+NodeName=n3 NodeHostname=$HOST Port=$((PORT_BASE + 3)) CPUs=4 State=UNKNOWN
+PartitionName=debug Nodes=n1,n2,n3 Default=YES MaxTime=INFINITE State=UP
+CONF
+  printf '%s\n' "${3:-}" > "$DIR/plugstack.conf"
+  echo "SLURM_CONF=$CONF; export SLURM_CONF" > "$DIR/env"
+  slurmctld -f "$CONF" -i
+  wait_for 20 slurmctld env SLURM_CONF="$CONF" scontrol ping
+  for n in $NODES; do
+    mkdir -p "$DIR/tmp-$n" "$DIR/spool/$n"
+    chmod 1777 "$DIR/tmp-$n"
+    unshare -m --propagation private sh -c \
+      "mount --bind '$DIR/tmp-$n' /tmp && exec slurmd -f '$CONF' -N $n" \
+      >> "$DIR/log/slurmd-start.log" 2>&1
+  done
+  wait_for 30 "three idle nodes" sh -c "SLURM_CONF='$CONF' sinfo -h -o '%t %D' | grep -q '^idle 3$'"
+}
+
+case "$cmd" in
+  start) start "$@" ;;
+  stop) stop ;;
+  *) echo "usage: cluster.sh start|stop DIR [PLUGSTACK_LINE]" >&2; exit 2 ;;
+esac
