@@ -243,6 +243,7 @@ void probe_init() noexcept {
   copy_str(r->job_id, sizeof r->job_id, job);
   copy_str(r->step_id, sizeof r->step_id, step);
   const char* host = std::getenv("SCOUT_HOST");
+  if (!host || !*host) host = std::getenv("SLURMD_NODENAME");  // Slurm node name
   if (host && *host) copy_str(r->host, sizeof r->host, host);
   else gethostname(r->host, sizeof r->host - 1);
   c3::record_write_begin(*r);

@@ -68,10 +68,10 @@ void Daemon::init_observers() {
     mine.last_rank = static_cast<int>(static_cast<long>(me_ + 1) * cfg_.ranks / size_) - 1;
     mine.node = fmt::format("{}{}", cfg_.node_prefix, me_ + 1);
   } else if (cfg_.slurm) {
-    // Slurm's default block layout: the first (N mod K) nodes get one more.
-    const long base = cfg_.ranks / size_, extra = cfg_.ranks % size_;
-    mine.first_rank = static_cast<int>(me_ * base + std::min<long>(me_, extra));
-    mine.last_rank = static_cast<int>(mine.first_rank + base + (me_ < extra ? 1 : 0)) - 1;
+    // Which ranks live here is learnt from their records (host field); the
+    // node row and observer_lost verdicts carry no rank range.
+    mine.first_rank = 0;
+    mine.last_rank = -1;
     const char* n = std::getenv("SLURMD_NODENAME");
     char host[256] = {};
     gethostname(host, sizeof host - 1);
@@ -99,7 +99,12 @@ void Daemon::init_observers() {
 }
 
 void Daemon::init_ledger() {
-  ledger_.emplace(sql::Ledger::open(cfg_.ledger, sql::Ledger::Mode::kReadWrite));
+  // The first observer creates and migrates the ledger alone: a journal-mode
+  // change races with other connections and is not covered by the busy
+  // timeout. Everyone is alive at start, so the barriers cannot hang.
+  if (me_ == 0) ledger_.emplace(sql::Ledger::open(cfg_.ledger, sql::Ledger::Mode::kReadWrite));
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (me_ != 0) ledger_.emplace(sql::Ledger::open(cfg_.ledger, sql::Ledger::Mode::kReadWrite));
   const auto& o = observers_[static_cast<std::size_t>(me_)];
   if (me_ == 0 && !ledger_->job(cfg_.job_id)) {
     sql::JobRow j;
@@ -278,8 +283,12 @@ int Daemon::run() {
   init_observers();
   const auto& mine = observers_[static_cast<std::size_t>(me_)];
   init_ledger();
-  watcher_ = std::make_unique<RankWatcher>(cfg_.job_id, cfg_.step_id, mine.first_rank,
-                                           mine.last_rank, mine.node, cfg_.tick_s);
+  if (cfg_.slurm)  // ranks are found by their node name, wherever Slurm put them
+    watcher_ = std::make_unique<RankWatcher>(cfg_.job_id, cfg_.step_id, 0, cfg_.ranks - 1,
+                                             mine.node, cfg_.tick_s, mine.node);
+  else
+    watcher_ = std::make_unique<RankWatcher>(cfg_.job_id, cfg_.step_id, mine.first_rank,
+                                             mine.last_rank, mine.node, cfg_.tick_s);
   tree_ = std::make_unique<c3::TreeRound>(MPI_COMM_WORLD,
                                           c3::TreeRound::Options{cfg_.round_timeout_s});
   std::string root = cfg_.runtime_dir.empty() ? default_runtime_root() : cfg_.runtime_dir;

@@ -26,8 +26,9 @@ std::int64_t monotonic_ns() {
 }
 
 RankWatcher::RankWatcher(std::string job, std::string step, int first_rank, int last_rank,
-                         std::string node, double tick_s)
-    : job_(std::move(job)), step_(std::move(step)), node_(std::move(node)), first_(first_rank),
+                         std::string node, double tick_s, std::string match_host)
+    : job_(std::move(job)), step_(std::move(step)), node_(std::move(node)),
+      match_host_(std::move(match_host)), first_(first_rank),
       last_(last_rank), tick_s_(tick_s) {
   for (int r = first_; r <= last_; ++r) {
     Slot s;
@@ -86,6 +87,12 @@ void RankWatcher::try_attach(Slot& s) {
     return;
   }
   std::string why = c3::record_check_header(*rec, static_cast<std::size_t>(st.st_size));
+  if (why.empty() && !match_host_.empty() &&
+      std::string(rec->host, strnlen(rec->host, sizeof rec->host)) != match_host_) {
+    s.foreign = true;  // stable for the rank's lifetime: never looked at again
+    munmap(p, sizeof(c3::RankRecord));
+    return;
+  }
   if (why.empty() && rec->world_rank != s.rank)
     why = fmt::format("claims rank {}; expected rank {}", rec->world_rank, s.rank);
   if (!why.empty()) {
@@ -108,6 +115,7 @@ void RankWatcher::tick() {
   std::lock_guard lk(mu_);
   const std::int64_t now = monotonic_ns();
   for (auto& s : slots_) {
+    if (s.foreign) continue;
     if (!s.rec) try_attach(s);
     if (!s.rec) continue;
     c3::RecordLive live;
@@ -176,6 +184,7 @@ std::vector<RankEvidence> RankWatcher::evidence() const {
   std::vector<RankEvidence> out;
   const std::int64_t now = monotonic_ns();
   for (auto& s : slots_) {
+    if (s.foreign || (!match_host_.empty() && !s.rec)) continue;  // not (yet) ours
     RankEvidence e;
     e.rank = s.rank;
     e.node = node_;

@@ -29,8 +29,11 @@ struct LocalSummary {
 
 class RankWatcher {
  public:
+  // With a non-empty match_host, only records whose host field equals it
+  // are observed (Slurm: ranks find their node by SLURMD_NODENAME; several
+  // nodes may share one /dev/shm in a test cluster).
   RankWatcher(std::string job, std::string step, int first_rank, int last_rank, std::string node,
-              double tick_s);
+              double tick_s, std::string match_host = "");
   ~RankWatcher();
   RankWatcher(const RankWatcher&) = delete;
   RankWatcher& operator=(const RankWatcher&) = delete;
@@ -65,13 +68,14 @@ class RankWatcher {
     std::int64_t last_progress_ns = 0;
     std::int64_t death_ns = 0;
     bool death_reported = false;
+    bool foreign = false;  // a rank of another node
   };
   void loop();
   void tick();
   void try_attach(Slot& s);
   void poll_deaths(int timeout_ms);
 
-  std::string job_, step_, node_;
+  std::string job_, step_, node_, match_host_;
   int first_, last_;
   double tick_s_;
   mutable std::mutex mu_;

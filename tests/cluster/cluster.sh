@@ -1,7 +1,9 @@
 #!/bin/sh
 # A three-node Slurm cluster on this one host for scout's tests and demo:
 # munged, slurmctld and three `slurmd -N nX`, each slurmd in its own mount
-# namespace with a private /tmp (PMIx app dirs would collide otherwise).
+# namespace with a private /tmp (PMIx app dirs would collide otherwise) and a
+# private /dev/shm (Open MPI names its shared-memory segments after the host
+# name, which all three nodes share).
 # Everything lives under CLUSTER_DIR (outside /tmp) and is owned by the test
 # run that started it.
 #   cluster.sh start DIR [PLUGSTACK_LINE]   start; writes DIR/env (SLURM_CONF)
@@ -50,6 +52,10 @@ start() {
   CONF=$DIR/slurm.conf
   cat > "$CONF" <<CONF
 ClusterName=scout
+# Job ids unique across cluster restarts: Open MPI names its shared-memory
+# segments after the job, and a stale segment of an earlier "job 1" breaks
+# the next one.
+FirstJobId=$(( ($(date +%s) % 100000) * 100 + 1000 ))
 SlurmctldHost=$HOST
 SlurmctldPort=$PORT_BASE
 SlurmUser=root
@@ -78,9 +84,9 @@ MinJobAge=300
 SlurmctldTimeout=30
 SlurmdTimeout=60
 ${SCOUT_CLUSTER_EXTRA:-}
-NodeName=n1 NodeHostname=$HOST Port=$((PORT_BASE + 1)) CPUs=4 State=UNKNOWN
-NodeName=n2 NodeHostname=$HOST Port=$((PORT_BASE + 2)) CPUs=4 State=UNKNOWN
-NodeName=n3 NodeHostname=$HOST Port=$((PORT_BASE + 3)) CPUs=4 State=UNKNOWN
+NodeName=n1 NodeHostname=$HOST Port=$((PORT_BASE + 1)) CPUs=2 State=UNKNOWN
+NodeName=n2 NodeHostname=$HOST Port=$((PORT_BASE + 2)) CPUs=2 State=UNKNOWN
+NodeName=n3 NodeHostname=$HOST Port=$((PORT_BASE + 3)) CPUs=2 State=UNKNOWN
 PartitionName=debug Nodes=n1,n2,n3 Default=YES MaxTime=INFINITE State=UP
 CONF
   printf '%s\n' "${3:-}" > "$DIR/plugstack.conf"
@@ -91,7 +97,7 @@ CONF
     mkdir -p "$DIR/tmp-$n" "$DIR/spool/$n"
     chmod 1777 "$DIR/tmp-$n"
     unshare -m --propagation private sh -c \
-      "mount --bind '$DIR/tmp-$n' /tmp && exec slurmd -f '$CONF' -N $n" \
+      "mount --bind '$DIR/tmp-$n' /tmp && mount -t tmpfs -o size=1g,mode=1777 tmpfs /dev/shm && exec slurmd -f '$CONF' -N $n" \
       >> "$DIR/log/slurmd-start.log" 2>&1
   done
   wait_for 30 "three idle nodes" sh -c "SLURM_CONF='$CONF' sinfo -h -o '%t %D' | grep -q '^idle 3$'"
