@@ -4,8 +4,10 @@
 # namespace with a private /tmp (PMIx app dirs would collide otherwise) and a
 # private /dev/shm (Open MPI names its shared-memory segments after the host
 # name, which all three nodes share).
-# Everything lives under CLUSTER_DIR (outside /tmp) and is owned by the test
-# run that started it.
+# Everything lives under DIR (which must be outside /tmp) and is owned by the
+# test run that started it. Paths listed in SCOUT_CLUSTER_EXPOSE (the source
+# and build trees) that lie under /tmp are bind-mounted into each node's
+# private /tmp, so binaries there stay visible to the nodes.
 #   cluster.sh start DIR [PLUGSTACK_LINE]   start; writes DIR/env (SLURM_CONF)
 #   cluster.sh stop DIR                     stop and remove what it started
 set -eu
@@ -15,8 +17,23 @@ NODES="n1 n2 n3"
 HOST=$(hostname)
 PORT_BASE=${SCOUT_CLUSTER_PORT_BASE:-17010}
 
+# kill_tree PID: the process and all its descendants (slurmd leaves its
+# slurmstepds, and they their tasks, behind otherwise).
+kill_tree() {
+  for c in $(pgrep -P "$1" 2>/dev/null); do kill_tree "$c"; done
+  kill -9 "$1" 2>/dev/null || true
+}
+
 stop() {
   [ -d "$DIR" ] || return 0
+  for f in "$DIR"/pids/slurmd.*.pid; do
+    [ -f "$f" ] && kill_tree "$(cat "$f")"
+  done
+  # Job processes of this cluster that outlived their slurmstepd (the
+  # caller's own shell has SLURM_CONF too, but no SLURM_JOB_ID).
+  for p in $(grep -l "SLURM_CONF=$DIR/slurm.conf" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3); do
+    grep -q "SLURM_JOB_ID=" "/proc/$p/environ" 2>/dev/null && kill -9 "$p" 2>/dev/null || true
+  done
   for f in "$DIR"/pids/*.pid; do
     [ -f "$f" ] || continue
     pid=$(cat "$f"); kill "$pid" 2>/dev/null || true
@@ -38,6 +55,7 @@ wait_for() {  # wait_for SECONDS DESCRIPTION COMMAND...
 }
 
 start() {
+  case "$DIR" in /tmp|/tmp/*) echo "cluster: $DIR is under /tmp, which each node replaces; use /var/tmp" >&2; exit 2 ;; esac
   stop
   mkdir -p "$DIR/pids" "$DIR/log" "$DIR/state" "$DIR/spool"
   # munge: reuse a running munged, else start one (it needs /run/munge owned by munge).
@@ -93,11 +111,19 @@ CONF
   echo "SLURM_CONF=$CONF; export SLURM_CONF" > "$DIR/env"
   slurmctld -f "$CONF" -i
   wait_for 20 slurmctld env SLURM_CONF="$CONF" scontrol ping
+  mkdir -p "$DIR/host-tmp"
   for n in $NODES; do
     mkdir -p "$DIR/tmp-$n" "$DIR/spool/$n"
     chmod 1777 "$DIR/tmp-$n"
+    expose=""
+    for p in ${SCOUT_CLUSTER_EXPOSE:-}; do
+      case "$p" in
+        /tmp/*) rel=${p#/tmp/}; mkdir -p "$DIR/tmp-$n/$rel"
+                expose="$expose && mount --bind '$DIR/host-tmp/$rel' '/tmp/$rel'" ;;
+      esac
+    done
     unshare -m --propagation private sh -c \
-      "mount --bind '$DIR/tmp-$n' /tmp && mount -t tmpfs -o size=1g,mode=1777 tmpfs /dev/shm && exec slurmd -f '$CONF' -N $n" \
+      "mount --bind /tmp '$DIR/host-tmp' && mount --bind '$DIR/tmp-$n' /tmp $expose && mount -t tmpfs -o size=1g,mode=1777 tmpfs /dev/shm && exec slurmd -f '$CONF' -N $n" \
       >> "$DIR/log/slurmd-start.log" 2>&1
   done
   wait_for 30 "three idle nodes" sh -c "SLURM_CONF='$CONF' sinfo -h -o '%t %D' | grep -q '^idle 3$'"

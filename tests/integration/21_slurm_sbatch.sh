@@ -1,0 +1,31 @@
+#!/bin/sh
+# sbatch --scout=on reaches every srun of the script: a healthy step and a
+# crashing step; verdicts only for the crashing step.
+. "$top_srcdir/tests/integration/slurm_lib.sh"
+start_cluster
+cat > "$CL/job.sh" <<JOB
+#!/bin/sh
+#SBATCH --scout=on
+#SBATCH -N3 -n6
+#SBATCH -o $CL/job.out
+srun --mpi=pmix "$TRAIN" --steps 60
+srun --mpi=pmix "$TRAIN" --steps 200 --fault crash:rank=3:step=30
+echo "script done"
+JOB
+J=$(sbatch --parsable "$CL/job.sh") || fail "sbatch failed"
+n=0
+until [ -z "$(squeue -h -j "$J" 2>/dev/null)" ]; do
+  n=$((n + 1)); [ $n -lt 600 ] || fail "job $J did not end"; sleep 0.2
+done
+grep -q "done: 60 steps on 6 ranks" "$CL/job.out" || fail "healthy step did not run: $(cat "$CL/job.out")"
+wait_epilog "$J" n2
+v=$("$SCOUTCTL" query "$J" --json)
+expect_eq "verdicts" "$(echo "$v" | jq length)" 1
+expect_eq "kind" "$(echo "$v" | jq -r '.[0].kind')" crash
+# Step ids: 0 healthy, 1 its companion, 2 the crashing one, 3 its companion.
+expect_eq "steps with ranks" "$(sqlite3 "$SPOOL/$J.db" "select group_concat(step) from (select distinct step from ranks where job_id='$J' order by step)")" "0,2"
+expect_eq "step" "$(echo "$v" | jq -r '.[0].step')" 2
+expect_eq "ranks" "$(echo "$v" | jq -c '.[0].ranks')" "[3]"
+expect_eq "hosts" "$(echo "$v" | jq -c '.[0].hosts')" '["n2"]'
+expect_eq "n2 reason" "$(node_reason n2)" "scout: crash rank 3 job $J"
+pass "sbatch: both steps watched, only the crashing step has a verdict"
