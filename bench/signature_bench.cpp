@@ -9,6 +9,8 @@
 
 int main() {
   using Clock = std::chrono::steady_clock;
+  std::printf("signature code path on this CPU: %s\n",
+              scout::c3::detail::signature_avx512_available() ? "AVX-512" : "generic x86-64");
   std::printf("%-10s %12s %12s %12s %8s\n", "size", "memcpy GB/s", "sig GB/s", "ratio", "target");
   for (std::size_t size : {std::size_t{256} << 10, std::size_t{4} << 20, std::size_t{64} << 20}) {
     std::vector<unsigned char> src(size), dst(size);

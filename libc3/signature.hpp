@@ -35,4 +35,11 @@ std::uint64_t signature(const void* data, std::size_t len,
 // Signature of a sequence of 64-bit words with no metadata (fingerprints).
 std::uint64_t signature_words(std::span<const std::uint64_t> words) noexcept;
 
+// The two code paths signature() chooses between (for tests and benches).
+namespace detail {
+std::uint64_t signature_generic(const void* data, std::size_t len, const SignatureMeta& meta) noexcept;
+std::uint64_t signature_avx512(const void* data, std::size_t len, const SignatureMeta& meta) noexcept;
+bool signature_avx512_available() noexcept;
+}  // namespace detail
+
 }  // namespace scout::c3

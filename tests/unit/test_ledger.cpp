@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "sql/ledger.hpp"
@@ -155,4 +156,57 @@ TEST_CASE("bad ledger files get clear errors") {
   } catch (const LedgerError& e) {
     CHECK(std::string(e.what()).find("expected a scout ledger") != std::string::npos);
   }
+}
+
+TEST_CASE("a version-1 ledger is migrated to version 2 without losing verdicts") {
+  TempDir t;
+  auto p = (t.path / "v1.db").string();
+  const char* src = std::getenv("top_srcdir");
+  std::string v1_sql_path = std::string(src ? src : "..") + "/sql/migrations/001_initial.sql";
+  std::ifstream in(v1_sql_path);
+  REQUIRE_MESSAGE(in.good(), "cannot read ", v1_sql_path);
+  std::string v1((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  raw_exec(p, v1.c_str());
+  raw_exec(p, "PRAGMA user_version = 1");
+  raw_exec(p, "INSERT INTO jobs(job_id,user,uid,launcher,started_at) VALUES('9','u',1,'slurm','t');"
+              "INSERT INTO verdicts(job_id,step,kind,status,ranks,hosts,evidence,detected_at) "
+              "VALUES('9','0','crash','attributed','[2]','[\"n2\"]','{}','t')");
+  CHECK(user_version(p) == 1);
+  auto l = Ledger::open(p, Ledger::Mode::kReadWrite);
+  CHECK(l.schema_version() == 2);
+  auto vs = l.verdicts("9");
+  REQUIRE(vs.size() == 1);
+  CHECK(vs[0].kind == "crash");
+  CHECK_FALSE(vs[0].origin.has_value());
+  l.insert_gating({"9", "n2", "drain", "scout: crash rank 2 job 9", "test", ""});
+  CHECK(l.gating("9").size() == 1);
+}
+
+TEST_CASE("import copies a job's verdicts once, with their origin") {
+  TempDir t;
+  auto spool = (t.path / "spool.db").string(), site = (t.path / "site.db").string();
+  {
+    auto s = Ledger::open(spool, Ledger::Mode::kReadWrite);
+    s.insert_job({.job_id = "5", .user = "alice", .uid = 1000, .launcher = "slurm"});
+    s.insert_job({.job_id = "6", .user = "alice", .uid = 1000, .launcher = "slurm"});
+    for (const char* job : {"5", "6"}) {
+      VerdictRow v;
+      v.job_id = job;
+      v.step = "0";
+      v.kind = "stall";
+      v.status = "attributed";
+      v.hosts = "[\"n1\"]";
+      s.insert_verdict(v);
+    }
+  }
+  auto from = Ledger::open(spool, Ledger::Mode::kReadOnly);
+  auto to = Ledger::open(site, Ledger::Mode::kReadWrite);
+  auto all = [](const VerdictRow&) { return true; };
+  CHECK(to.import_job(from, "5", "spool:" + spool, 1000, all) == 1);
+  CHECK(to.import_job(from, "5", "spool:" + spool, 1000, all) == 0);  // idempotent
+  auto vs = to.verdicts("5");
+  REQUIRE(vs.size() == 1);
+  CHECK(vs[0].origin == std::optional<std::string>("spool:" + spool));
+  CHECK(to.verdicts("6").empty());  // only the job asked for
+  CHECK(to.job("5")->user == "alice");
 }

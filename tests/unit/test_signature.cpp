@@ -68,3 +68,20 @@ TEST_CASE("metadata is part of the signature") {
         signature(z.data(), 64, {scout::c3::kElemF64, s2}));  // shape
   CHECK(signature(nullptr, 0) == signature(nullptr, 0));
 }
+
+TEST_CASE("the generic and the AVX-512 code paths give the same signatures") {
+  if (!scout::c3::detail::signature_avx512_available()) {
+    MESSAGE("this CPU has no AVX-512: only the generic path can run here");
+    return;
+  }
+  std::mt19937_64 rng(99);
+  for (std::size_t len : {0, 1, 7, 8, 31, 32, 33, 255, 4096, 100003}) {
+    std::vector<unsigned char> buf(len);
+    for (auto& b : buf) b = static_cast<unsigned char>(rng());
+    const std::int64_t shape[] = {static_cast<std::int64_t>(len)};
+    SignatureMeta m{scout::c3::kElemBytes, shape};
+    CHECK(scout::c3::detail::signature_generic(buf.data(), len, m) ==
+          scout::c3::detail::signature_avx512(buf.data(), len, m));
+    CHECK(signature(buf.data(), len, m) == scout::c3::detail::signature_generic(buf.data(), len, m));
+  }
+}
