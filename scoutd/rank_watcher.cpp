@@ -1,6 +1,7 @@
 // Local rank observation (see rank_watcher.hpp).
 #include "scoutd/rank_watcher.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/mman.h>
@@ -10,6 +11,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 
@@ -114,9 +116,31 @@ void RankWatcher::try_attach(Slot& s) {
 void RankWatcher::tick() {
   std::lock_guard lk(mu_);
   const std::int64_t now = monotonic_ns();
-  for (auto& s : slots_) {
+  // With host matching every rank of the step is a candidate: list /dev/shm
+  // once instead of trying every absent name each tick.
+  std::vector<bool> present;
+  if (!match_host_.empty()) {
+    bool missing = false;
+    for (auto& s : slots_) missing |= !s.rec && !s.foreign;
+    if (missing) {
+      present.assign(slots_.size(), false);
+      const std::string prefix = fmt::format("scout.{}.{}.", job_, step_);
+      if (DIR* d = opendir("/dev/shm")) {
+        while (dirent* e = readdir(d)) {
+          std::string n = e->d_name;
+          if (n.rfind(prefix, 0) != 0) continue;
+          char* end = nullptr;
+          long r = std::strtol(n.c_str() + prefix.size(), &end, 10);
+          if (*end == '\0' && r >= first_ && r <= last_) present[static_cast<std::size_t>(r - first_)] = true;
+        }
+        closedir(d);
+      }
+    }
+  }
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    auto& s = slots_[i];
     if (s.foreign) continue;
-    if (!s.rec) try_attach(s);
+    if (!s.rec && (present.empty() || present[i])) try_attach(s);
     if (!s.rec) continue;
     c3::RecordLive live;
     if (!c3::record_read(*s.rec, live)) continue;  // writer busy: next tick

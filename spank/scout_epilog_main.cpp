@@ -68,6 +68,52 @@ int run_scontrol(const std::string& scontrol, const std::vector<std::string>& ar
   return -1;
 }
 
+// `scontrol show hostnames LIST`: the job's nodes, one per line.
+std::set<std::string> expand_nodelist(const std::string& scontrol, const std::string& list) {
+  std::set<std::string> out;
+  if (list.empty()) return out;
+  std::string cmd = scontrol + " show hostnames '" + list + "' 2>/dev/null";
+  if (list.find('\'') != std::string::npos) return out;
+  if (std::FILE* p = popen(cmd.c_str(), "r")) {
+    char line[256];
+    while (std::fgets(line, sizeof line, p)) {
+      std::string n = line;
+      while (!n.empty() && (n.back() == '\n' || n.back() == ' ')) n.pop_back();
+      if (!n.empty()) out.insert(n);
+    }
+    pclose(p);
+  }
+  return out;
+}
+
+// The job's node list: SLURM_JOB_NODELIST where the epilog has it, else
+// from slurmctld (the job is still known while its epilog runs).
+std::string job_nodelist(const std::string& scontrol, const std::string& job) {
+  std::string from_env = env("SLURM_JOB_NODELIST");
+  if (!from_env.empty()) return from_env;
+  std::string cmd = scontrol + " show job " + job + " --oneliner 2>/dev/null";
+  std::string out;
+  if (std::FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    std::size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    pclose(p);
+  }
+  auto pos = out.find(" NodeList=");
+  if (pos == std::string::npos) return "";
+  pos += 10;
+  return out.substr(pos, out.find_first_of(" \n", pos) - pos);
+}
+
+// Every host a verdict names lies in the job's allocation.
+bool within(const sq::VerdictRow& v, const std::set<std::string>& nodes) {
+  json h = json::parse(v.hosts, nullptr, false);
+  if (!h.is_array()) return false;
+  for (auto& x : h)
+    if (!x.is_string() || !nodes.count(x.get<std::string>())) return false;
+  return true;
+}
+
 bool names_host(const sq::VerdictRow& v, const std::string& node) {
   json h = json::parse(v.hosts, nullptr, false);
   if (!h.is_array()) return false;
@@ -136,9 +182,22 @@ int main(int argc, char** argv) {
                                         spool, st.st_uid, a.uid), who, ""});
       } else {
         auto from = sq::Ledger::open(spool, sq::Ledger::Mode::kReadOnly);
-        int n = site.import_job(from, a.job, "spool:" + spool, st.st_uid,
-                                [](const sq::VerdictRow&) { return true; });
+        // The spool is the user's file: verdicts naming nodes outside the
+        // job's allocation are not taken into the site ledger.
+        const std::string nodelist = job_nodelist(cfg.scontrol, a.job);
+        auto nodes = expand_nodelist(cfg.scontrol, nodelist);
+        if (nodes.empty()) nodes = {a.node};  // allocation unknown: only what names this node
+        int refused = 0;
+        int n = site.import_job(from, a.job, "spool:" + spool, st.st_uid, [&](const sq::VerdictRow& v) {
+          if (within(v, nodes)) return true;
+          ++refused;
+          return false;
+        });
         if (n > 0) std::fprintf(stderr, "scout-epilog: imported %d verdict(s) of job %s\n", n, a.job.c_str());
+        if (refused > 0)
+          site.insert_gating({a.job, a.node, "error",
+                              fmt::format("{} verdict(s) in {} name nodes outside the job's allocation {}; "
+                                          "not imported", refused, spool, nodelist), who, ""});
       }
     }
     // --- policy: drain on attributed verdicts of the drainable kinds -----

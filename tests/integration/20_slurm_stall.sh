@@ -18,6 +18,9 @@ expect_eq "state" "$(echo "$v" | jq -r '.[0].evidence.culprits[0].state')" T
 pid=$(echo "$v" | jq '.[0].evidence.culprits[0].pid')
 tr '\0' '\n' < "/proc/$pid/environ" | grep -qx "SLURMD_NODENAME=n3" || fail "culprit pid $pid is not on n3"
 "$SCOUTCTL" status "$J" | grep -E "^ +4 +$pid .*stopped \(T\)" >/dev/null || fail "status: $("$SCOUTCTL" status "$J" 2>&1)"
+# A user can write their own spool ledger: a forged verdict naming a node
+# outside the allocation must not reach the site ledger.
+sqlite3 "$SPOOL/$J.db" "insert into verdicts(job_id,step,kind,status,ranks,hosts,evidence,detected_at) values('$J','0','crash','attributed','[0]','[\"n9\"]','{}','2026-01-01T00:00:00Z')"
 kill -CONT "$pid"
 wait "$RUN_PID" || fail "the job failed after SIGCONT: $(tail -5 "$T/run.log")"
 RUN_PID=
@@ -27,8 +30,11 @@ expect_eq "n3 state" "$(node_state n3)" drained
 expect_eq "n3 reason" "$(node_reason n3)" "scout: stall rank 4 job $J"
 expect_eq "n1 state" "$(node_state n1)" idle
 expect_eq "n2 state" "$(node_state n2)" idle
-expect_eq "decisions" "$(sqlite3 "$SITE" "select node||':'||decision from gating where job_id='$J' order by node" | tr '\n' ' ')" "n1:keep n2:keep n3:drain "
+expect_eq "decisions" "$(sqlite3 "$SITE" "select node||':'||decision from gating where job_id='$J' and decision != 'error' order by node" | tr '\n' ' ')" "n1:keep n2:keep n3:drain "
 expect_eq "imported origin" "$(sqlite3 "$SITE" "select origin from verdicts where job_id='$J'")" "spool:$SPOOL/$J.db"
+expect_eq "forged verdict imported" "$(sqlite3 "$SITE" "select count(*) from verdicts where hosts like '%n9%'")" 0
+sqlite3 "$SITE" "select reason from gating where job_id='$J' and decision='error'" | grep -q "outside the job's allocation" ||
+  fail "refused import not recorded: $(sqlite3 "$SITE" "select * from gating where job_id='$J'")"
 # After the job the site ledger answers (no spool needed).
 expect_eq "site query" "$(SCOUT_SPOOL= "$SCOUTCTL" query "$J" --json | jq -c '.[0].ranks')" "[4]"
 pass "slurm stall: rank 4 on n3, n3 drained, n1/n2 in service"
