@@ -1,7 +1,7 @@
 // mpi_train: a real data-parallel training loop on synthetic data (a small
 // MLP regression: forward, backward, gradient MPI_Allreduce, periodic Bcast,
 // Allgather and Barrier), with fault injection so scout can be tested:
-//   --fault KIND:rank=R:step=S[:ms=M]
+//   --fault KIND:rank=R:step=S[:ms=M][:count=N]
 //   KIND: stop (SIGSTOP itself), hang (spin before the next collective),
 //         crash (abort), slow (sleep M ms per step from S on), diverge (call a
 //         different collective at step S), corrupt (flip one bit of its
@@ -28,6 +28,7 @@ struct Fault {
   int rank = -1;
   long step = -1;
   long ms = 50;
+  long count = -1;  // slow: how many steps (-1: every step from `step` on)
 };
 
 struct Options {
@@ -45,7 +46,7 @@ struct Options {
     std::fprintf(stderr, "mpi_train: %s\n"
                  "usage: mpi_train [--steps N] [--features F] [--hidden H] [--batch B]\n"
                  "                 [--step-ms MS] [--jitter FRAC] [--print-every K] [--seed S]\n"
-                 "                 [--fault KIND:rank=R:step=S[:ms=M]]\n"
+                 "                 [--fault KIND:rank=R:step=S[:ms=M][:count=N]]\n"
                  "KIND is one of stop, hang, crash, slow, diverge, corrupt\n", msg.c_str());
   MPI_Finalize();
   std::exit(2);
@@ -91,7 +92,8 @@ Fault parse_fault(int rank, const std::string& spec) {
     if (k == "rank") f.rank = static_cast<int>(to_long(rank, "--fault rank", v, 0));
     else if (k == "step") f.step = to_long(rank, "--fault step", v, 0);
     else if (k == "ms") f.ms = to_long(rank, "--fault ms", v, 0);
-    else usage_error(rank, "--fault: unknown key '" + k + "'; expected rank, step or ms");
+    else if (k == "count") f.count = to_long(rank, "--fault count", v, 1);
+    else usage_error(rank, "--fault: unknown key '" + k + "'; expected rank, step, ms or count");
   }
   if (f.rank < 0 || f.step < 0)
     usage_error(rank, "--fault: '" + spec + "' needs rank=R and step=S, e.g. stop:rank=5:step=40");
@@ -208,7 +210,9 @@ int main(int argc, char** argv) {
     loss /= o.batch;
     for (auto& g : grads) g /= o.batch;
     double ms = o.step_ms * (1 + o.jitter * jit(rng));
-    if (faulty && o.fault.kind == "slow" && step >= o.fault.step) ms += static_cast<double>(o.fault.ms);
+    if (faulty && o.fault.kind == "slow" && step >= o.fault.step &&
+        (o.fault.count < 0 || step < o.fault.step + o.fault.count))
+      ms += static_cast<double>(o.fault.ms);
     if (ms > 0) std::this_thread::sleep_for(std::chrono::microseconds(static_cast<long>(ms * 1000)));
 
     // --- injected faults before the gradient exchange ---------------------

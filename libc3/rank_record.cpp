@@ -35,6 +35,26 @@ bool record_read(const RankRecord& r, RecordLive& out, std::uint64_t* lock_value
   return false;
 }
 
+std::size_t ring_read(const RankRecord& r, std::uint64_t from, std::uint64_t to,
+                      CollEvent* out) noexcept {
+  if (to >= kRingSize && from < to - kRingSize + 1) from = to - kRingSize + 1;
+  if (from == 0) from = 1;
+  std::size_t n = 0;
+  for (std::uint64_t k = from; k <= to; ++k) {
+    const RingSlot& s = r.ring[k % kRingSize];
+    auto* sm = const_cast<RingSlot*>(&s);
+    if (__atomic_load_n(&sm->tag, __ATOMIC_ACQUIRE) != k) continue;
+    CollEvent e{k, __atomic_load_n(&sm->fingerprint, __ATOMIC_RELAXED),
+                __atomic_load_n(const_cast<std::uint64_t*>(&r.ring_kind[k % kRingSize]), __ATOMIC_RELAXED),
+                __atomic_load_n(&sm->entry_ns, __ATOMIC_RELAXED),
+                __atomic_load_n(&sm->exit_ns, __ATOMIC_ACQUIRE)};
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (__atomic_load_n(&sm->tag, __ATOMIC_RELAXED) != k) continue;
+    out[n++] = e;
+  }
+  return n;
+}
+
 std::string record_check_header(const RankRecord& r, std::size_t mapped_bytes) {
   if (mapped_bytes < sizeof(RankRecord))
     return fmt::format("record is {} bytes; expected at least {}", mapped_bytes,

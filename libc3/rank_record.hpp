@@ -14,7 +14,8 @@
 namespace scout::c3 {
 
 inline constexpr std::uint64_t kRecordMagic = 0x3142525054554F53ULL;  // "SOUTPRB1" LE
-inline constexpr std::uint32_t kRecordVersion = 1;
+inline constexpr std::uint32_t kRecordVersion = 2;
+inline constexpr std::uint64_t kRingSize = 64;  // recent collectives kept per rank
 
 // Collective kinds (stable codes: they go into fingerprints and the ledger).
 enum CollKind : std::uint32_t {
@@ -55,6 +56,20 @@ struct alignas(8) RecordLive {
 static_assert(std::is_trivially_copyable_v<RecordLive>);
 static_assert(sizeof(RecordLive) % 8 == 0);
 
+// One recent collective, in slot seq % kRingSize. `tag` is the collective's
+// seq once the slot is complete for that collective (0 while rewritten).
+struct alignas(8) RingSlot {
+  std::uint64_t tag;
+  std::uint64_t fingerprint;
+  std::uint64_t entry_ns;
+  std::uint64_t exit_ns;  // 0 while still inside
+};
+
+// What a reader gets for one collective from the ring.
+struct CollEvent {
+  std::uint64_t seq, fingerprint, kind, entry_ns, exit_ns;
+};
+
 struct RankRecord {
   // Header: written once before the record is published, then read-only.
   std::uint64_t magic;
@@ -71,6 +86,10 @@ struct RankRecord {
   // Seqlock: odd while the writer is inside an update.
   alignas(64) std::atomic<std::uint64_t> lock;
   RecordLive live;
+  // The last kRingSize collectives (outside the seqlock: each slot is
+  // validated by its tag), for step detection and per-step timing.
+  RingSlot ring[kRingSize];
+  std::uint64_t ring_kind[kRingSize];  // collective kind per slot
 };
 
 // Writer side (probe). Single writer per record.
@@ -88,6 +107,26 @@ template <class T>
 inline void rec_store(T& field, T value) noexcept {
   __atomic_store_n(&field, value, __ATOMIC_RELAXED);
 }
+
+inline void ring_enter(RankRecord& r, std::uint64_t seq, std::uint64_t fp, std::uint64_t kind,
+                       std::uint64_t t) noexcept {
+  RingSlot& s = r.ring[seq % kRingSize];
+  __atomic_store_n(&s.tag, 0, __ATOMIC_RELAXED);
+  std::atomic_thread_fence(std::memory_order_release);
+  __atomic_store_n(&s.fingerprint, fp, __ATOMIC_RELAXED);
+  __atomic_store_n(&s.entry_ns, t, __ATOMIC_RELAXED);
+  __atomic_store_n(&s.exit_ns, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&r.ring_kind[seq % kRingSize], kind, __ATOMIC_RELAXED);
+  __atomic_store_n(&s.tag, seq, __ATOMIC_RELEASE);
+}
+inline void ring_exit(RankRecord& r, std::uint64_t seq, std::uint64_t t) noexcept {
+  RingSlot& s = r.ring[seq % kRingSize];
+  if (__atomic_load_n(&s.tag, __ATOMIC_RELAXED) == seq) __atomic_store_n(&s.exit_ns, t, __ATOMIC_RELEASE);
+}
+
+// Reads the collectives with seq in [from, to] still in the ring, oldest
+// first, skipping slots being rewritten. Returns how many were written.
+std::size_t ring_read(const RankRecord& r, std::uint64_t from, std::uint64_t to, CollEvent* out) noexcept;
 
 // Reader side: a consistent copy of the live part, or false after `tries`
 // attempts that all overlapped a write.

@@ -234,6 +234,8 @@ void probe_init() noexcept {
   auto* r = static_cast<c3::RankRecord*>(p);
   __atomic_store_n(&r->magic, 0, __ATOMIC_RELAXED);  // unpublish a stale record
   std::memset(static_cast<void*>(&r->live), 0, sizeof r->live);
+  std::memset(static_cast<void*>(r->ring), 0, sizeof r->ring);
+  std::memset(static_cast<void*>(r->ring_kind), 0, sizeof r->ring_kind);
   r->version = c3::kRecordVersion;
   r->size = sizeof(c3::RankRecord);
   r->world_rank = rank;
@@ -294,6 +296,7 @@ void coll_enter(std::uint32_t kind, MPI_Comm comm, std::int64_t count, MPI_Datat
   c3::rec_store(r->live.entry_ns, t);
   c3::rec_store(r->live.outside_ns, g_outside_ns);
   c3::record_write_end(*r);
+  c3::ring_enter(*r, g_seq, fp, kind, t);
 }
 
 void coll_exit() noexcept {
@@ -307,6 +310,7 @@ void coll_exit() noexcept {
   c3::rec_store(r->live.exit_ns, t);
   c3::rec_store(r->live.inside_ns, g_inside_ns);
   c3::record_write_end(*r);
+  c3::ring_exit(*r, g_seq, t);
 }
 
 void nb_started(MPI_Request req) noexcept {

@@ -60,6 +60,11 @@ constexpr const char* kUsage =
     "  --tick S               record polling period (default 0.1)\n"
     "  --round-period S       consensus round period (default 0.5)\n"
     "  --round-timeout S      deadline per tree level in a round (default 1)\n"
+    "  --step-collective K    collective kind that marks a training step, e.g.\n"
+    "                         allreduce (default $SCOUT_STEP_COLLECTIVE, else automatic)\n"
+    "  --straggler-abs S      straggler: seconds over the peer median (default 0.005)\n"
+    "  --straggler-rel X      straggler: times the peer median (default 1.2)\n"
+    "  --straggler-confirm K  straggler: confirmations before a verdict (default 3)\n"
     "  --print-config         print the effective configuration and exit\n"
     "  -h, --help             this help\n"
     "  -V, --version          version\n";
@@ -67,9 +72,10 @@ constexpr const char* kUsage =
 
 bool parse_scoutd_args(int argc, char** argv, ScoutdConfig& cfg) {
   if (const char* l = std::getenv("SCOUT_LEDGER")) cfg.ledger = l;
+  if (const char* k = std::getenv("SCOUT_STEP_COLLECTIVE")) cfg.step_collective = k;
   enum {
     kJob = 1000, kStep, kRanks, kSim, kPrefix, kNode, kFirst, kLast, kLedger, kRuntime, kStall,
-    kTick, kPeriod, kTimeout, kPrint, kSlurm
+    kTick, kPeriod, kTimeout, kPrint, kSlurm, kStepColl, kStrAbs, kStrRel, kStrConf
   };
   static const option kOpts[] = {
       {"job-id", required_argument, nullptr, kJob},
@@ -88,6 +94,10 @@ bool parse_scoutd_args(int argc, char** argv, ScoutdConfig& cfg) {
       {"round-period", required_argument, nullptr, kPeriod},
       {"round-timeout", required_argument, nullptr, kTimeout},
       {"print-config", no_argument, nullptr, kPrint},
+      {"step-collective", required_argument, nullptr, kStepColl},
+      {"straggler-abs", required_argument, nullptr, kStrAbs},
+      {"straggler-rel", required_argument, nullptr, kStrRel},
+      {"straggler-confirm", required_argument, nullptr, kStrConf},
       {"help", no_argument, nullptr, 'h'},
       {"version", no_argument, nullptr, 'V'},
       {nullptr, 0, nullptr, 0}};
@@ -113,6 +123,10 @@ bool parse_scoutd_args(int argc, char** argv, ScoutdConfig& cfg) {
       case kPeriod: cfg.round_period_s = parse_seconds("--round-period", v, 0.01, 60); break;
       case kTimeout: cfg.round_timeout_s = parse_seconds("--round-timeout", v, 0.05, 60); break;
       case kPrint: cfg.print_config = true; break;
+      case kStepColl: cfg.step_collective = v; break;
+      case kStrAbs: cfg.straggler_absolute_s = parse_seconds("--straggler-abs", v, 0, 3600); break;
+      case kStrRel: cfg.straggler_relative = parse_seconds("--straggler-rel", v, 1, 1000); break;
+      case kStrConf: cfg.straggler_confirmations = parse_int("--straggler-confirm", v, 1, 1000); break;
       case 'h': std::fputs(kUsage, stdout); return false;
       case 'V': std::printf("scoutd (scout) %s\n", PACKAGE_VERSION); return false;
       default: {
@@ -145,6 +159,13 @@ void validate(const ScoutdConfig& cfg) {
   if (cfg.last_rank >= cfg.ranks)
     throw ConfigError(fmt::format("--last-rank: {} is outside the step's {} ranks", cfg.last_rank,
                                   cfg.ranks));
+  if (!cfg.step_collective.empty()) {
+    bool known = false;
+    for (std::uint32_t k = 1; k < c3::kCollKindCount; ++k) known |= cfg.step_collective == c3::coll_name(k);
+    if (!known)
+      throw ConfigError(fmt::format("--step-collective: '{}' is not a collective; expected e.g. "
+                                    "allreduce, bcast, allgather, barrier", cfg.step_collective));
+  }
   if (cfg.node_prefix.empty() || cfg.node_prefix.size() > 32)
     throw ConfigError("--node-prefix: expected 1 to 32 characters");
 }
@@ -153,10 +174,12 @@ std::string print_config(const ScoutdConfig& c) {
   return fmt::format(
       "job_id = {}\nstep = {}\nranks = {}\nslurm = {}\nsimulate_nodes = {}\nnode_prefix = {}\nnode = {}\n"
       "first_rank = {}\nlast_rank = {}\nledger = {}\nruntime_dir = {}\nstall_threshold = {}\n"
-      "tick = {}\nround_period = {}\nround_timeout = {}\n",
+      "tick = {}\nround_period = {}\nround_timeout = {}\nstep_collective = {}\n"
+      "straggler_abs = {}\nstraggler_rel = {}\nstraggler_confirm = {}\n",
       c.job_id, c.step_id, c.ranks, c.slurm, c.simulate_nodes, c.node_prefix, c.node, c.first_rank,
       c.last_rank, c.ledger, c.runtime_dir, c.stall_threshold_s, c.tick_s, c.round_period_s,
-      c.round_timeout_s);
+      c.round_timeout_s, c.step_collective.empty() ? "auto" : c.step_collective,
+      c.straggler_absolute_s, c.straggler_relative, c.straggler_confirmations);
 }
 
 }  // namespace scout::scoutd

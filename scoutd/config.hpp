@@ -27,6 +27,10 @@ struct ScoutdConfig {
   double tick_s = 0.1;
   double round_period_s = 0.5;
   double round_timeout_s = 1.0;   // per tree level
+  std::string step_collective;     // kind marking steps ("" = automatic)
+  double straggler_absolute_s = 0.005;
+  double straggler_relative = 1.2;
+  int straggler_confirmations = 3;
   bool print_config = false;
 };
 

@@ -43,21 +43,27 @@ std::string render_status_text(const json& s) {
                                 s.value("job", "?"), s.value("step", "?"), s.value("node", "?"),
                                 s.value("observers_alive", 0), s.value("observers", 0),
                                 s.value("round", 0));
-  out += fmt::format("{:>6} {:>8} {:>8} {:>10} {:<14} {:>9} {:<18}\n", "RANK", "PID", "SEQ",
-                     "WAITING", "COLLECTIVE", "IDLE_S", "PROCESS");
+  out += fmt::format("{:>6} {:>8} {:>8} {:>7} {:<14} {:>7} {:>9} {:>9} {:>9} {:>7} {:<18}\n", "RANK",
+                     "PID", "SEQ", "WAITING", "COLLECTIVE", "IDLE_S", "STEP_MS", "COMPUTE", "WAIT_MS",
+                     "SCORE", "PROCESS");
   for (auto& r : s.value("ranks", json::array())) {
     if (!r.value("attached", false)) {
-      out += fmt::format("{:>6} {:>8} {:>8} {:>10} {:<14} {:>9} {:<18}\n", r.value("rank", -1),
-                         "-", "-", "-", "-", "-", "not attached");
+      out += fmt::format("{:>6} {:>8} {:>8} {:>7} {:<14} {:>7} {:>9} {:>9} {:>9} {:>7} {:<18}\n",
+                         r.value("rank", -1), "-", "-", "-", "-", "-", "-", "-", "-", "-",
+                         "not attached");
       continue;
     }
     std::string proc = r.value("finalized", false) ? "finalized"
                        : !r.value("alive", true)  ? "gone"
                                                   : r.value("process", "?");
-    out += fmt::format("{:>6} {:>8} {:>8} {:>10} {:<14} {:>9.1f} {:<18}\n", r.value("rank", -1),
-                       r.value("pid", 0), r.value("seq", 0),
+    const bool timed = r.value("steps", 0) > 0;
+    auto ms = [&](const char* k) { return timed ? fmt::format("{:.1f}", r.value(k, 0.0) * 1e3) : std::string("-"); };
+    std::string score = timed && r.value("score", 0.0) > 0 ? fmt::format("{:.2f}", r.value("score", 0.0)) : "-";
+    out += fmt::format("{:>6} {:>8} {:>8} {:>7} {:<14} {:>7.1f} {:>9} {:>9} {:>9} {:>7} {:<18}\n",
+                       r.value("rank", -1), r.value("pid", 0), r.value("seq", 0),
                        r.value("in_collective", false) ? "yes" : "no", r.value("collective", "-"),
-                       r.value("stalled_s", 0.0), proc);
+                       r.value("stalled_s", 0.0), ms("step_s"), ms("compute_s"), ms("wait_s"), score,
+                       proc);
   }
   return out;
 }

@@ -28,6 +28,8 @@ struct Trigger {
   double max_stall_s;
   std::uint32_t waiting, attached, finalized, deaths, stop, pad;
   std::uint64_t min_seq, max_seq;
+  double max_compute_s;
+  std::uint32_t compute_hist[kComputeBins];
 };
 
 c3::Bytes to_bytes(const Trigger& t) {
@@ -55,7 +57,9 @@ void log(const std::string& node, const std::string& msg) {
 
 }  // namespace
 
-Daemon::Daemon(ScoutdConfig cfg) : cfg_(std::move(cfg)) {
+Daemon::Daemon(ScoutdConfig cfg)
+    : cfg_(std::move(cfg)),
+      stragglers_({cfg_.straggler_absolute_s, cfg_.straggler_relative, cfg_.straggler_confirmations, 4}) {
   detector_.stall_threshold_s = cfg_.stall_threshold_s;
 }
 
@@ -122,10 +126,16 @@ void Daemon::init_ledger() {
 
 json Daemon::status_json() {
   json ranks = json::array();
+  double median = 0;
+  {
+    std::lock_guard lk(mu_);
+    median = median_compute_s_;
+  }
   for (auto& e : watcher_->evidence()) {
     json r = e;
     r["collective"] = c3::coll_name(e.kind);
     r["process"] = describe_state(e.state);
+    r["score"] = median > 0 && e.steps > 0 ? e.compute_s / median : 0.0;
     ranks.push_back(std::move(r));
   }
   std::lock_guard lk(mu_);
@@ -133,7 +143,8 @@ json Daemon::status_json() {
               {"node", watcher_->node()}, {"first_rank", watcher_->first_rank()},
               {"last_rank", watcher_->last_rank()}, {"observers", size_},
               {"observers_alive", tree_ ? tree_->alive().size() : 0}, {"round", rounds_},
-              {"stall_threshold_s", cfg_.stall_threshold_s}, {"ranks", ranks}};
+              {"stall_threshold_s", cfg_.stall_threshold_s},
+              {"median_compute_s", median_compute_s_}, {"ranks", ranks}};
 }
 
 json Daemon::verdicts_json() {
@@ -224,6 +235,25 @@ c3::Bytes Daemon::decide_trigger(const c3::Bytes& acc, const std::vector<int>& l
     }
   }
   bool trouble = (t.max_stall_s >= cfg_.stall_threshold_s && t.waiting > 0) || t.deaths > 0;
+  // Stragglers: the slowest rank's compute time against an upper estimate
+  // of the median from the merged histogram; open incidents are re-checked.
+  std::uint64_t total = 0, cum = 0;
+  for (auto c : t.compute_hist) total += c;
+  if (total >= 3) {
+    double median_upper = 0;
+    for (int b = 0; b < kComputeBins; ++b) {
+      cum += t.compute_hist[b];
+      if (2 * cum >= total) { median_upper = compute_bin_upper(b); break; }
+    }
+    if (t.max_compute_s > median_upper * cfg_.straggler_relative &&
+        t.max_compute_s > median_upper + cfg_.straggler_absolute_s)
+      trouble = true;
+  }
+  {
+    std::lock_guard lk(mu_);
+    for (auto& [key, id] : open_)
+      if (key.rfind("straggler", 0) == 0) trouble = true;
+  }
   down["gather"] = trouble;
   return to_bytes(down);
 }
@@ -245,6 +275,30 @@ c3::Bytes Daemon::decide_gather(const c3::Bytes& acc) {
   std::vector<VerdictDraft> drafts;
   if (auto c = detect_crash(ev, detector_)) drafts.push_back(*c);
   else drafts = detect_progress(ev, detector_);
+  std::set<std::string> open_stragglers;
+  {
+    std::lock_guard lk(mu_);
+    for (auto& [key, id] : open_)
+      if (key.rfind("straggler", 0) == 0) open_stragglers.insert(key);
+  }
+  auto st = stragglers_.update(ev, open_stragglers);
+  for (auto& d : st.verdicts) drafts.push_back(std::move(d));
+  if (st.compared) down["median_compute_s"] = st.median_compute_s;
+  for (auto& key : st.resolved) {
+    std::int64_t id = 0;
+    {
+      std::lock_guard lk(mu_);
+      id = open_.count(key) ? open_[key] : 0;
+    }
+    if (!id) continue;
+    std::string at = sql::now_iso8601();
+    try {
+      ledger_->resolve_verdict(id, at);
+      down["events"].push_back({{"op", "resolve"}, {"key", key}, {"id", id}, {"at", at}});
+    } catch (const std::exception& e) {
+      log(watcher_->node(), e.what());
+    }
+  }
   // Inconclusive verdicts name nobody; they must be seen in two consecutive
   // gathers so a snapshot taken while progress resumes is not reported.
   std::map<std::string, int> seen;
@@ -260,8 +314,9 @@ c3::Bytes Daemon::decide_gather(const c3::Bytes& acc) {
 }
 
 void Daemon::apply_events(const json& down) {
-  if (!down.contains("events")) return;
   std::lock_guard lk(mu_);
+  if (down.contains("median_compute_s")) median_compute_s_ = down["median_compute_s"].get<double>();
+  if (!down.contains("events")) return;
   for (auto& e : down["events"]) {
     std::string op = e.value("op", "");
     if (op == "new") {
@@ -283,12 +338,13 @@ int Daemon::run() {
   init_observers();
   const auto& mine = observers_[static_cast<std::size_t>(me_)];
   init_ledger();
+  const std::uint32_t step_kind = coll_kind_from_name(cfg_.step_collective);
   if (cfg_.slurm)  // ranks are found by their node name, wherever Slurm put them
     watcher_ = std::make_unique<RankWatcher>(cfg_.job_id, cfg_.step_id, 0, cfg_.ranks - 1,
-                                             mine.node, cfg_.tick_s, mine.node);
+                                             mine.node, cfg_.tick_s, mine.node, step_kind);
   else
     watcher_ = std::make_unique<RankWatcher>(cfg_.job_id, cfg_.step_id, mine.first_rank,
-                                             mine.last_rank, mine.node, cfg_.tick_s);
+                                             mine.last_rank, mine.node, cfg_.tick_s, "", step_kind);
   tree_ = std::make_unique<c3::TreeRound>(MPI_COMM_WORLD,
                                           c3::TreeRound::Options{cfg_.round_timeout_s});
   std::string root = cfg_.runtime_dir.empty() ? default_runtime_root() : cfg_.runtime_dir;
@@ -327,6 +383,8 @@ int Daemon::run() {
     a.stop = a.stop | c.stop;
     a.min_seq = std::min(a.min_seq, c.min_seq);
     a.max_seq = std::max(a.max_seq, c.max_seq);
+    a.max_compute_s = std::max(a.max_compute_s, c.max_compute_s);
+    for (int b = 0; b < kComputeBins; ++b) a.compute_hist[b] += c.compute_hist[b];
     acc = to_bytes(a);
   };
   const auto period = std::chrono::duration<double>(cfg_.round_period_s);
@@ -338,7 +396,8 @@ int Daemon::run() {
     announce_ranks();
     LocalSummary s = watcher_->summary();
     Trigger t{s.max_stall_s, s.waiting, s.attached, s.finalized, s.unreported_deaths,
-              g_stop_signal ? 1u : 0u, 0, s.min_seq, s.max_seq};
+              g_stop_signal ? 1u : 0u, 0, s.min_seq, s.max_seq, s.max_compute_s, {}};
+    std::copy(std::begin(s.compute_hist), std::end(s.compute_hist), t.compute_hist);
     auto r = tree_->run(to_bytes(t), combine_trigger,
                         [this](const c3::Bytes& acc, const std::vector<int>& lost) {
                           return decide_trigger(acc, lost);

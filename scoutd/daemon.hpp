@@ -22,6 +22,7 @@
 #include "scoutd/config.hpp"
 #include "scoutd/hang_detector.hpp"
 #include "scoutd/rank_watcher.hpp"
+#include "scoutd/straggler_detector.hpp"
 #include "sql/ledger.hpp"
 
 namespace scout::scoutd {
@@ -59,6 +60,7 @@ class Daemon {
   std::unique_ptr<c3::TreeRound> tree_;
   std::optional<sql::Ledger> ledger_;
   DetectorOptions detector_;
+  StragglerTracker stragglers_;               // root only: confirmation state
 
   std::mutex mu_;                              // guards the replicated state below
   std::vector<nlohmann::json> verdicts_;       // every verdict of the job, by id
@@ -67,6 +69,7 @@ class Daemon {
   std::map<std::string, int> pending_inconclusive_;  // root only: key -> gathers seen
   std::uint64_t rounds_ = 0;
   bool peers_lost_ = false;
+  double median_compute_s_ = 0;               // from the last gather, for scores
 };
 
 }  // namespace scout::scoutd

@@ -21,7 +21,9 @@ void to_json(json& j, const RankEvidence& e) {
            {"fingerprint", fmt::format("{:016x}", e.fingerprint)},
            {"comm", fmt::format("{:016x}", e.comm_id)}, {"kind", e.kind},
            {"in_collective", e.in_collective}, {"stalled_s", e.stalled_s},
-           {"state", std::string(1, e.state)}, {"wchan", e.wchan}, {"death_ns", e.death_ns}};
+           {"state", std::string(1, e.state)}, {"wchan", e.wchan}, {"death_ns", e.death_ns},
+           {"steps", e.steps}, {"step_s", e.step_s}, {"compute_s", e.compute_s},
+           {"wait_s", e.wait_s}};
 }
 
 void from_json(const json& j, RankEvidence& e) {
@@ -41,6 +43,10 @@ void from_json(const json& j, RankEvidence& e) {
   e.state = st.empty() ? '?' : st[0];
   e.wchan = j.at("wchan").get<std::string>();
   e.death_ns = j.at("death_ns").get<std::int64_t>();
+  e.steps = j.value("steps", 0);
+  e.step_s = j.value("step_s", 0.0);
+  e.compute_s = j.value("compute_s", 0.0);
+  e.wait_s = j.value("wait_s", 0.0);
 }
 
 namespace {

@@ -32,6 +32,8 @@ struct RankEvidence {
   char state = '?';          // /proc state letter; 'X' gone
   std::string wchan;
   std::int64_t death_ns = 0; // CLOCK_MONOTONIC when its process went away
+  int steps = 0;             // training steps seen (see step_timing.hpp)
+  double step_s = 0, compute_s = 0, wait_s = 0;  // medians over recent steps
 };
 
 void to_json(nlohmann::json& j, const RankEvidence& e);

@@ -9,7 +9,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -21,6 +23,14 @@
 
 namespace scout::scoutd {
 
+int compute_bin(double seconds) {
+  if (!(seconds > 1e-4)) return 0;
+  int b = static_cast<int>(std::floor(2.0 * std::log2(seconds / 1e-4))) + 1;
+  return std::min(b, kComputeBins - 1);
+}
+
+double compute_bin_upper(int bin) { return 1e-4 * std::pow(2.0, bin / 2.0); }
+
 std::int64_t monotonic_ns() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -28,9 +38,10 @@ std::int64_t monotonic_ns() {
 }
 
 RankWatcher::RankWatcher(std::string job, std::string step, int first_rank, int last_rank,
-                         std::string node, double tick_s, std::string match_host)
+                         std::string node, double tick_s, std::string match_host,
+                         std::uint32_t step_kind)
     : job_(std::move(job)), step_(std::move(step)), node_(std::move(node)),
-      match_host_(std::move(match_host)), first_(first_rank),
+      match_host_(std::move(match_host)), step_kind_(step_kind), first_(first_rank),
       last_(last_rank), tick_s_(tick_s) {
   for (int r = first_; r <= last_; ++r) {
     Slot s;
@@ -152,6 +163,18 @@ void RankWatcher::tick() {
     }
     s.last = live;
     s.have_last = true;
+    // Merge the ring into the history and recompute the step statistics.
+    if (live.seq > 0) {
+      c3::CollEvent ev[c3::kRingSize];
+      std::uint64_t from = live.seq >= c3::kRingSize ? live.seq - c3::kRingSize + 1 : 1;
+      std::size_t n = c3::ring_read(*s.rec, from, live.seq, ev);
+      auto& h = s.history;
+      while (!h.empty() && h.back().seq >= from) h.pop_back();  // re-read: exits may be newer
+      for (std::size_t i = 0; i < n; ++i) h.push_back(ev[i]);
+      constexpr std::size_t kKeep = 256;
+      if (h.size() > kKeep) h.erase(h.begin(), h.end() - kKeep);
+      s.steps = analyse_steps(h, step_kind_);
+    }
   }
 }
 
@@ -199,6 +222,10 @@ LocalSummary RankWatcher::summary() const {
     if (s.last.in_collective) ++sum.waiting;
     sum.min_seq = std::min(sum.min_seq, s.last.seq);
     sum.max_seq = std::max(sum.max_seq, s.last.seq);
+    if (s.steps.steps >= 4) {
+      ++sum.compute_hist[compute_bin(s.steps.compute_s)];
+      sum.max_compute_s = std::max(sum.max_compute_s, s.steps.compute_s);
+    }
   }
   return sum;
 }
@@ -224,6 +251,10 @@ std::vector<RankEvidence> RankWatcher::evidence() const {
       e.kind = static_cast<std::uint32_t>(s.last.kind);
       e.in_collective = s.last.in_collective != 0;
       e.stalled_s = (now - s.last_progress_ns) / 1e9;
+      e.steps = s.steps.steps;
+      e.step_s = s.steps.step_s;
+      e.compute_s = s.steps.compute_s;
+      e.wait_s = s.steps.wait_s;
       if (e.alive) {
         ProcInfo p = read_proc_info(s.pid);
         e.state = p.state;

@@ -15,8 +15,11 @@
 
 #include "libc3/rank_record.hpp"
 #include "scoutd/hang_detector.hpp"
+#include "scoutd/step_timing.hpp"
 
 namespace scout::scoutd {
+
+inline constexpr int kComputeBins = 32;  // half-octave bins from 0.1 ms
 
 struct LocalSummary {
   double max_stall_s = 0;     // over live, unfinalized, attached ranks
@@ -25,7 +28,14 @@ struct LocalSummary {
   std::uint32_t finalized = 0;
   std::uint32_t unreported_deaths = 0;
   std::uint64_t min_seq = UINT64_MAX, max_seq = 0;
+  // Histogram of the ranks' median compute time per step, for the trigger
+  // (a fixed size, whatever the number of ranks), and its maximum.
+  std::uint32_t compute_hist[kComputeBins] = {};
+  double max_compute_s = 0;
 };
+
+int compute_bin(double seconds);
+double compute_bin_upper(int bin);
 
 class RankWatcher {
  public:
@@ -33,7 +43,7 @@ class RankWatcher {
   // are observed (Slurm: ranks find their node by SLURMD_NODENAME; several
   // nodes may share one /dev/shm in a test cluster).
   RankWatcher(std::string job, std::string step, int first_rank, int last_rank, std::string node,
-              double tick_s, std::string match_host = "");
+              double tick_s, std::string match_host = "", std::uint32_t step_kind = 0);
   ~RankWatcher();
   RankWatcher(const RankWatcher&) = delete;
   RankWatcher& operator=(const RankWatcher&) = delete;
@@ -69,6 +79,8 @@ class RankWatcher {
     std::int64_t death_ns = 0;
     bool death_reported = false;
     bool foreign = false;  // a rank of another node
+    std::vector<c3::CollEvent> history;  // recent collectives, by seq
+    StepStats steps;
   };
   void loop();
   void tick();
@@ -76,6 +88,7 @@ class RankWatcher {
   void poll_deaths(int timeout_ms);
 
   std::string job_, step_, node_, match_host_;
+  std::uint32_t step_kind_ = 0;
   int first_, last_;
   double tick_s_;
   mutable std::mutex mu_;

@@ -235,6 +235,7 @@ int main(int argc, char** argv) {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  if (!std::getenv("SCOUT_STEP_COLLECTIVE")) setenv("SCOUT_STEP_COLLECTIVE", "", 1);  // for -x
   if (geteuid() == 0) {  // Open MPI refuses root without these (CI runs as root)
     setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
     setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
@@ -278,6 +279,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> obs = {mpirun, "-np", std::to_string(o.nodes), "--oversubscribe",
                                   "--bind-to", "none", "--enable-recovery",
                                   "--mca", "mpi_yield_when_idle", "1",
+                                  "-x", "SCOUT_STEP_COLLECTIVE",
                                   find_scoutd(), "--job-id", o.job_id, "--ranks",
                                   std::to_string(o.ranks), "--simulate-nodes", "--ledger", o.ledger,
                                   "--runtime-dir", job_dir, "--stall-threshold",

@@ -2,14 +2,19 @@
 // job's scoutds for their live view (status). Exit codes (scoutctl(1)):
 // 0 ok, 1 internal error, 2 usage or malformed job id, 3 unknown job,
 // 4 ledger missing, unreadable or not a scout ledger, 5 no scoutd answers.
+#include <poll.h>
 #include <sys/socket.h>
+#include <termios.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <chrono>
 #include <filesystem>
+#include <sstream>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -35,7 +40,11 @@ constexpr const char* kUsage =
     "Read scout verdicts and live state.\n\n"
     "Commands:\n"
     "  query JOBID     verdicts of a job from the ledger (during and after the job)\n"
-    "  status JOBID    live per-rank view from the job's scoutds\n\n"
+    "  status JOBID    live per-rank view from the job's scoutds: collective position,\n"
+    "                  step time, compute/wait split and straggler score\n"
+    "  top JOBID       status refreshed like top(1), ranks sorted by score, suspects\n"
+    "                  highlighted; q quits (--count N, --interval S; --json: one\n"
+    "                  JSON object per refresh)\n\n"
     "Options:\n"
     "  --ledger PATH       ledger file (default $SCOUT_LEDGER, then\n"
     "                      ${XDG_STATE_HOME:-~/.local/state}/scout/ledger.db)\n"
@@ -52,6 +61,8 @@ constexpr const char* kUsage =
 struct Args {
   std::string command, job, ledger, runtime_dir, spool;
   bool json = false;
+  long count = 0;        // top: refreshes (0 = until q)
+  double interval = 1;   // top: seconds between refreshes
 };
 
 [[noreturn]] void die(int code, const std::string& msg) {
@@ -129,7 +140,9 @@ std::vector<std::string> roundtrip(int fd, const std::string& request) {
   }
 }
 
-int cmd_status(const Args& a) {
+// Every scoutd of the job, merged: ranks sorted by rank. Dies with exit 5
+// when none answers.
+json fetch_status(const Args& a) {
   std::string root = a.runtime_dir.empty() ? sd::default_runtime_root() : a.runtime_dir;
   std::string dir = sd::job_runtime_dir(root, a.job);
   std::vector<std::string> sockets;
@@ -174,8 +187,71 @@ int cmd_status(const Args& a) {
   std::sort(ranks.begin(), ranks.end(), [](auto& x, auto& y) { return x["rank"] < y["rank"]; });
   merged["ranks"] = ranks;
   merged["node"] = fmt::format("{} of {} answered", answered, sockets.size());
+  return merged;
+}
+
+int cmd_status(const Args& a) {
+  json merged = fetch_status(a);
   if (a.json) std::puts(merged.dump(2).c_str());
   else std::fputs(sd::render_status_text(merged).c_str(), stdout);
+  return kExitOk;
+}
+
+// Raw keyboard for `top`: restored on every exit path.
+struct RawTerminal {
+  termios saved{};
+  bool active = false;
+  RawTerminal() {
+    if (!isatty(0) || tcgetattr(0, &saved) != 0) return;
+    termios raw = saved;
+    raw.c_lflag &= static_cast<tcflag_t>(~(ICANON | ECHO));
+    raw.c_cc[VMIN] = 0;
+    raw.c_cc[VTIME] = 0;
+    active = tcsetattr(0, TCSANOW, &raw) == 0;
+  }
+  ~RawTerminal() {
+    if (active) tcsetattr(0, TCSANOW, &saved);
+  }
+};
+
+int cmd_top(const Args& a) {
+  RawTerminal term;
+  const bool tty = isatty(1) && !a.json;
+  for (long n = 0; a.count <= 0 || n < a.count; ++n) {
+    json s = fetch_status(a);
+    auto& ranks = s["ranks"];
+    std::stable_sort(ranks.begin(), ranks.end(), [](auto& x, auto& y) {
+      return x.value("score", 0.0) > y.value("score", 0.0);
+    });
+    if (a.json) {
+      std::puts(s.dump().c_str());  // one JSON object per refresh
+    } else {
+      std::string text = sd::render_status_text(s);
+      if (tty) {
+        // Suspects (score at or above the relative threshold 1.2) in bold red.
+        std::string out, line;
+        std::istringstream is(text);
+        std::size_t i = 0;
+        while (std::getline(is, line)) {
+          bool suspect = i >= 2 && i - 2 < ranks.size() && ranks[i - 2].value("score", 0.0) >= 1.2;
+          out += suspect ? "\033[1;31m" + line + "\033[0m\n" : line + "\n";
+          ++i;
+        }
+        std::printf("\033[H\033[2J%s\n(sorted by score; q to quit)\n", out.c_str());
+      } else {
+        std::printf("%s\n", text.c_str());
+      }
+    }
+    std::fflush(stdout);
+    if (a.count > 0 && n + 1 >= a.count) break;
+    pollfd p{0, POLLIN, 0};
+    if (term.active && poll(&p, 1, static_cast<int>(a.interval * 1000)) > 0) {
+      char c = 0;
+      if (::read(0, &c, 1) == 1 && (c == 'q' || c == 'Q')) break;
+    } else if (!term.active) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(a.interval));
+    }
+  }
   return kExitOk;
 }
 
@@ -197,6 +273,18 @@ int main(int argc, char** argv) {
     else if (s.rfind("--ledger=", 0) == 0) a.ledger = s.substr(9);
     else if (s == "--runtime-dir") a.runtime_dir = value("--runtime-dir");
     else if (s == "--spool") a.spool = value("--spool");
+    else if (s == "--count") {
+      std::string v = value("--count");
+      char* end = nullptr;
+      a.count = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end || a.count < 1) die(kExitUsage, fmt::format("--count: '{}' is not a positive integer", v));
+    } else if (s == "--interval") {
+      std::string v = value("--interval");
+      char* end = nullptr;
+      a.interval = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end || !(a.interval >= 0.1 && a.interval <= 3600))
+        die(kExitUsage, fmt::format("--interval: '{}' is not a number of seconds from 0.1 to 3600", v));
+    }
     else if (!s.empty() && s[0] == '-') die(kExitUsage, fmt::format("unknown option '{}' (see scoutctl --help)", s));
     else pos.push_back(s);
   }
@@ -204,14 +292,16 @@ int main(int argc, char** argv) {
     if (const char* e = std::getenv("SCOUT_SPOOL")) a.spool = e;
   if (pos.empty()) die(kExitUsage, "missing command; expected 'query JOBID' or 'status JOBID' (see scoutctl --help)");
   a.command = pos[0];
-  if (a.command != "query" && a.command != "status")
-    die(kExitUsage, fmt::format("unknown command '{}'; expected query or status", a.command));
+  if (a.command != "query" && a.command != "status" && a.command != "top")
+    die(kExitUsage, fmt::format("unknown command '{}'; expected query, status or top", a.command));
   if (pos.size() != 2) die(kExitUsage, fmt::format("{}: expected exactly one JOBID", a.command));
   a.job = pos[1];
   if (!scout::c3::valid_job_id(a.job))
     die(kExitUsage, fmt::format("{}: '{}' is not a job id; expected a decimal number like 1000001", a.command, a.job));
   try {
-    return a.command == "query" ? cmd_query(a) : cmd_status(a);
+    if (a.command == "query") return cmd_query(a);
+    if (a.command == "top") return cmd_top(a);
+    return cmd_status(a);
   } catch (const std::exception& e) {
     die(kExitInternal, fmt::format("{}: {}", a.command, e.what()));
   }

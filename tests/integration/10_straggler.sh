@@ -1,0 +1,35 @@
+#!/bin/sh
+# Compute stragglers: a rank slowed by 30 ms per step from step 20 is named
+# after the confirmation rounds, with its score; the live view ranks it
+# first; one slow step, or +-20% jitter on every rank, gives no verdict.
+. "$top_srcdir/tests/integration/lib.sh"
+start_run -n 8 --nodes 4 -- "$TRAIN" --steps 200 --fault slow:rank=3:step=20:ms=30
+wait_for_verdict straggler 40
+top=$("$SCOUTCTL" top "$JOB" --json --count 1) || fail "scoutctl top failed"
+expect_eq "top rank" "$(echo "$top" | jq '.ranks[0].rank')" 3
+echo "$top" | jq -e '.ranks[0].score > 5' >/dev/null || fail "rank 3 score: $(echo "$top" | jq -c '.ranks[0]')"
+"$SCOUTCTL" status "$JOB" | grep -E "^ +3 " | grep -q "[0-9]\.[0-9][0-9] " || fail "status shows no score for rank 3"
+finish_run
+expect_eq "exit status" "$RUN_RC" 0
+v=$(verdicts_json)
+expect_eq "verdicts" "$(echo "$v" | jq length)" 1
+expect_eq "kind" "$(echo "$v" | jq -r '.[0].kind')" straggler
+expect_eq "ranks" "$(echo "$v" | jq -c '.[0].ranks')" "[3]"
+expect_eq "hosts" "$(echo "$v" | jq -c '.[0].hosts')" '["n2"]'
+expect_eq "type" "$(echo "$v" | jq -r '.[0].evidence.type')" compute
+expect_eq "confirmations" "$(echo "$v" | jq '.[0].evidence.confirmations')" 3
+echo "$v" | jq -e '.[0].evidence.culprits[0].score > 5' >/dev/null || fail "score: $(echo "$v" | jq -c '.[0].evidence.culprits')"
+assert_no_leftovers
+
+JOB=$((JOB + 1))
+start_run -n 8 --nodes 4 -- "$TRAIN" --steps 300 --fault slow:rank=3:step=20:ms=300:count=1
+finish_run
+expect_eq "exit status (transient)" "$RUN_RC" 0
+expect_eq "verdicts after one slow step" "$(verdicts_json | jq length)" 0
+
+JOB=$((JOB + 1))
+start_run -n 8 --nodes 4 -- "$TRAIN" --steps 500 --jitter 0.2
+finish_run
+expect_eq "exit status (jitter)" "$RUN_RC" 0
+expect_eq "verdicts with jitter" "$(verdicts_json | jq length)" 0
+pass "straggler: rank 3 named with its score; no verdict for a one-off or jitter"

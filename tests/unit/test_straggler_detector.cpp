@@ -1,0 +1,93 @@
+// Compute straggler consensus: a recurring slow rank is named with its score
+// after K confirmations; a one-off or a jittery healthy job is not; a rank
+// that recovers is resolved.
+#include <doctest/doctest.h>
+
+#include <random>
+
+#include "scoutd/straggler_detector.hpp"
+
+using namespace scout::scoutd;
+
+namespace {
+std::vector<RankEvidence> ranks(int n, int steps, double compute_s) {
+  std::vector<RankEvidence> v;
+  for (int r = 0; r < n; ++r) {
+    RankEvidence e;
+    e.rank = r;
+    e.node = "n" + std::to_string(r / 2 + 1);
+    e.pid = 100 + r;
+    e.attached = true;
+    e.steps = steps;
+    e.compute_s = compute_s;
+    e.wait_s = 0.001;
+    e.step_s = compute_s + 0.001;
+    v.push_back(e);
+  }
+  return v;
+}
+}  // namespace
+
+TEST_CASE("a slow rank is named after three confirmations with new steps, with its score") {
+  StragglerTracker t;
+  std::set<std::string> open;
+  StragglerTracker::Result r;
+  for (int round = 1; round <= 3; ++round) {
+    auto v = ranks(8, 10 * round, 0.002);
+    v[3].compute_s = 0.052;
+    r = t.update(v, open);
+    if (round < 3) CHECK(r.verdicts.empty());
+  }
+  REQUIRE(r.verdicts.size() == 1);
+  auto& d = r.verdicts[0];
+  CHECK(d.kind == "straggler");
+  CHECK(d.ranks == std::vector<int>{3});
+  CHECK(d.hosts == std::vector<std::string>{"n2"});
+  CHECK(d.evidence["culprits"][0]["score"].get<double>() == doctest::Approx(26.0));
+  CHECK(d.evidence["confirmations"] == 3);
+  CHECK(d.evidence["scores"]["3"].get<double>() == doctest::Approx(26.0));
+}
+
+TEST_CASE("without new steps a gather does not confirm") {
+  StragglerTracker t;
+  auto v = ranks(8, 10, 0.002);
+  v[3].compute_s = 0.052;
+  for (int i = 0; i < 5; ++i) CHECK(t.update(v, {}).verdicts.empty());
+}
+
+TEST_CASE("a one-off does not confirm; jitter of +-20% never triggers") {
+  StragglerTracker t;
+  auto v = ranks(8, 10, 0.002);
+  v[5].compute_s = 0.060;
+  CHECK(t.update(v, {}).verdicts.empty());
+  CHECK(t.update(ranks(8, 20, 0.002), {}).verdicts.empty());  // back to normal: reset
+  v = ranks(8, 30, 0.002);
+  v[5].compute_s = 0.060;
+  CHECK(t.update(v, {}).verdicts.empty());
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> jit(0.8, 1.2);
+  StragglerTracker h;
+  for (int round = 1; round <= 500; ++round) {
+    auto w = ranks(64, round, 0.02);
+    for (auto& e : w) e.compute_s *= jit(rng);
+    CHECK(h.update(w, {}).verdicts.empty());
+  }
+}
+
+TEST_CASE("a confirmed straggler that recovers is resolved after K healthy gathers") {
+  StragglerTracker t;
+  std::set<std::string> open = {StragglerTracker::key_for(3)};
+  for (int i = 1; i <= 2; ++i) CHECK(t.update(ranks(8, 10 * i, 0.002), open).resolved.empty());
+  auto r = t.update(ranks(8, 30, 0.002), open);
+  CHECK(r.resolved == std::vector<std::string>{StragglerTracker::key_for(3)});
+}
+
+TEST_CASE("two ranks are not enough to name one") {
+  StragglerTracker t;
+  auto v = ranks(2, 10, 0.002);
+  v[1].compute_s = 1.0;
+  for (int i = 1; i <= 5; ++i) {
+    v[0].steps = v[1].steps = 10 * i;
+    CHECK(t.update(v, {}).verdicts.empty());
+  }
+}
