@@ -221,7 +221,8 @@ c3::Bytes Daemon::decide_trigger(const c3::Bytes& acc, const std::vector<int>& l
     {
       std::lock_guard lk(mu_);
       for (auto& [key, id] : open_)
-        if (key.rfind("hang", 0) == 0 || key.rfind("stall", 0) == 0 || key.rfind("divergence", 0) == 0)
+        if (key.rfind("behind", 0) == 0 || key.rfind("hang", 0) == 0 ||
+            key.rfind("divergence", 0) == 0)
           resolve.emplace_back(key, id);
     }
     for (auto& [key, id] : resolve) {

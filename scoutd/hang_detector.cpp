@@ -167,7 +167,9 @@ std::vector<VerdictDraft> detect_progress(const std::vector<RankEvidence>& ranks
                     {"peers", live.size()},
                     {"culprits", culprits},
                     {"waiting", waiting_ranks}};
-      d.key = key_of(d.kind, d.ranks, majority);
+      // One incident whatever the culprit's process state does meanwhile
+      // (a stopped rank that is continued shows R until it catches up).
+      d.key = key_of("behind", d.ranks, majority);
       out.push_back(std::move(d));
     }
     return out;
