@@ -12,6 +12,9 @@ mpirun -np 1 -x LD_PRELOAD="$B/probe/.libs/libscout_probe.so" -x SCOUT_JOB_ID=99
   -x SCOUT_STEP_ID=bench "$B/bench/probe_bench"
 rm -f /dev/shm/scout.999999.bench.* 2>/dev/null || true
 echo
+echo "== straggler detection (scoutd's detector on 64 synthetic ranks, +-20% jitter)"
+"$B/bench/straggler_bench"
+echo
 echo "== consensus round latency (binary tree over point-to-point, hop deadline 0.5 s)"
 for k in 4 16 64; do
   timeout 300 mpirun -np "$k" --oversubscribe --enable-recovery --bind-to none \

@@ -5,8 +5,12 @@
 //   KIND: stop (SIGSTOP itself), hang (spin before the next collective),
 //         crash (abort), slow (sleep M ms per step from S on), diverge (call a
 //         different collective at step S), corrupt (flip one bit of its
-//         allreduce result at step S).
+//         allreduce result at step S), io (block in a write to a FIFO nobody
+//         reads at step S).
+#include <fcntl.h>
 #include <mpi.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
@@ -47,7 +51,7 @@ struct Options {
                  "usage: mpi_train [--steps N] [--features F] [--hidden H] [--batch B]\n"
                  "                 [--step-ms MS] [--jitter FRAC] [--print-every K] [--seed S]\n"
                  "                 [--fault KIND:rank=R:step=S[:ms=M][:count=N]]\n"
-                 "KIND is one of stop, hang, crash, slow, diverge, corrupt\n", msg.c_str());
+                 "KIND is one of stop, hang, crash, slow, diverge, corrupt, io\n", msg.c_str());
   MPI_Finalize();
   std::exit(2);
 }
@@ -74,12 +78,12 @@ Fault parse_fault(int rank, const std::string& spec) {
   Fault f;
   auto colon = spec.find(':');
   f.kind = spec.substr(0, colon);
-  static const char* kKinds[] = {"stop", "hang", "crash", "slow", "diverge", "corrupt"};
+  static const char* kKinds[] = {"stop", "hang", "crash", "slow", "diverge", "corrupt", "io"};
   bool known = false;
   for (auto* k : kKinds) known |= f.kind == k;
   if (!known)
     usage_error(rank, "--fault: unknown kind '" + f.kind +
-                          "'; expected stop, hang, crash, slow, diverge or corrupt");
+                          "'; expected stop, hang, crash, slow, diverge, corrupt or io");
   std::string rest = colon == std::string::npos ? "" : spec.substr(colon + 1);
   while (!rest.empty()) {
     auto next = rest.find(':');
@@ -224,6 +228,17 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "mpi_train: rank %d: injected fault: hang at step %ld\n", rank, step);
         std::atomic<unsigned long> spin{0};
         for (;;) spin.fetch_add(1, std::memory_order_relaxed);
+      } else if (o.fault.kind == "io") {
+        // A checkpoint write that never completes: a FIFO nobody reads.
+        std::fprintf(stderr, "mpi_train: rank %d: injected fault: blocking write at step %ld\n", rank, step);
+        std::string path = "/tmp/mpi_train." + std::to_string(getpid()) + ".fifo";
+        if (mkfifo(path.c_str(), 0600) == 0) {
+          int fd = open(path.c_str(), O_RDWR);  // no reader will ever drain it
+          unlink(path.c_str());
+          std::vector<char> chunk(1 << 20, 'x');
+          while (fd >= 0 && write(fd, chunk.data(), chunk.size()) > 0) {
+          }
+        }
       } else if (o.fault.kind == "crash") {
         std::fprintf(stderr, "mpi_train: rank %d: injected fault: abort at step %ld\n", rank, step);
         std::abort();

@@ -127,8 +127,12 @@ bool TreeRound::receive_one() {
 
 std::optional<TreeRound::Msg> TreeRound::wait_for(int tag, const std::vector<int>& sources,
                                                   Clock::time_point deadline) {
+  // A down message of a later round means this member fell behind (its
+  // parent died after forwarding its contribution, and it waited out the
+  // deadline while the others went on): it takes that result and catches up.
   auto match = [&](const Msg& m) {
-    if (m.tag != tag || m.round != round_) return false;
+    if (m.tag != tag) return false;
+    if (tag == kTagDown ? m.round < round_ : m.round != round_) return false;
     return sources.empty() || std::find(sources.begin(), sources.end(), m.source) != sources.end();
   };
   auto sleep = std::chrono::microseconds(20);
@@ -137,6 +141,7 @@ std::optional<TreeRound::Msg> TreeRound::wait_for(int tag, const std::vector<int
       if (match(*it)) {
         Msg m = std::move(*it);
         inbox_.erase(it);
+        if (m.round > round_) round_ = m.round;  // caught up
         return m;
       }
     }
@@ -193,10 +198,14 @@ RoundResult TreeRound::run(const Bytes& up, const Combine& combine, const Decide
   // --- down: the root decides, everyone forwards --------------------------
   std::vector<int> lost;
   if (i == 0) {
+    // The message down carries every member lost so far (empty in steady
+    // state), so a member that skipped a round still converges.
     lost = suspects;
     res.root = true;
     res.down = decide(acc, lost);
     res.complete = true;
+    for (int w = 0; w < size_; ++w)
+      if (is_lost_[static_cast<std::size_t>(w)]) lost.push_back(w);
   } else {
     const int parent = alive_[static_cast<std::size_t>((i - 1) / 2)];
     send(parent, kTagUp, suspects, acc);

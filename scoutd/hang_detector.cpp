@@ -22,6 +22,7 @@ void to_json(json& j, const RankEvidence& e) {
            {"comm", fmt::format("{:016x}", e.comm_id)}, {"kind", e.kind},
            {"in_collective", e.in_collective}, {"stalled_s", e.stalled_s},
            {"state", std::string(1, e.state)}, {"wchan", e.wchan}, {"death_ns", e.death_ns},
+           {"syscall", e.syscall}, {"rchar", e.rchar}, {"wchar", e.wchar},
            {"steps", e.steps}, {"step_s", e.step_s}, {"compute_s", e.compute_s},
            {"wait_s", e.wait_s}};
 }
@@ -43,6 +44,9 @@ void from_json(const json& j, RankEvidence& e) {
   e.state = st.empty() ? '?' : st[0];
   e.wchan = j.at("wchan").get<std::string>();
   e.death_ns = j.at("death_ns").get<std::int64_t>();
+  e.syscall = j.value("syscall", -1L);
+  e.rchar = j.value("rchar", -1LL);
+  e.wchar = j.value("wchar", -1LL);
   e.steps = j.value("steps", 0);
   e.step_s = j.value("step_s", 0.0);
   e.compute_s = j.value("compute_s", 0.0);
@@ -57,7 +61,8 @@ json rank_brief(const RankEvidence& e) {
               {"nonblocking", (e.kind & c3::kFlagNonblocking) != 0},
               {"in_collective", e.in_collective}, {"state", std::string(1, e.state)},
               {"process", describe_state(e.state)}, {"wchan", e.wchan},
-              {"stalled_s", e.stalled_s}, {"fingerprint", fmt::format("{:016x}", e.fingerprint)}};
+              {"stalled_s", e.stalled_s}, {"fingerprint", fmt::format("{:016x}", e.fingerprint)},
+              {"syscall", syscall_name(e.syscall)}, {"rchar", e.rchar}, {"wchar", e.wchar}};
 }
 
 std::vector<std::string> hosts_of(const std::vector<const RankEvidence*>& v) {
@@ -146,27 +151,34 @@ std::vector<VerdictDraft> detect_progress(const std::vector<RankEvidence>& ranks
 
   if (pc.outcome == c3::ExactOutcome::kAttributed) {
     const std::uint64_t majority = *pc.majority_value;
-    std::vector<const RankEvidence*> behind_stalled, behind_running;
+    std::vector<const RankEvidence*> behind_io, behind_stalled, behind_running;
     for (auto i : pc.outliers) {
       auto* e = live[i];
       if (e->seq >= majority) continue;  // ahead: not the one the others wait for
-      (is_stalled_state(e->state) ? behind_stalled : behind_running).push_back(e);
+      if (in_io_syscall(e->syscall) && e->state != 'T' && e->state != 't')
+        behind_io.push_back(e);  // inside a read/write: an I/O straggler
+      else
+        (is_stalled_state(e->state) ? behind_stalled : behind_running).push_back(e);
     }
-    for (auto* group : {&behind_stalled, &behind_running}) {
+    for (auto* group : {&behind_io, &behind_stalled, &behind_running}) {
       if (group->empty()) continue;
       VerdictDraft d;
-      d.kind = group == &behind_stalled ? "stall" : "hang";
+      d.kind = group == &behind_io ? "straggler" : group == &behind_stalled ? "stall" : "hang";
       d.status = "attributed";
       d.ranks = ranks_of(*group);
       d.hosts = hosts_of(*group);
       json culprits = json::array();
       for (auto* e : *group) culprits.push_back(rank_brief(*e));
-      d.evidence = {{"rule", "behind the collective position a strict majority reached"},
+      d.evidence = {{"rule", group == &behind_io
+                                 ? "behind the collective position a strict majority reached, "
+                                   "blocked inside a read/write system call"
+                                 : "behind the collective position a strict majority reached"},
                     {"majority_position", majority},
                     {"majority_count", pc.majority_count},
                     {"peers", live.size()},
                     {"culprits", culprits},
                     {"waiting", waiting_ranks}};
+      if (group == &behind_io) d.evidence["type"] = "io";
       // One incident whatever the culprit's process state does meanwhile
       // (a stopped rank that is continued shows R until it catches up).
       d.key = key_of("behind", d.ranks, majority);

@@ -4,7 +4,8 @@
 // zombie), divergence (same position, different collective fingerprint),
 // communication hang (everyone waiting in the same collective: inconclusive,
 // scoped to that communicator), crash (a rank died first while its peers
-// lived on). Never guesses: no strict majority means inconclusive.
+// lived on), I/O straggler (the rank behind is blocked inside a read/write
+// system call, e.g. a checkpoint write to a slow filesystem). Never guesses: no strict majority means inconclusive.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +33,8 @@ struct RankEvidence {
   char state = '?';          // /proc state letter; 'X' gone
   std::string wchan;
   std::int64_t death_ns = 0; // CLOCK_MONOTONIC when its process went away
+  long syscall = -1;         // blocking system call, from /proc (-1 none)
+  long long rchar = -1, wchar = -1;  // /proc/<pid>/io
   int steps = 0;             // training steps seen (see step_timing.hpp)
   double step_s = 0, compute_s = 0, wait_s = 0;  // medians over recent steps
 };

@@ -1,6 +1,7 @@
 // /proc readers (see proc_info.hpp).
 #include "scoutd/proc_info.hpp"
 
+#include <cctype>
 #include <fstream>
 #include <sstream>
 
@@ -31,8 +32,51 @@ ProcInfo read_proc_info(pid_t pid) {
   while (io >> key >> val) {
     if (key == "read_bytes:") p.read_bytes = val;
     if (key == "write_bytes:") p.write_bytes = val;
+    if (key == "rchar:") p.rchar = val;
+    if (key == "wchar:") p.wchar = val;
   }
+  std::ifstream sc(fmt::format("/proc/{}/syscall", pid));
+  std::string first;
+  if (sc >> first && !first.empty() && std::isdigit(static_cast<unsigned char>(first[0])))
+    p.syscall = std::stol(first);
   return p;
+}
+
+bool in_io_syscall(long nr) {
+#if defined(__x86_64__)
+  switch (nr) {
+    case 0: case 1: case 17: case 18: case 19: case 20: case 40: case 74: case 75:
+    case 275: case 277: case 295: case 296: case 326:
+      return true;
+  }
+#else
+  (void)nr;
+#endif
+  return false;
+}
+
+const char* syscall_name(long nr) {
+#if defined(__x86_64__)
+  switch (nr) {
+    case 0: return "read";
+    case 1: return "write";
+    case 17: return "pread64";
+    case 18: return "pwrite64";
+    case 19: return "readv";
+    case 20: return "writev";
+    case 40: return "sendfile";
+    case 74: return "fsync";
+    case 75: return "fdatasync";
+    case 275: return "splice";
+    case 277: return "sync_file_range";
+    case 295: return "preadv";
+    case 296: return "pwritev";
+    case 326: return "copy_file_range";
+  }
+#else
+  (void)nr;
+#endif
+  return nr < 0 ? "none" : "other";
 }
 
 std::string describe_state(char s) {

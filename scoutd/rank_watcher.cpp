@@ -259,6 +259,9 @@ std::vector<RankEvidence> RankWatcher::evidence() const {
         ProcInfo p = read_proc_info(s.pid);
         e.state = p.state;
         e.wchan = p.wchan;
+        e.syscall = p.syscall;
+        e.rchar = p.rchar;
+        e.wchar = p.wchar;
         if (!p.exists) e.alive = false;
       } else {
         e.state = 'X';

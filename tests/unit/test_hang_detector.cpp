@@ -125,3 +125,20 @@ TEST_CASE("evidence round-trips through JSON") {
   CHECK(back.seq == 3);
   CHECK(back.node == "n1");
 }
+
+TEST_CASE("the rank behind blocked inside a write is an I/O straggler") {
+  auto v = job(8, 41, true, 3.0);
+  v[6].seq = 40;
+  v[6].in_collective = false;
+  v[6].state = 'S';
+  v[6].syscall = 1;  // write
+  auto d = detect_progress(v, opt());
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].kind == "straggler");
+  CHECK(d[0].evidence["type"] == "io");
+  CHECK(d[0].ranks == std::vector<int>{6});
+  CHECK(d[0].evidence["culprits"][0]["syscall"] == "write");
+  v[6].state = 'D';  // uninterruptible, but not in a read/write: a stall
+  v[6].syscall = -1;
+  CHECK(detect_progress(v, opt())[0].kind == "stall");
+}
