@@ -47,7 +47,8 @@ std::size_t ring_read(const RankRecord& r, std::uint64_t from, std::uint64_t to,
     CollEvent e{k, __atomic_load_n(&sm->fingerprint, __ATOMIC_RELAXED),
                 __atomic_load_n(const_cast<std::uint64_t*>(&r.ring_kind[k % kRingSize]), __ATOMIC_RELAXED),
                 __atomic_load_n(&sm->entry_ns, __ATOMIC_RELAXED),
-                __atomic_load_n(&sm->exit_ns, __ATOMIC_ACQUIRE)};
+                __atomic_load_n(&sm->exit_ns, __ATOMIC_ACQUIRE),
+                __atomic_load_n(const_cast<std::uint64_t*>(&r.ring_comm[k % kRingSize]), __ATOMIC_RELAXED)};
     std::atomic_thread_fence(std::memory_order_acquire);
     if (__atomic_load_n(&sm->tag, __ATOMIC_RELAXED) != k) continue;
     out[n++] = e;

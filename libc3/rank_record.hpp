@@ -14,7 +14,7 @@
 namespace scout::c3 {
 
 inline constexpr std::uint64_t kRecordMagic = 0x3142525054554F53ULL;  // "SOUTPRB1" LE
-inline constexpr std::uint32_t kRecordVersion = 2;
+inline constexpr std::uint32_t kRecordVersion = 3;
 inline constexpr std::uint64_t kRingSize = 64;  // recent collectives kept per rank
 
 // Collective kinds (stable codes: they go into fingerprints and the ledger).
@@ -68,6 +68,7 @@ struct alignas(8) RingSlot {
 // What a reader gets for one collective from the ring.
 struct CollEvent {
   std::uint64_t seq, fingerprint, kind, entry_ns, exit_ns;
+  std::uint64_t comm = 0;  // communicator identity
 };
 
 struct RankRecord {
@@ -90,6 +91,7 @@ struct RankRecord {
   // validated by its tag), for step detection and per-step timing.
   RingSlot ring[kRingSize];
   std::uint64_t ring_kind[kRingSize];  // collective kind per slot
+  std::uint64_t ring_comm[kRingSize];  // communicator identity per slot
 };
 
 // Writer side (probe). Single writer per record.
@@ -109,7 +111,7 @@ inline void rec_store(T& field, T value) noexcept {
 }
 
 inline void ring_enter(RankRecord& r, std::uint64_t seq, std::uint64_t fp, std::uint64_t kind,
-                       std::uint64_t t) noexcept {
+                       std::uint64_t comm, std::uint64_t t) noexcept {
   RingSlot& s = r.ring[seq % kRingSize];
   __atomic_store_n(&s.tag, 0, __ATOMIC_RELAXED);
   std::atomic_thread_fence(std::memory_order_release);
@@ -117,6 +119,7 @@ inline void ring_enter(RankRecord& r, std::uint64_t seq, std::uint64_t fp, std::
   __atomic_store_n(&s.entry_ns, t, __ATOMIC_RELAXED);
   __atomic_store_n(&s.exit_ns, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&r.ring_kind[seq % kRingSize], kind, __ATOMIC_RELAXED);
+  __atomic_store_n(&r.ring_comm[seq % kRingSize], comm, __ATOMIC_RELAXED);
   __atomic_store_n(&s.tag, seq, __ATOMIC_RELEASE);
 }
 inline void ring_exit(RankRecord& r, std::uint64_t seq, std::uint64_t t) noexcept {

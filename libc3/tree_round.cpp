@@ -46,7 +46,10 @@ TreeRound::~TreeRound() {
   for (auto& s : sends_) {
     int done = 0;
     MPI_Test(&s.req, &done, MPI_STATUS_IGNORE);
-    if (!done) MPI_Request_free(&s.req);
+    if (!done) {
+      MPI_Request_free(&s.req);
+      new Bytes(std::move(s.buf));  // MPI may still read it: never freed
+    }
   }
   sends_.clear();
   // Freeing the communicator is collective in spirit; with dead members we

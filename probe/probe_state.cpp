@@ -84,6 +84,7 @@ unsigned comm_slot(MPI_Comm c) noexcept {
 // Pending nonblocking collectives.
 constexpr int kPending = 64;
 MPI_Request g_pending[kPending];
+std::uint64_t g_pending_seq[kPending];  // their collective seq (ring slot)
 int g_pending_count = 0;
 
 bool env_valid_id(const char* s, bool job) {
@@ -236,6 +237,7 @@ void probe_init() noexcept {
   std::memset(static_cast<void*>(&r->live), 0, sizeof r->live);
   std::memset(static_cast<void*>(r->ring), 0, sizeof r->ring);
   std::memset(static_cast<void*>(r->ring_kind), 0, sizeof r->ring_kind);
+  std::memset(static_cast<void*>(r->ring_comm), 0, sizeof r->ring_comm);
   r->version = c3::kRecordVersion;
   r->size = sizeof(c3::RankRecord);
   r->world_rank = rank;
@@ -296,29 +298,42 @@ void coll_enter(std::uint32_t kind, MPI_Comm comm, std::int64_t count, MPI_Datat
   c3::rec_store(r->live.entry_ns, t);
   c3::rec_store(r->live.outside_ns, g_outside_ns);
   c3::record_write_end(*r);
-  c3::ring_enter(*r, g_seq, fp, kind, t);
+  c3::ring_enter(*r, g_seq, fp, kind, cid, t);
 }
+
+namespace {
+// The live part of an exit; returns the time. The ring entry is closed by
+// the caller (a nonblocking collective's entry closes when it completes).
+std::uint64_t live_exit(c3::RankRecord& r) noexcept {
+  const std::uint64_t t = now_ns();
+  g_inside_ns += t - g_entry_ns;
+  g_last_exit_ns = t;
+  c3::record_write_begin(r);
+  c3::rec_store(r.live.in_collective, std::uint64_t{0});
+  c3::rec_store(r.live.exit_ns, t);
+  c3::rec_store(r.live.inside_ns, g_inside_ns);
+  c3::record_write_end(r);
+  return t;
+}
+}  // namespace
 
 void coll_exit() noexcept {
   c3::RankRecord* r = g_record;
   if (!r) return;
-  const std::uint64_t t = now_ns();
-  g_inside_ns += t - g_entry_ns;
-  g_last_exit_ns = t;
-  c3::record_write_begin(*r);
-  c3::rec_store(r->live.in_collective, std::uint64_t{0});
-  c3::rec_store(r->live.exit_ns, t);
-  c3::rec_store(r->live.inside_ns, g_inside_ns);
-  c3::record_write_end(*r);
-  c3::ring_exit(*r, g_seq, t);
+  c3::ring_exit(*r, g_seq, live_exit(*r));
 }
 
 void nb_started(MPI_Request req) noexcept {
-  // A nonblocking collective returns at once: its start is an entry and an
-  // immediate exit; the time until it completes is counted in the Wait.
-  coll_exit();
-  if (!g_record) return;
-  if (g_pending_count < kPending) g_pending[g_pending_count++] = req;
+  // A nonblocking collective returns at once: the rank is outside again
+  // (live record), but in the ring the collective stays open until it
+  // completes, so its duration covers the communication in flight.
+  c3::RankRecord* r = g_record;
+  if (!r) return;
+  live_exit(*r);
+  if (g_pending_count < kPending) {
+    g_pending_seq[g_pending_count] = g_seq;
+    g_pending[g_pending_count++] = req;
+  }
 }
 
 WaitScope::WaitScope(const MPI_Request* reqs, int count, bool is_blocking) noexcept
@@ -340,21 +355,26 @@ WaitScope::WaitScope(const MPI_Request* reqs, int count, bool is_blocking) noexc
 }
 
 void WaitScope::done(const MPI_Request* after) noexcept {
-  if (n == 0 || !g_record) return;
+  c3::RankRecord* r = g_record;
+  if (n == 0 || !r) return;
   bool any_done = false;
+  const std::uint64_t t = now_ns();
   // Retire completed ones, highest slot first so indices stay valid.
   for (int k = n - 1; k >= 0; --k) {
     if (after[idx[k]] == MPI_REQUEST_NULL) {
       any_done = true;
-      g_pending[slots[k]] = g_pending[--g_pending_count];
+      c3::ring_exit(*r, g_pending_seq[slots[k]], t);
+      --g_pending_count;
+      g_pending[slots[k]] = g_pending[g_pending_count];
+      g_pending_seq[slots[k]] = g_pending_seq[g_pending_count];
     }
   }
   if (blocking) {
     g_entry_ns = t0;
-    coll_exit();
+    live_exit(*r);
   } else if (any_done) {
-    g_entry_ns = now_ns();
-    coll_exit();
+    g_entry_ns = t;
+    live_exit(*r);
   }
 }
 

@@ -30,7 +30,25 @@ struct Trigger {
   std::uint64_t min_seq, max_seq;
   double max_compute_s;
   std::uint32_t compute_hist[kComputeBins];
+  double max_comm_s;
+  std::uint32_t comm_hist[kComputeBins];
 };
+
+// Whether the largest value stands out from an upper estimate of the median
+// of a merged histogram by both thresholds.
+bool stands_out(const std::uint32_t* hist, double max, double abs_s, double rel) {
+  std::uint64_t total = 0, cum = 0;
+  for (int b = 0; b < kComputeBins; ++b) total += hist[b];
+  if (total < 3) return false;
+  for (int b = 0; b < kComputeBins; ++b) {
+    cum += hist[b];
+    if (2 * cum >= total) {
+      const double median_upper = compute_bin_upper(b);
+      return max > median_upper * rel && max > median_upper + abs_s;
+    }
+  }
+  return false;
+}
 
 c3::Bytes to_bytes(const Trigger& t) {
   c3::Bytes b(sizeof t);
@@ -59,7 +77,8 @@ void log(const std::string& node, const std::string& msg) {
 
 Daemon::Daemon(ScoutdConfig cfg)
     : cfg_(std::move(cfg)),
-      stragglers_({cfg_.straggler_absolute_s, cfg_.straggler_relative, cfg_.straggler_confirmations, 4}) {
+      stragglers_({cfg_.straggler_absolute_s, cfg_.straggler_relative, cfg_.straggler_confirmations, 4}),
+      comm_stragglers_({cfg_.straggler_absolute_s, cfg_.straggler_relative, cfg_.straggler_confirmations, 4}) {
   detector_.stall_threshold_s = cfg_.stall_threshold_s;
 }
 
@@ -238,18 +257,9 @@ c3::Bytes Daemon::decide_trigger(const c3::Bytes& acc, const std::vector<int>& l
   bool trouble = (t.max_stall_s >= cfg_.stall_threshold_s && t.waiting > 0) || t.deaths > 0;
   // Stragglers: the slowest rank's compute time against an upper estimate
   // of the median from the merged histogram; open incidents are re-checked.
-  std::uint64_t total = 0, cum = 0;
-  for (auto c : t.compute_hist) total += c;
-  if (total >= 3) {
-    double median_upper = 0;
-    for (int b = 0; b < kComputeBins; ++b) {
-      cum += t.compute_hist[b];
-      if (2 * cum >= total) { median_upper = compute_bin_upper(b); break; }
-    }
-    if (t.max_compute_s > median_upper * cfg_.straggler_relative &&
-        t.max_compute_s > median_upper + cfg_.straggler_absolute_s)
-      trouble = true;
-  }
+  if (stands_out(t.compute_hist, t.max_compute_s, cfg_.straggler_absolute_s, cfg_.straggler_relative) ||
+      stands_out(t.comm_hist, t.max_comm_s, cfg_.straggler_absolute_s, cfg_.straggler_relative))
+    trouble = true;
   {
     std::lock_guard lk(mu_);
     for (auto& [key, id] : open_)
@@ -284,6 +294,9 @@ c3::Bytes Daemon::decide_gather(const c3::Bytes& acc) {
   }
   auto st = stragglers_.update(ev, open_stragglers);
   for (auto& d : st.verdicts) drafts.push_back(std::move(d));
+  auto ct = comm_stragglers_.update(ev, open_stragglers);
+  for (auto& d : ct.verdicts) drafts.push_back(std::move(d));
+  st.resolved.insert(st.resolved.end(), ct.resolved.begin(), ct.resolved.end());
   if (st.compared) down["median_compute_s"] = st.median_compute_s;
   for (auto& key : st.resolved) {
     std::int64_t id = 0;
@@ -386,6 +399,8 @@ int Daemon::run() {
     a.max_seq = std::max(a.max_seq, c.max_seq);
     a.max_compute_s = std::max(a.max_compute_s, c.max_compute_s);
     for (int b = 0; b < kComputeBins; ++b) a.compute_hist[b] += c.compute_hist[b];
+    a.max_comm_s = std::max(a.max_comm_s, c.max_comm_s);
+    for (int b = 0; b < kComputeBins; ++b) a.comm_hist[b] += c.comm_hist[b];
     acc = to_bytes(a);
   };
   const auto period = std::chrono::duration<double>(cfg_.round_period_s);
@@ -397,8 +412,9 @@ int Daemon::run() {
     announce_ranks();
     LocalSummary s = watcher_->summary();
     Trigger t{s.max_stall_s, s.waiting, s.attached, s.finalized, s.unreported_deaths,
-              g_stop_signal ? 1u : 0u, 0, s.min_seq, s.max_seq, s.max_compute_s, {}};
+              g_stop_signal ? 1u : 0u, 0, s.min_seq, s.max_seq, s.max_compute_s, {}, s.max_comm_s, {}};
     std::copy(std::begin(s.compute_hist), std::end(s.compute_hist), t.compute_hist);
+    std::copy(std::begin(s.comm_hist), std::end(s.comm_hist), t.comm_hist);
     auto r = tree_->run(to_bytes(t), combine_trigger,
                         [this](const c3::Bytes& acc, const std::vector<int>& lost) {
                           return decide_trigger(acc, lost);

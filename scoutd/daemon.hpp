@@ -61,6 +61,7 @@ class Daemon {
   std::optional<sql::Ledger> ledger_;
   DetectorOptions detector_;
   StragglerTracker stragglers_;               // root only: confirmation state
+  CommTracker comm_stragglers_;
 
   std::mutex mu_;                              // guards the replicated state below
   std::vector<nlohmann::json> verdicts_;       // every verdict of the job, by id

@@ -25,6 +25,9 @@ void to_json(json& j, const RankEvidence& e) {
            {"syscall", e.syscall}, {"rchar", e.rchar}, {"wchar", e.wchar},
            {"steps", e.steps}, {"step_s", e.step_s}, {"compute_s", e.compute_s},
            {"wait_s", e.wait_s}};
+  json cw = json::object();
+  for (auto& [c, w] : e.comm_wait) cw[fmt::format("{:016x}", c)] = w;
+  j["comm_wait"] = cw;
 }
 
 void from_json(const json& j, RankEvidence& e) {
@@ -51,6 +54,9 @@ void from_json(const json& j, RankEvidence& e) {
   e.step_s = j.value("step_s", 0.0);
   e.compute_s = j.value("compute_s", 0.0);
   e.wait_s = j.value("wait_s", 0.0);
+  if (j.contains("comm_wait") && j["comm_wait"].is_object())
+    for (auto& [k, v] : j["comm_wait"].items())
+      if (v.is_number()) e.comm_wait[std::stoull(k, nullptr, 16)] = v.get<double>();
 }
 
 namespace {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,6 +38,8 @@ struct RankEvidence {
   long long rchar = -1, wchar = -1;  // /proc/<pid>/io
   int steps = 0;             // training steps seen (see step_timing.hpp)
   double step_s = 0, compute_s = 0, wait_s = 0;  // medians over recent steps
+  // Median duration of this rank's recent collectives per communicator.
+  std::map<std::uint64_t, double> comm_wait;
 };
 
 void to_json(nlohmann::json& j, const RankEvidence& e);

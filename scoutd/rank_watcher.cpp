@@ -174,6 +174,7 @@ void RankWatcher::tick() {
       constexpr std::size_t kKeep = 256;
       if (h.size() > kKeep) h.erase(h.begin(), h.end() - kKeep);
       s.steps = analyse_steps(h, step_kind_);
+      s.comm_wait = comm_durations(h);
     }
   }
 }
@@ -226,6 +227,10 @@ LocalSummary RankWatcher::summary() const {
       ++sum.compute_hist[compute_bin(s.steps.compute_s)];
       sum.max_compute_s = std::max(sum.max_compute_s, s.steps.compute_s);
     }
+    for (auto& [c, w] : s.comm_wait) {
+      ++sum.comm_hist[compute_bin(w)];
+      sum.max_comm_s = std::max(sum.max_comm_s, w);
+    }
   }
   return sum;
 }
@@ -255,6 +260,7 @@ std::vector<RankEvidence> RankWatcher::evidence() const {
       e.step_s = s.steps.step_s;
       e.compute_s = s.steps.compute_s;
       e.wait_s = s.steps.wait_s;
+      e.comm_wait = s.comm_wait;
       if (e.alive) {
         ProcInfo p = read_proc_info(s.pid);
         e.state = p.state;

@@ -32,6 +32,9 @@ struct LocalSummary {
   // (a fixed size, whatever the number of ranks), and its maximum.
   std::uint32_t compute_hist[kComputeBins] = {};
   double max_compute_s = 0;
+  // The same for every (rank, communicator) median collective duration.
+  std::uint32_t comm_hist[kComputeBins] = {};
+  double max_comm_s = 0;
 };
 
 int compute_bin(double seconds);
@@ -81,6 +84,7 @@ class RankWatcher {
     bool foreign = false;  // a rank of another node
     std::vector<c3::CollEvent> history;  // recent collectives, by seq
     StepStats steps;
+    std::map<std::uint64_t, double> comm_wait;
   };
   void loop();
   void tick();

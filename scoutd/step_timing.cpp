@@ -16,6 +16,20 @@ double median_of(std::vector<double> v) {
 }
 }  // namespace
 
+std::map<std::uint64_t, double> comm_durations(const std::vector<c3::CollEvent>& events,
+                                               std::size_t per_comm) {
+  std::map<std::uint64_t, std::vector<double>> d;
+  for (auto it = events.rbegin(); it != events.rend(); ++it) {
+    if (it->exit_ns == 0 || it->exit_ns < it->entry_ns || it->comm == 0) continue;
+    auto& v = d[it->comm];
+    if (v.size() < per_comm) v.push_back(static_cast<double>(it->exit_ns - it->entry_ns) * 1e-9);
+  }
+  std::map<std::uint64_t, double> out;
+  for (auto& [c, v] : d)
+    if (v.size() >= 3) out[c] = median_of(v);
+  return out;
+}
+
 std::uint32_t coll_kind_from_name(const std::string& name) {
   for (std::uint32_t k = 1; k < c3::kCollKindCount; ++k)
     if (name == c3::coll_name(k)) return k;

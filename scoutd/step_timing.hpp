@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "libc3/rank_record.hpp"
@@ -24,6 +26,11 @@ struct StepStats {
 // marks steps; window = how many recent steps the medians cover.
 StepStats analyse_steps(const std::vector<c3::CollEvent>& events, std::uint32_t step_kind = 0,
                         int window = 8);
+
+// Median duration (entry to completion) of the last `per_comm` completed
+// collectives on each communicator with at least 3 of them.
+std::map<std::uint64_t, double> comm_durations(const std::vector<c3::CollEvent>& events,
+                                               std::size_t per_comm = 16);
 
 // CollKind for a name like "allreduce"; 0 if unknown.
 std::uint32_t coll_kind_from_name(const std::string& name);

@@ -84,3 +84,138 @@ StragglerTracker::Result StragglerTracker::update(const std::vector<RankEvidence
 }
 
 }  // namespace scout::scoutd
+
+namespace scout::scoutd {
+
+CommTracker::Result CommTracker::update(const std::vector<RankEvidence>& ranks,
+                                        const std::set<std::string>& open) {
+  Result res;
+  std::map<std::uint64_t, std::vector<const RankEvidence*>> members;
+  for (auto& e : ranks)
+    if (e.attached && e.alive && !e.finalized)
+      for (auto& [c, w] : e.comm_wait) members[c].push_back(&e);
+  // Equivalent communicators: same size and pairwise disjoint (the rows of
+  // a grid form one family, its columns another).
+  std::map<std::uint64_t, std::set<int>> mset;
+  for (auto& [c, m] : members)
+    for (auto* e : m) mset[c].insert(e->rank);
+  std::vector<std::vector<std::uint64_t>> families;
+  for (auto& [c, m] : members) {
+    if (m.size() < 2) continue;
+    bool placed = false;
+    for (auto& f : families) {
+      if (members[f.front()].size() != m.size()) continue;
+      bool disjoint = true;
+      for (auto other : f)
+        for (int r : mset[c])
+          if (mset[other].count(r)) disjoint = false;
+      if (disjoint) {
+        f.push_back(c);
+        placed = true;
+        break;
+      }
+    }
+    if (!placed) families.push_back({c});
+  }
+  std::set<std::uint64_t> slow, compared;
+  std::map<std::uint64_t, double> duration;
+  for (auto& comms : families) {
+    if (comms.size() < 3) continue;
+    std::vector<double> v;
+    for (auto c : comms) {
+      std::vector<double> w;
+      for (auto* e : members[c]) w.push_back(e->comm_wait.at(c));
+      std::sort(w.begin(), w.end());
+      duration[c] = w[w.size() / 2];
+      v.push_back(duration[c]);
+      compared.insert(c);
+    }
+    try {
+      // Few communicators per family: the absolute and relative thresholds
+      // decide (a robust scale of three values is mostly the outlier itself).
+      for (auto i : c3::statistical_outliers(v, {opt_.absolute_s, opt_.relative, 0.0}).outliers)
+        slow.insert(comms[i]);
+    } catch (const c3::BadSample&) {
+      return res;
+    }
+  }
+  std::vector<std::string> open_comm;
+  for (auto& k : open)
+    if (k.rfind("straggler:comm", 0) == 0) open_comm.push_back(k);
+  if (slow.empty()) {
+    confirm_ = 0;
+    last_set_.clear();
+    if (!open_comm.empty() && ++healthy_ >= opt_.confirmations) {
+      res.resolved = open_comm;
+      healthy_ = 0;
+    }
+    return res;
+  }
+  healthy_ = 0;
+  std::string set;
+  for (auto c : slow) set += fmt::format("{:016x},", c);
+  confirm_ = set == last_set_ ? confirm_ + 1 : 1;
+  last_set_ = set;
+  if (confirm_ < opt_.confirmations) return res;
+  // Intersect the members of every slow communicator.
+  std::set<int> inter;
+  bool first = true;
+  json slow_list = json::array();
+  for (auto c : slow) {
+    std::set<int> m;
+    json mj = json::array();
+    for (auto* e : members[c]) {
+      m.insert(e->rank);
+      mj.push_back(e->rank);
+    }
+    slow_list.push_back({{"communicator", fmt::format("{:016x}", c)}, {"members", mj},
+                         {"duration_s", duration[c]}});
+    if (first) inter = m;
+    else {
+      std::set<int> keep;
+      for (int r : inter)
+        if (m.count(r)) keep.insert(r);
+      inter = keep;
+    }
+    first = false;
+  }
+  bool contradicted = false;
+  if (inter.size() == 1) {
+    for (auto c : compared) {
+      if (slow.count(c)) continue;
+      for (auto* e : members[c])
+        if (e->rank == *inter.begin()) contradicted = true;
+    }
+  }
+  VerdictDraft d;
+  d.kind = "straggler";
+  json ev = {{"type", "communication"}, {"slow_communicators", slow_list},
+             {"confirmations", confirm_}, {"threshold_absolute_s", opt_.absolute_s},
+             {"threshold_relative", opt_.relative}};
+  if (inter.size() == 1 && !contradicted) {
+    const int x = *inter.begin();
+    const RankEvidence* xe = nullptr;
+    for (auto& e : ranks)
+      if (e.rank == x) xe = &e;
+    d.status = "attributed";
+    d.ranks = {x};
+    d.hosts = {xe ? xe->node : "?"};
+    ev["rule"] = "the slow communicators meet at one rank and no healthy communicator contains it";
+    ev["culprits"] = json::array({{{"rank", x}, {"host", d.hosts[0]}, {"pid", xe ? xe->pid : 0}}});
+    d.key = fmt::format("straggler:comm:{}", x);
+  } else {
+    d.status = "inconclusive";
+    ev["rule"] = inter.empty() ? "slow communicators without a common rank"
+                 : contradicted ? "the common rank is also in a healthy communicator"
+                                : "the slow communicators share several ranks";
+    json common = json::array();
+    for (int r : inter) common.push_back(r);
+    ev["common_ranks"] = common;
+    d.key = "straggler:comm-inconclusive:" + set;
+  }
+  d.evidence = ev;
+  if (!open.count(d.key)) res.verdicts.push_back(std::move(d));
+  return res;
+}
+
+}  // namespace scout::scoutd

@@ -42,3 +42,29 @@ class StragglerTracker {
 };
 
 }  // namespace scout::scoutd
+
+namespace scout::scoutd {
+
+// Communication stragglers: equivalent communicators (same size, pairwise
+// disjoint: the rows of a grid, its columns) are compared by
+// the median duration of their collectives (members learnt from which ranks
+// use each one); the slow ones, confirmed over K gathers, are intersected.
+// If they meet at exactly one rank and no healthy communicator of the
+// comparison contains it, that rank's endpoint (host) is attributed;
+// otherwise the slow communicators are reported, inconclusive.
+class CommTracker {
+ public:
+  explicit CommTracker(StragglerOptions o = {}) : opt_(o) {}
+  struct Result {
+    std::vector<VerdictDraft> verdicts;
+    std::vector<std::string> resolved;
+  };
+  Result update(const std::vector<RankEvidence>& ranks, const std::set<std::string>& open);
+
+ private:
+  StragglerOptions opt_;
+  std::string last_set_;
+  int confirm_ = 0, healthy_ = 0;
+};
+
+}  // namespace scout::scoutd

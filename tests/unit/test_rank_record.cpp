@@ -34,7 +34,7 @@ TEST_CASE("header checks name what was expected") {
   r->version = 1;
   auto why = record_check_header(*r, sizeof *r);
   CHECK(why.find("record version 1") != std::string::npos);
-  CHECK(why.find("expected version 2") != std::string::npos);
+  CHECK(why.find("expected version 3") != std::string::npos);
   r = fresh();
   r->size = 12;
   CHECK(record_check_header(*r, sizeof *r).find("size field") != std::string::npos);
@@ -91,7 +91,7 @@ TEST_CASE("names and ids") {
 TEST_CASE("the ring keeps the last collectives and never returns a slot being rewritten") {
   auto r = fresh();
   for (std::uint64_t k = 1; k <= 100; ++k) {
-    ring_enter(*r, k, 1000 + k, kAllreduce, 10 * k);
+    ring_enter(*r, k, 1000 + k, kAllreduce, 0xC0, 10 * k);
     if (k != 100) ring_exit(*r, k, 10 * k + 5);
   }
   CollEvent ev[kRingSize];
@@ -102,6 +102,7 @@ TEST_CASE("the ring keeps the last collectives and never returns a slot being re
   CHECK(ev[n - 1].exit_ns == 0);  // still inside
   CHECK(ev[n - 2].fingerprint == 1099);
   CHECK(ev[n - 2].exit_ns == 995);
+  CHECK(ev[n - 2].comm == 0xC0);
   // A slot being rewritten (tag 0) is skipped.
   __atomic_store_n(&r->ring[99 % kRingSize].tag, 0, __ATOMIC_RELAXED);
   CHECK(ring_read(*r, 90, 100, ev) == 10);

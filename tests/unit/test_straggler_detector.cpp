@@ -91,3 +91,49 @@ TEST_CASE("two ranks are not enough to name one") {
     CHECK(t.update(v, {}).verdicts.empty());
   }
 }
+
+namespace {
+// A 3x3 grid: rows R0..R2 and columns C0..C2 as communicators.
+std::vector<RankEvidence> grid(double row_wait[3], double col_wait[3]) {
+  std::vector<RankEvidence> v;
+  for (int r = 0; r < 9; ++r) {
+    RankEvidence e;
+    e.rank = r;
+    e.node = "n" + std::to_string(r + 1);
+    e.attached = true;
+    e.comm_wait[0x100 + static_cast<std::uint64_t>(r / 3)] = row_wait[r / 3];
+    e.comm_wait[0x200 + static_cast<std::uint64_t>(r % 3)] = col_wait[r % 3];
+    v.push_back(e);
+  }
+  return v;
+}
+}  // namespace
+
+TEST_CASE("a slow row and a slow column meet at one rank: its host is attributed") {
+  double rows[3] = {0.001, 0.031, 0.001}, cols[3] = {0.030, 0.030, 0.061};
+  CommTracker t;
+  CommTracker::Result r;
+  for (int i = 0; i < 3; ++i) r = t.update(grid(rows, cols), {});
+  REQUIRE(r.verdicts.size() == 1);
+  CHECK(r.verdicts[0].status == "attributed");
+  CHECK(r.verdicts[0].ranks == std::vector<int>{5});  // row 1, column 2
+  CHECK(r.verdicts[0].hosts == std::vector<std::string>{"n6"});
+  CHECK(r.verdicts[0].evidence["type"] == "communication");
+}
+
+TEST_CASE("a slow row alone does not single out a rank: inconclusive") {
+  double rows[3] = {0.001, 0.031, 0.001}, cols[3] = {0.030, 0.030, 0.030};
+  CommTracker t;
+  CommTracker::Result r;
+  for (int i = 0; i < 3; ++i) r = t.update(grid(rows, cols), {});
+  REQUIRE(r.verdicts.size() == 1);
+  CHECK(r.verdicts[0].status == "inconclusive");
+  CHECK(r.verdicts[0].ranks.empty());
+  CHECK(r.verdicts[0].evidence["common_ranks"].size() == 3);
+}
+
+TEST_CASE("healthy communicators give nothing") {
+  double rows[3] = {0.001, 0.0012, 0.001}, cols[3] = {0.002, 0.002, 0.0021};
+  CommTracker t;
+  for (int i = 0; i < 5; ++i) CHECK(t.update(grid(rows, cols), {}).verdicts.empty());
+}
