@@ -42,6 +42,7 @@ struct Options {
   double step_ms = 2.0;  // extra simulated compute per step
   double jitter = 0.0;   // +- fraction of step_ms, random per rank and step
   unsigned seed = 1;
+  int grid_rows = 0, grid_cols = 0;  // --grid RxC
   Fault fault;
 };
 
@@ -50,7 +51,7 @@ struct Options {
     std::fprintf(stderr, "mpi_train: %s\n"
                  "usage: mpi_train [--steps N] [--features F] [--hidden H] [--batch B]\n"
                  "                 [--step-ms MS] [--jitter FRAC] [--print-every K] [--seed S]\n"
-                 "                 [--fault KIND:rank=R:step=S[:ms=M][:count=N]]\n"
+                 "                 [--fault KIND:rank=R:step=S[:ms=M][:count=N]] [--grid RxC]\n"
                  "KIND is one of stop, hang, crash, slow, diverge, corrupt, io\n", msg.c_str());
   MPI_Finalize();
   std::exit(2);
@@ -121,6 +122,13 @@ Options parse(int rank, int argc, char** argv) {
     else if (a == "--jitter") o.jitter = to_double(rank, a, val(), 0);
     else if (a == "--seed") o.seed = static_cast<unsigned>(to_long(rank, a, val(), 0));
     else if (a == "--fault") o.fault = parse_fault(rank, val());
+    else if (a == "--grid") {
+      std::string g = val();
+      auto x = g.find('x');
+      if (x == std::string::npos) usage_error(rank, "--grid: '" + g + "' is not RxC, e.g. 3x4");
+      o.grid_rows = static_cast<int>(to_long(rank, "--grid rows", g.substr(0, x), 1));
+      o.grid_cols = static_cast<int>(to_long(rank, "--grid columns", g.substr(x + 1), 1));
+    }
     else usage_error(rank, "unknown option '" + a + "'");
   }
   return o;
@@ -156,6 +164,16 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   Options o = parse(rank, argc, argv);
   const bool faulty = o.fault.rank == rank;
+  // 2-D decomposition: a row and a column communicator with one exchange
+  // each per step (a halo-exchange stand-in).
+  MPI_Comm row_comm = MPI_COMM_NULL, col_comm = MPI_COMM_NULL;
+  if (o.grid_rows > 0) {
+    if (o.grid_rows * o.grid_cols != size)
+      usage_error(rank, "--grid: " + std::to_string(o.grid_rows) + "x" + std::to_string(o.grid_cols) +
+                            " does not match " + std::to_string(size) + " ranks");
+    MPI_Comm_split(MPI_COMM_WORLD, rank / o.grid_cols, rank, &row_comm);
+    MPI_Comm_split(MPI_COMM_WORLD, rank % o.grid_cols, rank, &col_comm);
+  }
 
   // Teacher and data shard: deterministic per seed and rank.
   std::mt19937_64 rng(o.seed * 7919 + static_cast<unsigned>(rank));
@@ -245,6 +263,13 @@ int main(int argc, char** argv) {
       }
     }
 
+    // --- 2-D exchange: row, then column --------------------------------------
+    if (row_comm != MPI_COMM_NULL) {
+      double halo = loss, got = 0;
+      MPI_Allreduce(&halo, &got, 1, MPI_DOUBLE, MPI_SUM, row_comm);
+      MPI_Allreduce(&halo, &got, 1, MPI_DOUBLE, MPI_SUM, col_comm);
+    }
+
     // --- communication: average the gradients ----------------------------
     if (faulty && step == o.fault.step && o.fault.kind == "diverge") {
       std::fprintf(stderr, "mpi_train: rank %d: injected fault: Barrier instead of Allreduce at step %ld\n", rank, step);
@@ -278,6 +303,10 @@ int main(int argc, char** argv) {
     if (step % 50 == 49) MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0 && (step % o.print_every == o.print_every - 1 || step == o.steps - 1))
       std::printf("step %ld loss %.6f\n", step + 1, loss);
+  }
+  if (row_comm != MPI_COMM_NULL) {
+    MPI_Comm_free(&row_comm);
+    MPI_Comm_free(&col_comm);
   }
   if (rank == 0) std::printf("done: %ld steps on %d ranks, final loss %.6f\n", o.steps, size, loss);
   std::fflush(stdout);

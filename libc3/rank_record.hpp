@@ -14,7 +14,7 @@
 namespace scout::c3 {
 
 inline constexpr std::uint64_t kRecordMagic = 0x3142525054554F53ULL;  // "SOUTPRB1" LE
-inline constexpr std::uint32_t kRecordVersion = 3;
+inline constexpr std::uint32_t kRecordVersion = 4;
 inline constexpr std::uint64_t kRingSize = 64;  // recent collectives kept per rank
 
 // Collective kinds (stable codes: they go into fingerprints and the ledger).
@@ -65,6 +65,17 @@ struct alignas(8) RingSlot {
   std::uint64_t exit_ns;  // 0 while still inside
 };
 
+// A communicator this rank belongs to, published once when it is created:
+// its identity and its members as world ranks (the first kCommMembers).
+inline constexpr std::size_t kCommTable = 16;
+inline constexpr std::size_t kCommMembers = 64;
+struct CommEntry {
+  std::uint64_t id;
+  std::uint32_t size;
+  std::uint32_t stored;  // members[] holds min(size, kCommMembers)
+  std::int32_t members[kCommMembers];
+};
+
 // What a reader gets for one collective from the ring.
 struct CollEvent {
   std::uint64_t seq, fingerprint, kind, entry_ns, exit_ns;
@@ -92,6 +103,9 @@ struct RankRecord {
   RingSlot ring[kRingSize];
   std::uint64_t ring_kind[kRingSize];  // collective kind per slot
   std::uint64_t ring_comm[kRingSize];  // communicator identity per slot
+  // Communicators, append-only: entries [0, comm_count) are complete.
+  std::uint64_t comm_count;
+  CommEntry comms[kCommTable];
 };
 
 // Writer side (probe). Single writer per record.

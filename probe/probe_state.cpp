@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 
 #include "libc3/signature.hpp"
@@ -17,6 +18,50 @@ namespace scout::probe {
 
 c3::RankRecord* g_record = nullptr;
 ProbeClock g_clock;
+
+// Test-only fault injection (SCOUT_PROBE_TEST_DELAY): this rank waits inside
+// the collectives of communicators of the given sizes, like a slow link at
+// its endpoint: the time is inside the collective for it and for every peer
+// that needs its data. Off unless the variable is set; read once at init.
+namespace {
+bool g_delay_active = false;
+int g_delay_sizes[4] = {0, 0, 0, 0};
+long g_delay_ms = 0;
+std::uint64_t g_delay_after = 0;
+
+void parse_test_delay(int rank) {
+  const char* v = std::getenv("SCOUT_PROBE_TEST_DELAY");
+  if (!v || !*v) return;
+  int r = -1, nsizes = 0;
+  long ms = 0;
+  unsigned long long after = 0;
+  char sizes[64] = {};
+  if (std::sscanf(v, "rank=%d,comm_size=%63[0-9+],ms=%ld,after=%llu", &r, sizes, &ms, &after) != 4 ||
+      ms <= 0) {
+    std::fprintf(stderr, "scout-probe: init: ignoring SCOUT_PROBE_TEST_DELAY='%s': expected "
+                 "rank=R,comm_size=N[+M...],ms=D,after=SEQ\n", v);
+    return;
+  }
+  if (r != rank) return;
+  for (char* tok = std::strtok(sizes, "+"); tok && nsizes < 4; tok = std::strtok(nullptr, "+"))
+    g_delay_sizes[nsizes++] = std::atoi(tok);
+  g_delay_ms = ms;
+  g_delay_after = after;
+  g_delay_active = nsizes > 0;
+}
+
+void test_delay(MPI_Comm comm, std::uint64_t seq) noexcept {
+  if (seq < g_delay_after) return;
+  int n = 0;
+  PMPI_Comm_size(comm, &n);
+  for (int sz : g_delay_sizes)
+    if (sz == n) {
+      timespec d{g_delay_ms / 1000, (g_delay_ms % 1000) * 1000000L};
+      nanosleep(&d, nullptr);
+      return;
+    }
+}
+}  // namespace
 
 void clock_calibrate() noexcept {
 #if defined(__x86_64__)
@@ -123,9 +168,38 @@ std::uint64_t compute_identity(MPI_Comm comm) noexcept {
   return c3::signature_words(words);
 }
 
+namespace {
+// Publishes a new communicator's membership in the record (append-only; the
+// count is stored last so a reader never sees a half-written entry).
+void publish_comm(std::uint64_t id, int n) noexcept {
+  c3::RankRecord* r = g_record;
+  if (!r) return;
+  std::uint64_t k = __atomic_load_n(&r->comm_count, __ATOMIC_RELAXED);
+  if (k >= c3::kCommTable) return;
+  for (std::uint64_t i = 0; i < k; ++i)
+    if (r->comms[i].id == id) return;  // a handle reused for the same identity
+  c3::CommEntry& e = r->comms[k];
+  e.id = id;
+  e.size = static_cast<std::uint32_t>(n);
+  e.stored = static_cast<std::uint32_t>(std::min<int>(n, static_cast<int>(c3::kCommMembers)));
+  for (std::uint32_t i = 0; i < e.stored; ++i) e.members[i] = g_ranks_world[i];
+  __atomic_store_n(&r->comm_count, k + 1, __ATOMIC_RELEASE);
+}
+}  // namespace
+
 void comm_register(MPI_Comm comm) noexcept {
   if (comm == MPI_COMM_NULL) return;
   std::uint64_t id = compute_identity(comm);
+  int members = 0;
+  {
+    MPI_Group g;
+    PMPI_Comm_group(comm, &g);
+    PMPI_Group_size(g, &members);
+    PMPI_Group_free(&g);
+  }
+  int inter = 0;
+  PMPI_Comm_test_inter(comm, &inter);
+  if (!inter) publish_comm(id, members);  // g_ranks_world still holds its members
   unsigned s = comm_slot(comm);
   for (int i = 0; i < kCommSlots; ++i, s = (s + 1) % kCommSlots) {
     if (g_comms[s].comm == comm || g_comms[s].comm == nullptr || g_comms[s].comm == kTombstone) {
@@ -210,6 +284,7 @@ void probe_init() noexcept {
   PMPI_Comm_size(MPI_COMM_WORLD, &size);
   std::snprintf(g_shm_name, sizeof g_shm_name, "/scout.%s.%s.%d", job, step, rank);
   clock_calibrate();
+  parse_test_delay(rank);
   int fd = shm_open(g_shm_name, O_CREAT | O_RDWR, 0600);
   if (fd < 0) {
     std::fprintf(stderr, "scout-probe: init: shm_open %s: %s; probe disabled\n", g_shm_name,
@@ -238,6 +313,7 @@ void probe_init() noexcept {
   std::memset(static_cast<void*>(r->ring), 0, sizeof r->ring);
   std::memset(static_cast<void*>(r->ring_kind), 0, sizeof r->ring_kind);
   std::memset(static_cast<void*>(r->ring_comm), 0, sizeof r->ring_comm);
+  __atomic_store_n(&r->comm_count, 0, __ATOMIC_RELAXED);
   r->version = c3::kRecordVersion;
   r->size = sizeof(c3::RankRecord);
   r->world_rank = rank;
@@ -254,10 +330,10 @@ void probe_init() noexcept {
   c3::rec_store(r->live.state, std::uint64_t{c3::kStateInitialized});
   c3::record_write_end(*r);
   __atomic_store_n(&r->magic, c3::kRecordMagic, __ATOMIC_RELEASE);  // publish last
-  comm_register(MPI_COMM_WORLD);
-  comm_register(MPI_COMM_SELF);
   g_last_exit_ns = r->start_ns;
   g_record = r;
+  comm_register(MPI_COMM_WORLD);
+  comm_register(MPI_COMM_SELF);
 }
 
 void probe_finalize() noexcept {
@@ -299,6 +375,7 @@ void coll_enter(std::uint32_t kind, MPI_Comm comm, std::int64_t count, MPI_Datat
   c3::rec_store(r->live.outside_ns, g_outside_ns);
   c3::record_write_end(*r);
   c3::ring_enter(*r, g_seq, fp, kind, cid, t);
+  if (__builtin_expect(g_delay_active, false)) test_delay(comm, g_seq);
 }
 
 namespace {

@@ -28,6 +28,10 @@ void to_json(json& j, const RankEvidence& e) {
   json cw = json::object();
   for (auto& [c, w] : e.comm_wait) cw[fmt::format("{:016x}", c)] = w;
   j["comm_wait"] = cw;
+  json cm = json::object();
+  for (auto& [c, m] : e.comm_members)
+    if (e.comm_wait.count(c)) cm[fmt::format("{:016x}", c)] = m;  // only the ones in use
+  j["comm_members"] = cm;
 }
 
 void from_json(const json& j, RankEvidence& e) {
@@ -57,6 +61,9 @@ void from_json(const json& j, RankEvidence& e) {
   if (j.contains("comm_wait") && j["comm_wait"].is_object())
     for (auto& [k, v] : j["comm_wait"].items())
       if (v.is_number()) e.comm_wait[std::stoull(k, nullptr, 16)] = v.get<double>();
+  if (j.contains("comm_members") && j["comm_members"].is_object())
+    for (auto& [k, v] : j["comm_members"].items())
+      if (v.is_array()) e.comm_members[std::stoull(k, nullptr, 16)] = v.get<std::vector<int>>();
 }
 
 namespace {

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <map>
+#include <vector>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,6 +41,8 @@ struct RankEvidence {
   double step_s = 0, compute_s = 0, wait_s = 0;  // medians over recent steps
   // Median duration of this rank's recent collectives per communicator.
   std::map<std::uint64_t, double> comm_wait;
+  // Memberships (world ranks) of its communicators, as the probe published.
+  std::map<std::uint64_t, std::vector<int>> comm_members;
 };
 
 void to_json(nlohmann::json& j, const RankEvidence& e);

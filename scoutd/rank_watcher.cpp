@@ -176,6 +176,14 @@ void RankWatcher::tick() {
       s.steps = analyse_steps(h, step_kind_);
       s.comm_wait = comm_durations(h);
     }
+    // New communicators this rank published (append-only table).
+    const std::uint64_t nc = std::min<std::uint64_t>(
+        __atomic_load_n(const_cast<std::uint64_t*>(&s.rec->comm_count), __ATOMIC_ACQUIRE), c3::kCommTable);
+    for (; s.comms_read < nc; ++s.comms_read) {
+      const c3::CommEntry& ce = s.rec->comms[s.comms_read];
+      if (ce.stored != ce.size || ce.size < 2) continue;  // too large to list, or SELF
+      s.comm_members[ce.id] = std::vector<int>(ce.members, ce.members + ce.stored);
+    }
   }
 }
 
@@ -261,6 +269,7 @@ std::vector<RankEvidence> RankWatcher::evidence() const {
       e.compute_s = s.steps.compute_s;
       e.wait_s = s.steps.wait_s;
       e.comm_wait = s.comm_wait;
+      e.comm_members = s.comm_members;
       if (e.alive) {
         ProcInfo p = read_proc_info(s.pid);
         e.state = p.state;

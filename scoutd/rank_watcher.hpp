@@ -85,6 +85,8 @@ class RankWatcher {
     std::vector<c3::CollEvent> history;  // recent collectives, by seq
     StepStats steps;
     std::map<std::uint64_t, double> comm_wait;
+    std::map<std::uint64_t, std::vector<int>> comm_members;  // published, complete ones
+    std::uint64_t comms_read = 0;
   };
   void loop();
   void tick();

@@ -311,6 +311,10 @@ int main(int argc, char** argv) {
       train.push_back("-x");
       train.push_back(kv.first);
     }
+    if (std::getenv("SCOUT_PROBE_TEST_DELAY")) {  // test-only fault injection
+      train.push_back("-x");
+      train.push_back("SCOUT_PROBE_TEST_DELAY");
+    }
   }
   for (auto& a : o.program) train.push_back(a);
   pid_t prog = g_interrupts ? -1 : spawn(train);

@@ -96,15 +96,26 @@ CommTracker::Result CommTracker::update(const std::vector<RankEvidence>& ranks,
       for (auto& [c, w] : e.comm_wait) members[c].push_back(&e);
   // Equivalent communicators: same size and pairwise disjoint (the rows of
   // a grid form one family, its columns another).
+  // Membership: as the probe published it (by identity); for a
+  // communicator too large to list, the ranks seen using it.
   std::map<std::uint64_t, std::set<int>> mset;
-  for (auto& [c, m] : members)
-    for (auto* e : m) mset[c].insert(e->rank);
+  for (auto& [c, m] : members) {
+    for (auto* e : m) {
+      auto it = e->comm_members.find(c);
+      if (it != e->comm_members.end()) {
+        mset[c] = std::set<int>(it->second.begin(), it->second.end());
+        break;
+      }
+    }
+    if (mset[c].empty())
+      for (auto* e : m) mset[c].insert(e->rank);
+  }
   std::vector<std::vector<std::uint64_t>> families;
   for (auto& [c, m] : members) {
-    if (m.size() < 2) continue;
+    if (mset[c].size() < 2) continue;
     bool placed = false;
     for (auto& f : families) {
-      if (members[f.front()].size() != m.size()) continue;
+      if (mset[f.front()].size() != mset[c].size()) continue;
       bool disjoint = true;
       for (auto other : f)
         for (int r : mset[c])
@@ -162,12 +173,9 @@ CommTracker::Result CommTracker::update(const std::vector<RankEvidence>& ranks,
   bool first = true;
   json slow_list = json::array();
   for (auto c : slow) {
-    std::set<int> m;
+    const std::set<int>& m = mset[c];
     json mj = json::array();
-    for (auto* e : members[c]) {
-      m.insert(e->rank);
-      mj.push_back(e->rank);
-    }
+    for (int r : m) mj.push_back(r);
     slow_list.push_back({{"communicator", fmt::format("{:016x}", c)}, {"members", mj},
                          {"duration_s", duration[c]}});
     if (first) inter = m;
@@ -183,8 +191,7 @@ CommTracker::Result CommTracker::update(const std::vector<RankEvidence>& ranks,
   if (inter.size() == 1) {
     for (auto c : compared) {
       if (slow.count(c)) continue;
-      for (auto* e : members[c])
-        if (e->rank == *inter.begin()) contradicted = true;
+      if (mset[c].count(*inter.begin())) contradicted = true;
     }
   }
   VerdictDraft d;

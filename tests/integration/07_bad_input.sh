@@ -42,7 +42,7 @@ start_run -n 2 --nodes 1 --stall-threshold 1 -- sleep 3
 finish_run
 expect_eq "exit status with bad records" "$RUN_RC" 0
 grep -q "scout.$JOB.0.0 refused: bad magic" "$T/run.log" || fail "wrong magic not reported"
-grep -q "scout.$JOB.0.1 refused: record version 1; expected version 3" "$T/run.log" || fail "wrong version not reported"
+grep -q "scout.$JOB.0.1 refused: record version 1; expected version 4" "$T/run.log" || fail "wrong version not reported"
 expect_eq "verdicts" "$(verdicts_json | jq length)" 0
 assert_no_leftovers
 

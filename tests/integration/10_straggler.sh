@@ -1,9 +1,9 @@
 #!/bin/sh
-# Compute stragglers: a rank slowed by 30 ms per step from step 20 is named
+# Compute stragglers: a rank slowed by 50 ms per step from step 20 is named
 # after the confirmation rounds, with its score; the live view ranks it
 # first; one slow step, or +-20% jitter on every rank, gives no verdict.
 . "$top_srcdir/tests/integration/lib.sh"
-start_run -n 8 --nodes 4 -- "$TRAIN" --steps 200 --fault slow:rank=3:step=20:ms=30
+start_run -n 8 --nodes 4 -- "$TRAIN" --steps 200 --fault slow:rank=3:step=20:ms=50
 wait_for_verdict straggler 40
 top=$("$SCOUTCTL" top "$JOB" --json --count 1) || fail "scoutctl top failed"
 expect_eq "top rank" "$(echo "$top" | jq '.ranks[0].rank')" 3

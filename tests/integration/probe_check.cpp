@@ -163,6 +163,26 @@ int main(int argc, char** argv) {
       ++g_failures;
     }
   }
+  // Each communicator's membership is published once, by identity.
+  {
+    const std::uint64_t nc = __atomic_load_n(const_cast<std::uint64_t*>(&g_rec->comm_count), __ATOMIC_ACQUIRE);
+    bool found_half = false, found_world = false;
+    for (std::uint64_t i = 0; i < nc && i < kCommTable; ++i) {
+      const CommEntry& ce = g_rec->comms[i];
+      if (ce.id == world_id) found_world = ce.size == static_cast<std::uint32_t>(n);
+      if (ce.id == half_id) {
+        found_half = true;
+        for (std::uint32_t k = 0; k < ce.stored; ++k)
+          if (ce.members[k] % 2 != g_rank % 2) found_half = false;
+        if (ce.size != static_cast<std::uint32_t>((n + 1 - g_rank % 2) / 2)) found_half = false;
+      }
+    }
+    if (!found_half || !found_world) {
+      std::fprintf(stderr, "probe_check: rank %d: published memberships wrong (world %d, half %d, %llu entries)\n",
+                   g_rank, found_world, found_half, static_cast<unsigned long long>(nc));
+      ++g_failures;
+    }
+  }
   MPI_Comm_free(&dup);
   MPI_Comm_free(&half);
   MPI_Comm_free(&cart);
