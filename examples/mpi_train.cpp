@@ -4,8 +4,10 @@
 //   --fault KIND:rank=R:step=S[:ms=M][:count=N]
 //   KIND: stop (SIGSTOP itself), hang (spin before the next collective),
 //         crash (abort), slow (sleep M ms per step from S on), diverge (call a
-//         different collective at step S), corrupt (flip one bit of its
-//         allreduce result at step S), io (block in a write to a FIFO nobody
+//         different collective at step S), corrupt (its gradient allreduce
+//         at step S delivers a flipped bit: inside the collective through
+//         the probe's test hook when scout's probe is loaded, and in the
+//         application's copy either way), io (block in a write to a FIFO nobody
 //         reads at step S).
 #include <fcntl.h>
 #include <mpi.h>
@@ -53,7 +55,9 @@ struct Options {
                  "                 [--step-ms MS] [--jitter FRAC] [--print-every K] [--seed S]\n"
                  "                 [--fault KIND:rank=R:step=S[:ms=M][:count=N]] [--grid RxC]\n"
                  "KIND is one of stop, hang, crash, slow, diverge, corrupt, io\n", msg.c_str());
-  MPI_Finalize();
+  int init = 0;
+  MPI_Initialized(&init);
+  if (init) MPI_Finalize();
   std::exit(2);
 }
 
@@ -158,11 +162,25 @@ struct Model {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Options are read before MPI_Init: the corrupt fault is armed through the
+  // probe's test hook, which reads its setting at MPI_Init.
+  int env_rank = 0;
+  for (const char* v : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID"})
+    if (const char* e = std::getenv(v); e && *e) { env_rank = std::atoi(e); break; }
+  Options o = parse(env_rank, argc, argv);
+  if (o.fault.kind == "corrupt") {
+    // The step's gradient Allreduce (the step+1-th of that many elements)
+    // delivers one flipped bit on the faulty rank, as a corrupting link or
+    // reduction unit would: the probe flips it before it signs the output.
+    const long count = static_cast<long>(o.hidden) * o.features + 2L * o.hidden + 1;
+    const std::string hook = "rank=" + std::to_string(o.fault.rank) + ",count=" + std::to_string(count) +
+                             ",call=" + std::to_string(o.fault.step + 1) + ",bit=41";
+    setenv("SCOUT_PROBE_TEST_CORRUPT", hook.c_str(), 1);
+  }
   MPI_Init(&argc, &argv);
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  Options o = parse(rank, argc, argv);
   const bool faulty = o.fault.rank == rank;
   // 2-D decomposition: a row and a column communicator with one exchange
   // each per step (a halo-exchange stand-in).

@@ -56,6 +56,25 @@ std::size_t ring_read(const RankRecord& r, std::uint64_t from, std::uint64_t to,
   return n;
 }
 
+std::size_t outsig_read(const RankRecord& r, std::uint64_t from, OutSig* out, std::uint64_t* next) noexcept {
+  auto* rm = const_cast<RankRecord*>(&r);
+  const std::uint64_t count = __atomic_load_n(&rm->outsig_count, __ATOMIC_ACQUIRE);
+  if (count > kOutSigRing && from < count - kOutSigRing) from = count - kOutSigRing;
+  std::size_t n = 0;
+  for (std::uint64_t k = from; k < count; ++k) {
+    OutSig* s = &rm->outsigs[k % kOutSigRing];
+    if (__atomic_load_n(&s->tag, __ATOMIC_ACQUIRE) != k + 1) continue;
+    OutSig o{k + 1, __atomic_load_n(&s->comm, __ATOMIC_RELAXED), __atomic_load_n(&s->call, __ATOMIC_RELAXED),
+             __atomic_load_n(&s->kind, __ATOMIC_RELAXED), __atomic_load_n(&s->sig, __ATOMIC_RELAXED),
+             __atomic_load_n(&s->bytes, __ATOMIC_RELAXED)};
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (__atomic_load_n(&s->tag, __ATOMIC_RELAXED) != k + 1) continue;
+    out[n++] = o;
+  }
+  if (next) *next = count;
+  return n;
+}
+
 std::string record_check_header(const RankRecord& r, std::size_t mapped_bytes) {
   if (mapped_bytes < sizeof(RankRecord))
     return fmt::format("record is {} bytes; expected at least {}", mapped_bytes,

@@ -14,7 +14,7 @@
 namespace scout::c3 {
 
 inline constexpr std::uint64_t kRecordMagic = 0x3142525054554F53ULL;  // "SOUTPRB1" LE
-inline constexpr std::uint32_t kRecordVersion = 4;
+inline constexpr std::uint32_t kRecordVersion = 5;
 inline constexpr std::uint64_t kRingSize = 64;  // recent collectives kept per rank
 
 // Collective kinds (stable codes: they go into fingerprints and the ledger).
@@ -76,6 +76,19 @@ struct CommEntry {
   std::int32_t members[kCommMembers];
 };
 
+// A signed collective output: every Nth Allreduce, Bcast and Allgather of a
+// communicator (N from SCOUT_OUTSIG_EVERY), in slot (index % kOutSigRing).
+// `tag` is index + 1 once the slot is complete (0 while rewritten).
+inline constexpr std::size_t kOutSigRing = 32;
+struct alignas(8) OutSig {
+  std::uint64_t tag;
+  std::uint64_t comm;    // communicator identity
+  std::uint64_t call;    // ordinal of the signable collective on that communicator
+  std::uint64_t kind;    // CollKind
+  std::uint64_t sig;     // libc3 signature of the output buffer
+  std::uint64_t bytes;
+};
+
 // What a reader gets for one collective from the ring.
 struct CollEvent {
   std::uint64_t seq, fingerprint, kind, entry_ns, exit_ns;
@@ -106,7 +119,30 @@ struct RankRecord {
   // Communicators, append-only: entries [0, comm_count) are complete.
   std::uint64_t comm_count;
   CommEntry comms[kCommTable];
+  // Output signatures: outsig_count written so far, the last kOutSigRing kept.
+  std::uint64_t outsig_count;
+  OutSig outsigs[kOutSigRing];
 };
+
+inline void outsig_push(RankRecord& r, std::uint64_t comm, std::uint64_t call, std::uint64_t kind,
+                        std::uint64_t sig, std::uint64_t bytes) noexcept {
+  const std::uint64_t n = __atomic_load_n(&r.outsig_count, __ATOMIC_RELAXED);
+  OutSig& s = r.outsigs[n % kOutSigRing];
+  __atomic_store_n(&s.tag, 0, __ATOMIC_RELAXED);
+  std::atomic_thread_fence(std::memory_order_release);
+  __atomic_store_n(&s.comm, comm, __ATOMIC_RELAXED);
+  __atomic_store_n(&s.call, call, __ATOMIC_RELAXED);
+  __atomic_store_n(&s.kind, kind, __ATOMIC_RELAXED);
+  __atomic_store_n(&s.sig, sig, __ATOMIC_RELAXED);
+  __atomic_store_n(&s.bytes, bytes, __ATOMIC_RELAXED);
+  __atomic_store_n(&s.tag, n + 1, __ATOMIC_RELEASE);
+  __atomic_store_n(&r.outsig_count, n + 1, __ATOMIC_RELEASE);
+}
+
+// Reads the output signatures with index >= from (at most kOutSigRing, the
+// newest), oldest first, skipping slots being rewritten; sets *next to the
+// index to read from next time. Returns how many were written to out.
+std::size_t outsig_read(const RankRecord& r, std::uint64_t from, OutSig* out, std::uint64_t* next) noexcept;
 
 // Writer side (probe). Single writer per record.
 inline void record_write_begin(RankRecord& r) noexcept {

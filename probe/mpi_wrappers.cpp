@@ -69,9 +69,28 @@ const MPI_Datatype kNoType = MPI_DATATYPE_NULL;
   BLOCKING(NAME, KIND, (P, int root, MPI_Comm comm), (A, root, comm), COUNT, DT, OP, root)  \
   NONBLOCKING(INAME, KIND, (P, int root, MPI_Comm comm RQ), (A, root, comm RA), COUNT, DT, OP, root)
 
-BOTH(Allgather, Iallgather, kAllgather, P_GATHER, A_GATHER, sendcount, sendtype, kNoOp, -1)
+// Allgather, Allreduce and Bcast also sign their output (every Nth call).
+SCOUT_EXPORT int MPI_Allgather(P_GATHER, MPI_Comm comm) {
+  int rc;
+  {
+    Scope s_(kAllgather, comm, sendcount, sendtype, kNoOp, -1);
+    rc = PMPI_Allgather(A_GATHER, comm);
+  }
+  if (rc == MPI_SUCCESS) coll_output(kAllgather, comm, recvbuf, recvcount, recvtype, true);
+  return rc;
+}
+NONBLOCKING(Iallgather, kAllgather, (P_GATHER, MPI_Comm comm RQ), (A_GATHER, comm RA), sendcount, sendtype, kNoOp, -1)
 BOTH(Allgatherv, Iallgatherv, kAllgatherv, P_GATHERV, A_GATHERV, sendcount, sendtype, kNoOp, -1)
-BOTH(Allreduce, Iallreduce, kAllreduce, P_RED, A_RED, count, datatype, op, -1)
+SCOUT_EXPORT int MPI_Allreduce(P_RED, MPI_Comm comm) {
+  int rc;
+  {
+    Scope s_(kAllreduce, comm, count, datatype, op, -1);
+    rc = PMPI_Allreduce(A_RED, comm);
+  }
+  if (rc == MPI_SUCCESS) coll_output(kAllreduce, comm, recvbuf, count, datatype, false);
+  return rc;
+}
+NONBLOCKING(Iallreduce, kAllreduce, (P_RED, MPI_Comm comm RQ), (A_RED, comm RA), count, datatype, op, -1)
 BOTH(Alltoall, Ialltoall, kAlltoall, P_GATHER, A_GATHER, sendcount, sendtype, kNoOp, -1)
 BOTH(Alltoallv, Ialltoallv, kAlltoallv, P_ATAV, A_ATAV, -1, sendtype, kNoOp, -1)
 BOTH(Alltoallw, Ialltoallw, kAlltoallw, P_ATAW, A_ATAW, -1, kNoType, kNoOp, -1)
@@ -92,8 +111,15 @@ BOTH_ROOT(Reduce, Ireduce, kReduce, P_RED, A_RED, count, datatype, op)
 
 BLOCKING(Barrier, kBarrier, (MPI_Comm comm), (comm), 0, kNoType, kNoOp, -1)
 NONBLOCKING(Ibarrier, kBarrier, (MPI_Comm comm, MPI_Request *request), (comm, request), 0, kNoType, kNoOp, -1)
-BLOCKING(Bcast, kBcast, (void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm),
-         (buffer, count, datatype, root, comm), count, datatype, kNoOp, root)
+SCOUT_EXPORT int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
+  int rc;
+  {
+    Scope s_(kBcast, comm, count, datatype, kNoOp, root);
+    rc = PMPI_Bcast(buffer, count, datatype, root, comm);
+  }
+  if (rc == MPI_SUCCESS) coll_output(kBcast, comm, buffer, count, datatype, false);
+  return rc;
+}
 NONBLOCKING(Ibcast, kBcast,
             (void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request),
             (buffer, count, datatype, root, comm, request), count, datatype, kNoOp, root)

@@ -63,6 +63,100 @@ void test_delay(MPI_Comm comm, std::uint64_t seq) noexcept {
 }
 }  // namespace
 
+// Collective-output signatures: every Nth signable collective per
+// communicator. Counters live in a small fixed table (no allocation).
+namespace {
+std::uint64_t g_outsig_every = 64;
+struct CommCalls {
+  std::uint64_t id, calls;
+};
+constexpr int kCommCalls = 64;
+CommCalls g_comm_calls[kCommCalls];
+int g_comm_calls_used = 0;
+
+// Test-only (SCOUT_PROBE_TEST_CORRUPT=rank=R,count=N,call=K,bit=B): the K-th
+// Allreduce of N elements on this rank delivers its output with one bit
+// flipped, as a corrupting link or reduction unit would.
+bool g_corrupt_active = false;
+long g_corrupt_count = 0;
+unsigned long long g_corrupt_call = 0, g_corrupt_seen = 0;
+int g_corrupt_bit = 0;
+
+void parse_outsig(int rank) {
+  if (const char* v = std::getenv("SCOUT_OUTSIG_EVERY"); v && *v) {
+    char* end = nullptr;
+    unsigned long long n = std::strtoull(v, &end, 10);
+    if (*end || v[0] == '-')
+      std::fprintf(stderr, "scout-probe: init: ignoring SCOUT_OUTSIG_EVERY='%s': expected a "
+                   "number of collectives (0: off)\n", v);
+    else
+      g_outsig_every = n;
+  }
+  const char* c = std::getenv("SCOUT_PROBE_TEST_CORRUPT");
+  if (!c || !*c) return;
+  int r = -1, bit = 0;
+  long count = 0;
+  unsigned long long call = 0;
+  if (std::sscanf(c, "rank=%d,count=%ld,call=%llu,bit=%d", &r, &count, &call, &bit) != 4 || count <= 0 ||
+      call == 0 || bit < 0) {
+    std::fprintf(stderr, "scout-probe: init: ignoring SCOUT_PROBE_TEST_CORRUPT='%s': expected "
+                 "rank=R,count=N,call=K,bit=B\n", c);
+    return;
+  }
+  if (r != rank) return;
+  g_corrupt_count = count;
+  g_corrupt_call = call;
+  g_corrupt_bit = bit;
+  g_corrupt_active = true;
+}
+}  // namespace
+
+void coll_output(std::uint32_t kind, MPI_Comm comm, void* buf, std::int64_t count, MPI_Datatype dt,
+                 bool per_member) noexcept {
+  c3::RankRecord* r = g_record;
+  if (!r || !buf || count <= 0 || buf == MPI_IN_PLACE) return;
+  if (__builtin_expect(g_corrupt_active, false) && kind == c3::kAllreduce && count == g_corrupt_count &&
+      ++g_corrupt_seen == g_corrupt_call) {
+    int tsize = 0;
+    PMPI_Type_size(dt, &tsize);
+    if (tsize > 0) {
+      auto* bytes = static_cast<unsigned char*>(buf);
+      const std::uint64_t nbits = static_cast<std::uint64_t>(count) * static_cast<std::uint64_t>(tsize) * 8;
+      const std::uint64_t b = static_cast<std::uint64_t>(g_corrupt_bit) % nbits;
+      bytes[b / 8] ^= static_cast<unsigned char>(1u << (b % 8));
+    }
+  }
+  if (g_outsig_every == 0) return;
+  const std::uint64_t cid = comm_identity(comm);
+  CommCalls* cc = nullptr;
+  for (int i = 0; i < g_comm_calls_used; ++i)
+    if (g_comm_calls[i].id == cid) { cc = &g_comm_calls[i]; break; }
+  if (!cc) {
+    if (g_comm_calls_used == kCommCalls) return;  // table full: not signed
+    cc = &g_comm_calls[g_comm_calls_used++];
+    *cc = {cid, 0};
+  }
+  const std::uint64_t call = ++cc->calls;
+  if (call % g_outsig_every != 0) return;
+  // Only contiguous data: size == extent, so the bytes are the elements.
+  int tsize = 0;
+  MPI_Aint lb = 0, extent = 0;
+  if (PMPI_Type_size(dt, &tsize) != MPI_SUCCESS || PMPI_Type_get_extent(dt, &lb, &extent) != MPI_SUCCESS ||
+      tsize <= 0 || static_cast<MPI_Aint>(tsize) != extent || lb != 0)
+    return;
+  std::uint64_t n = static_cast<std::uint64_t>(count);
+  if (per_member) {
+    int size = 0;
+    PMPI_Comm_size(comm, &size);
+    n *= static_cast<std::uint64_t>(size);
+  }
+  const std::uint64_t bytes = n * static_cast<std::uint64_t>(tsize);
+  const std::int64_t shape[1] = {static_cast<std::int64_t>(n)};
+  c3::SignatureMeta meta{static_cast<std::uint32_t>(datatype_code(dt)), std::span<const std::int64_t>(shape, 1)};
+  const std::uint64_t sig = c3::signature(buf, bytes, meta);
+  c3::outsig_push(*r, cid, call, kind, sig, bytes);
+}
+
 void clock_calibrate() noexcept {
 #if defined(__x86_64__)
   // Only an invariant TSC (constant and nonstop) measures time.
@@ -285,6 +379,7 @@ void probe_init() noexcept {
   std::snprintf(g_shm_name, sizeof g_shm_name, "/scout.%s.%s.%d", job, step, rank);
   clock_calibrate();
   parse_test_delay(rank);
+  parse_outsig(rank);
   int fd = shm_open(g_shm_name, O_CREAT | O_RDWR, 0600);
   if (fd < 0) {
     std::fprintf(stderr, "scout-probe: init: shm_open %s: %s; probe disabled\n", g_shm_name,

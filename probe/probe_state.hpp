@@ -68,6 +68,11 @@ std::uint64_t op_code(MPI_Op op) noexcept;
 void coll_enter(std::uint32_t kind, MPI_Comm comm, std::int64_t count, MPI_Datatype dt,
                 MPI_Op op, std::int64_t root) noexcept;
 void coll_exit() noexcept;
+// After a blocking Allreduce/Bcast/Allgather returned: every Nth signable
+// collective of `comm` (SCOUT_OUTSIG_EVERY, default 64, 0 off) signs its
+// output buffer (count elements of dt; per member when `per_member`).
+void coll_output(std::uint32_t kind, MPI_Comm comm, void* buf, std::int64_t count, MPI_Datatype dt,
+                 bool per_member) noexcept;
 void nb_started(MPI_Request req) noexcept;
 
 // Wait/Test family support: mark which pending nonblocking collectives are in

@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "libc3/rank_record.hpp"
 
@@ -39,6 +40,29 @@ int parse_int(const std::string& what, const std::string& value, int min, int ma
   return static_cast<int>(v);
 }
 
+std::vector<int> parse_cpu_list(const std::string& what, const std::string& value) {
+  std::vector<int> out;
+  std::size_t p = 0;
+  while (p <= value.size()) {
+    auto e = value.find(',', p);
+    std::string item = value.substr(p, e == std::string::npos ? std::string::npos : e - p);
+    p = e == std::string::npos ? value.size() + 1 : e + 1;
+    auto dash = item.find('-');
+    try {
+      if (dash == std::string::npos) {
+        out.push_back(parse_int(what, item, 0, 4095));
+      } else {
+        int a = parse_int(what, item.substr(0, dash), 0, 4095), b = parse_int(what, item.substr(dash + 1), 0, 4095);
+        if (a > b) throw ConfigError("");
+        for (int i = a; i <= b; ++i) out.push_back(i);
+      }
+    } catch (const ConfigError&) {
+      throw ConfigError(fmt::format("{}: '{}' is not a CPU list; expected e.g. 0,2-3", what, value));
+    }
+  }
+  return out;
+}
+
 namespace {
 constexpr const char* kUsage =
     "Usage: scoutd --job-id ID --ranks N [OPTIONS]\n"
@@ -65,6 +89,19 @@ constexpr const char* kUsage =
     "  --straggler-abs S      straggler: seconds over the peer median (default 0.005)\n"
     "  --straggler-rel X      straggler: times the peer median (default 1.2)\n"
     "  --straggler-confirm K  straggler: confirmations before a verdict (default 3)\n"
+    "  --replay on|off        replay cycles for silent data corruption (default on)\n"
+    "  --replay-interval S    seconds between replay cycles (default 600; 0: only on\n"
+    "                         demand: scoutctl replay, a confirmed compute straggler)\n"
+    "  --replay-budget F      CPU budget: fraction of the node's CPU time (default 0.01)\n"
+    "  --replay-reruns K      re-runs of a dissenting device before a verdict (default 2)\n"
+    "  --replay-cores LIST    cores to replay on, e.g. 0,2-3 (default: all allowed)\n"
+    "  --replay-recipes LIST  gemm_f64,gemm_f32,fma_chain,transcendental,int_bit,mem_march\n"
+    "  --replay-sched P       idle (SCHED_IDLE, nice 19; default) or normal\n"
+    "  --replay-timeout S     a node's cycle report is waited for this long (default 300)\n"
+    "  --outsig-period S      compare collective-output signatures every S (default 5)\n"
+    "  --ckpt-dir DIR         certify the checkpoints written to DIR\n"
+    "  --ckpt-settle S        a checkpoint is complete when unchanged for S (default 5)\n"
+    "  --ckpt-marker NAME     ... or when DIR/CKPT/NAME (or CKPT.NAME) exists\n"
     "  --print-config         print the effective configuration and exit\n"
     "  -h, --help             this help\n"
     "  -V, --version          version\n";
@@ -75,7 +112,9 @@ bool parse_scoutd_args(int argc, char** argv, ScoutdConfig& cfg) {
   if (const char* k = std::getenv("SCOUT_STEP_COLLECTIVE")) cfg.step_collective = k;
   enum {
     kJob = 1000, kStep, kRanks, kSim, kPrefix, kNode, kFirst, kLast, kLedger, kRuntime, kStall,
-    kTick, kPeriod, kTimeout, kPrint, kSlurm, kStepColl, kStrAbs, kStrRel, kStrConf
+    kTick, kPeriod, kTimeout, kPrint, kSlurm, kStepColl, kStrAbs, kStrRel, kStrConf,
+    kReplay, kRInterval, kRBudget, kRReruns, kRCores, kRRecipes, kRSched, kRTimeout, kOutsig,
+    kCkptDir, kCkptSettle, kCkptMarker
   };
   static const option kOpts[] = {
       {"job-id", required_argument, nullptr, kJob},
@@ -98,6 +137,18 @@ bool parse_scoutd_args(int argc, char** argv, ScoutdConfig& cfg) {
       {"straggler-abs", required_argument, nullptr, kStrAbs},
       {"straggler-rel", required_argument, nullptr, kStrRel},
       {"straggler-confirm", required_argument, nullptr, kStrConf},
+      {"replay", required_argument, nullptr, kReplay},
+      {"replay-interval", required_argument, nullptr, kRInterval},
+      {"replay-budget", required_argument, nullptr, kRBudget},
+      {"replay-reruns", required_argument, nullptr, kRReruns},
+      {"replay-cores", required_argument, nullptr, kRCores},
+      {"replay-recipes", required_argument, nullptr, kRRecipes},
+      {"replay-sched", required_argument, nullptr, kRSched},
+      {"replay-timeout", required_argument, nullptr, kRTimeout},
+      {"outsig-period", required_argument, nullptr, kOutsig},
+      {"ckpt-dir", required_argument, nullptr, kCkptDir},
+      {"ckpt-settle", required_argument, nullptr, kCkptSettle},
+      {"ckpt-marker", required_argument, nullptr, kCkptMarker},
       {"help", no_argument, nullptr, 'h'},
       {"version", no_argument, nullptr, 'V'},
       {nullptr, 0, nullptr, 0}};
@@ -127,6 +178,43 @@ bool parse_scoutd_args(int argc, char** argv, ScoutdConfig& cfg) {
       case kStrAbs: cfg.straggler_absolute_s = parse_seconds("--straggler-abs", v, 0, 3600); break;
       case kStrRel: cfg.straggler_relative = parse_seconds("--straggler-rel", v, 1, 1000); break;
       case kStrConf: cfg.straggler_confirmations = parse_int("--straggler-confirm", v, 1, 1000); break;
+      case kReplay:
+        if (v != "on" && v != "off") throw ConfigError(fmt::format("--replay: '{}'; expected on or off", v));
+        cfg.replay = v == "on";
+        break;
+      case kRInterval: cfg.replay_interval_s = parse_seconds("--replay-interval", v, 0, 7 * 86400); break;
+      case kRBudget: {
+        cfg.replay_budget = parse_seconds("--replay-budget", v, 0, 1);
+        if (cfg.replay_budget <= 0)
+          throw ConfigError("--replay-budget: 0; expected a fraction above 0 and at most 1 (use --replay off)");
+        break;
+      }
+      case kRReruns: cfg.replay_reruns = parse_int("--replay-reruns", v, 1, 100); break;
+      case kRCores: cfg.replay_cores = parse_cpu_list("--replay-cores", v); break;
+      case kRRecipes: {
+        cfg.replay_recipes.clear();
+        std::size_t p = 0;
+        while (p <= v.size()) {
+          auto e = v.find(',', p);
+          cfg.replay_recipes.push_back(v.substr(p, e == std::string::npos ? std::string::npos : e - p));
+          p = e == std::string::npos ? v.size() + 1 : e + 1;
+        }
+        break;
+      }
+      case kRSched:
+        if (v != "idle" && v != "normal")
+          throw ConfigError(fmt::format("--replay-sched: '{}'; expected idle or normal", v));
+        cfg.replay_sched = v;
+        break;
+      case kRTimeout: cfg.replay_timeout_s = parse_seconds("--replay-timeout", v, 1, 86400); break;
+      case kOutsig: cfg.outsig_period_s = parse_seconds("--outsig-period", v, 0.1, 3600); break;
+      case kCkptDir: cfg.ckpt_dir = v; break;
+      case kCkptSettle: cfg.ckpt_settle_s = parse_seconds("--ckpt-settle", v, 0, 86400); break;
+      case kCkptMarker:
+        if (v.empty() || v.find('/') != std::string::npos)
+          throw ConfigError(fmt::format("--ckpt-marker: '{}'; expected a file name without '/'", v));
+        cfg.ckpt_marker = v;
+        break;
       case 'h': std::fputs(kUsage, stdout); return false;
       case 'V': std::printf("scoutd (scout) %s\n", PACKAGE_VERSION); return false;
       default: {
@@ -166,6 +254,14 @@ void validate(const ScoutdConfig& cfg) {
       throw ConfigError(fmt::format("--step-collective: '{}' is not a collective; expected e.g. "
                                     "allreduce, bcast, allgather, barrier", cfg.step_collective));
   }
+  static const char* kRecipes[] = {"gemm_f64", "gemm_f32", "fma_chain", "transcendental", "int_bit", "mem_march"};
+  for (auto& r : cfg.replay_recipes) {
+    bool known = false;
+    for (auto* k : kRecipes) known |= r == k;
+    if (!known)
+      throw ConfigError(fmt::format("--replay-recipes: '{}' is not a recipe; expected gemm_f64, gemm_f32, "
+                                    "fma_chain, transcendental, int_bit or mem_march", r));
+  }
   if (cfg.node_prefix.empty() || cfg.node_prefix.size() > 32)
     throw ConfigError("--node-prefix: expected 1 to 32 characters");
 }
@@ -175,11 +271,19 @@ std::string print_config(const ScoutdConfig& c) {
       "job_id = {}\nstep = {}\nranks = {}\nslurm = {}\nsimulate_nodes = {}\nnode_prefix = {}\nnode = {}\n"
       "first_rank = {}\nlast_rank = {}\nledger = {}\nruntime_dir = {}\nstall_threshold = {}\n"
       "tick = {}\nround_period = {}\nround_timeout = {}\nstep_collective = {}\n"
-      "straggler_abs = {}\nstraggler_rel = {}\nstraggler_confirm = {}\n",
+      "straggler_abs = {}\nstraggler_rel = {}\nstraggler_confirm = {}\n"
+      "replay = {}\nreplay_interval = {}\nreplay_budget = {}\nreplay_reruns = {}\nreplay_cores = {}\n"
+      "replay_recipes = {}\nreplay_sched = {}\nreplay_timeout = {}\noutsig_period = {}\n"
+      "ckpt_dir = {}\nckpt_settle = {}\nckpt_marker = {}\n",
       c.job_id, c.step_id, c.ranks, c.slurm, c.simulate_nodes, c.node_prefix, c.node, c.first_rank,
       c.last_rank, c.ledger, c.runtime_dir, c.stall_threshold_s, c.tick_s, c.round_period_s,
       c.round_timeout_s, c.step_collective.empty() ? "auto" : c.step_collective,
-      c.straggler_absolute_s, c.straggler_relative, c.straggler_confirmations);
+      c.straggler_absolute_s, c.straggler_relative, c.straggler_confirmations, c.replay ? "on" : "off",
+      c.replay_interval_s, c.replay_budget, c.replay_reruns,
+      c.replay_cores.empty() ? std::string("all") : fmt::format("{}", fmt::join(c.replay_cores, ",")),
+      c.replay_recipes.empty() ? std::string("all") : fmt::format("{}", fmt::join(c.replay_recipes, ",")),
+      c.replay_sched, c.replay_timeout_s, c.outsig_period_s, c.ckpt_dir.empty() ? "-" : c.ckpt_dir,
+      c.ckpt_settle_s, c.ckpt_marker.empty() ? "-" : c.ckpt_marker);
 }
 
 }  // namespace scout::scoutd

@@ -31,6 +31,21 @@ struct ScoutdConfig {
   double straggler_absolute_s = 0.005;
   double straggler_relative = 1.2;
   int straggler_confirmations = 3;
+  // Replay (silent data corruption): cycles beside the job.
+  bool replay = true;
+  double replay_interval_s = 600;  // 0: on demand only
+  double replay_budget = 0.01;     // fraction of the node's CPU time
+  int replay_reruns = 2;           // K confirmations of a dissent
+  std::vector<int> replay_cores;   // empty: the CPUs scoutd may use
+  std::vector<std::string> replay_recipes;  // empty: all
+  std::string replay_sched = "idle";        // idle (SCHED_IDLE + nice 19) or normal
+  double replay_timeout_s = 300;
+  // Collective-output signatures: how often the deciding observer compares.
+  double outsig_period_s = 5;
+  // Checkpoint certification.
+  std::string ckpt_dir;
+  double ckpt_settle_s = 5;
+  std::string ckpt_marker;
   bool print_config = false;
 };
 
@@ -43,5 +58,7 @@ std::string print_config(const ScoutdConfig& cfg);
 // Strict numeric parsing shared by the command-line tools.
 double parse_seconds(const std::string& what, const std::string& value, double min, double max);
 int parse_int(const std::string& what, const std::string& value, int min, int max);
+// "0,2-3" -> {0,2,3}
+std::vector<int> parse_cpu_list(const std::string& what, const std::string& value);
 
 }  // namespace scout::scoutd

@@ -90,6 +90,13 @@ std::string render_verdicts_text(const json& v) {
         if (c.contains("pid"))
           ev += fmt::format("; pid {} {}", c.value("pid", 0), c.value("process", ""));
       }
+      const std::string src = e.value("source", "");
+      if (src == "replay" && e.contains("device"))
+        ev += fmt::format("; {} {} cycle {}", e.value("device", "?"), e.value("recipe", "?"), e.value("cycle", 0));
+      else if (src == "replay")
+        ev += fmt::format("; {} cycle {}", e.value("recipe", "?"), e.value("cycle", 0));
+      else if (src == "collective_output")
+        ev += fmt::format("; {} call {}", e.value("collective", "?"), e.value("call", 0));
     }
     out += fmt::format("{:<4} {:<14} {:<13} {:<10} {:<10} {:<24} {}\n", x.value("id", 0),
                        x.value("kind", "?"), status, join(x["ranks"]), join(x["hosts"]),
@@ -105,7 +112,7 @@ ControlReply handle_control_line(ControlState& st, const std::string& raw, const
     return error(fmt::format("line too long ({} bytes); expected at most {}", line.size(),
                              kMaxLineBytes), true);
   auto w = words(line);
-  if (w.empty()) return error("empty line; expected a command (HELLO, STATUS, VERDICTS, SET FORMAT, QUIT)");
+  if (w.empty()) return error("empty line; expected a command (HELLO, STATUS, VERDICTS, REPLAY, SET FORMAT, QUIT)");
   std::string cmd = upper(w[0]);
   if (cmd == "QUIT") return {"OK\n", true};
   if (cmd == "HELLO") {
@@ -139,7 +146,13 @@ ControlReply handle_control_line(ControlState& st, const std::string& raw, const
     json v = p.verdicts();
     return {(st.json ? v.dump() + "\n" : render_verdicts_text(v)) + "OK\n", false};
   }
-  return error(fmt::format("unknown command '{}'; expected HELLO, STATUS, VERDICTS, "
+  if (cmd == "REPLAY" && w.size() == 1) {
+    if (!p.replay) return error("replay is off for this job (scoutd --replay off)");
+    std::string r = p.replay();
+    if (!r.empty()) return error(r);
+    return {st.json ? "{\"replay\":\"requested\"}\nOK\n" : "replay cycle requested\nOK\n", false};
+  }
+  return error(fmt::format("unknown command '{}'; expected HELLO, STATUS, VERDICTS, REPLAY, "
                            "SET FORMAT json|text or QUIT", printable(line)));
 }
 

@@ -2,7 +2,7 @@
 // `nc -U` (after NCCL's RAS). The client opens with `HELLO 1`; the server
 // answers every request with zero or more lines and then one line `OK` or
 // one line `ERROR: <what was expected>`. Commands: HELLO <version>, STATUS,
-// VERDICTS, SET FORMAT json|text, QUIT. Pure logic here; the socket lives in
+// VERDICTS, REPLAY, SET FORMAT json|text, QUIT. Pure logic here; the socket lives in
 // control_server.cpp.
 #pragma once
 
@@ -25,6 +25,8 @@ struct ControlProviders {
   std::function<nlohmann::json()> status;    // object, see daemon.cpp
   std::function<nlohmann::json()> verdicts;  // array of verdict objects
   std::string job, node;
+  // Asks for a replay cycle; returns "" or why it cannot. Empty: replay off.
+  std::function<std::string()> replay{};
 };
 
 struct ControlReply {

@@ -32,6 +32,10 @@ struct Trigger {
   std::uint32_t compute_hist[kComputeBins];
   double max_comm_s;
   std::uint32_t comm_hist[kComputeBins];
+  std::uint32_t replay_pending;  // replay reports waiting to be gathered
+  std::uint32_t replay_demand;   // someone asked for a replay cycle
+  std::uint32_t outsig_pending;  // new collective-output signatures
+  std::uint32_t pad2;
 };
 
 // Whether the largest value stands out from an upper estimate of the median
@@ -265,8 +269,141 @@ c3::Bytes Daemon::decide_trigger(const c3::Bytes& acc, const std::vector<int>& l
     for (auto& [key, id] : open_)
       if (key.rfind("straggler", 0) == 0) trouble = true;
   }
+  // Replay reports and collective-output signatures ride on a gather.
+  if (t.replay_pending > 0) trouble = true;
+  if (t.outsig_pending > 0 && now_s() - last_outsig_gather_s_ >= cfg_.outsig_period_s) {
+    last_outsig_gather_s_ = now_s();
+    trouble = true;
+  }
+  if (cfg_.replay) {
+    if (!coordinator_)
+      coordinator_.emplace(CoordinatorOptions{cfg_.replay_interval_s, cfg_.replay_reruns, cfg_.replay_timeout_s});
+    if (auto id = coordinator_->want_start(now_s(), t.replay_demand != 0 || straggler_demand_)) {
+      down["replay_start"] = *id;
+      log(watcher_->node(), fmt::format("replay cycle {} starts{}", *id,
+                                        t.replay_demand ? " (asked for)" : straggler_demand_ ? " (compute straggler)" : ""));
+      straggler_demand_ = false;
+    }
+    decide_replay(down, nullptr);  // decisions that waited past their deadline
+  }
+  certify_checkpoints();
   down["gather"] = trouble;
   return to_bytes(down);
+}
+
+double Daemon::now_s() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+}
+
+std::vector<int> Daemon::ranks_of_observer(int observer) {
+  if (observer < 0 || observer >= static_cast<int>(observers_.size())) return {};
+  const auto& o = observers_[static_cast<std::size_t>(observer)];
+  std::vector<int> out;
+  for (int r = o.first_rank; r <= o.last_rank; ++r) out.push_back(r);
+  if (out.empty() && node_ranks_.count(o.node)) out = node_ranks_[o.node];
+  return out;
+}
+
+void Daemon::decide_replay(json& down, const std::vector<RankEvidence>* ev) {
+  if (!coordinator_) return;
+  if (ev) {
+    node_ranks_.clear();
+    for (auto& e : *ev) node_ranks_[e.node].push_back(e.rank);
+  }
+  std::set<int> live(tree_->alive().begin(), tree_->alive().end());
+  const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch()).count();
+  auto step = coordinator_->evaluate(now_s(), live, now_ms);
+  record_replay_step(step, down);
+}
+
+void Daemon::record_replay_step(ReplayCoordinator::Step& step, json& down) {
+  for (auto& r : step.reruns) {
+    down["replay_rerun"].push_back({{"observer", r.observer}, {"cycle", r.cycle}, {"core", r.core},
+                                    {"recipe", r.recipe}, {"times", r.times}});
+    log(watcher_->node(), fmt::format("replay cycle {}: {} {} core {} disagrees with the majority; "
+                                      "re-running it {} times", r.cycle,
+                                      observers_[static_cast<std::size_t>(r.observer)].node, r.recipe,
+                                      r.core, r.times));
+  }
+  if (!down.contains("events")) down["events"] = json::array();
+  for (std::size_t i = 0; i < step.verdicts.size(); ++i) {
+    auto& d = step.verdicts[i];
+    d.ranks = ranks_of_observer(step.verdict_observers[i]);
+    record_draft(d, down["events"]);
+  }
+  if (step.cycle_done) {
+    auto& [id, rec] = *step.cycle_done;
+    sql::ReplayCycleRow row;
+    row.job_id = cfg_.job_id;
+    row.cycle = id;
+    row.started_ms = rec.value("started_ms", std::int64_t{0});
+    row.finished_ms = rec.value("finished_ms", std::int64_t{0});
+    row.observers = rec.value("observers", std::int64_t{0});
+    row.expected = rec.value("expected", std::int64_t{0});
+    row.devices = rec.value("devices", std::int64_t{0});
+    row.outcome = rec.value("outcome", "incomplete");
+    row.cpu_s = rec.value("cpu_s", 0.0);
+    row.detail = rec.value("detail", json::object()).dump();
+    try {
+      ledger_->insert_replay_cycle(row);
+    } catch (const std::exception& e) {
+      log(watcher_->node(), fmt::format("ledger: replay cycle {} not recorded: {}", id, e.what()));
+    }
+    log(watcher_->node(), fmt::format("replay cycle {}: {} ({} of {} nodes, {} devices, {:.3f} CPU s)",
+                                      id, row.outcome, row.observers, row.expected, row.devices, row.cpu_s));
+  }
+}
+
+void Daemon::certify_checkpoints() {
+  if (cfg_.ckpt_dir.empty()) return;
+  const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch()).count();
+  try {
+    if (ckpt_)
+      for (auto& c : ckpt_->poll(now_ms)) {
+        sql::CheckpointRow row;
+        row.job_id = cfg_.job_id;
+        row.path = c.path;
+        row.written_ms = c.written_ms;
+        row.state = "candidate";
+        row.reason = "complete; waiting for a clean replay cycle after it";
+        if (ledger_->add_checkpoint(row))
+          log(watcher_->node(), fmt::format("checkpoint {}: candidate", c.path));
+      }
+    std::vector<sql::CheckpointRow> candidates;
+    for (auto& c : ledger_->checkpoints(cfg_.job_id))
+      if (c.state == "candidate") candidates.push_back(c);
+    if (candidates.empty()) return;
+    auto cycles = ledger_->replay_cycles(cfg_.job_id);
+    std::vector<SdcEvent> sdc;
+    for (auto& v : ledger_->verdicts(cfg_.job_id)) {
+      if (v.kind != "sdc" || (v.status != "attributed" && v.status != "inconclusive")) continue;
+      json ev = json::parse(v.evidence, nullptr, false);
+      std::string what = v.status + " " + (ev.is_object() ? ev.value("source", "") : "") + " " + v.hosts +
+                         " " + v.ranks;
+      sdc.push_back({v.id, iso_to_unix_ms(v.detected_at), what});
+    }
+    for (auto& c : candidates)
+      if (auto d = certify(c, cycles, sdc)) {
+        ledger_->set_checkpoint_state(c.id, d->first, d->second);
+        log(watcher_->node(), fmt::format("checkpoint {}: {}: {}", c.path, d->first, d->second));
+      }
+  } catch (const std::exception& e) {
+    log(watcher_->node(), fmt::format("checkpoints: {}", e.what()));
+  }
+}
+
+void Daemon::apply_replay(const json& down) {
+  if (!replay_) return;
+  if (down.contains("replay_start")) replay_->start_cycle(down["replay_start"].get<long>());
+  if (down.contains("replay_rerun"))
+    for (auto& r : down["replay_rerun"]) {
+      if (r.value("observer", -1) != me_) continue;
+      auto recipe = replay::recipe_from_name(r.value("recipe", ""));
+      if (!recipe) continue;
+      replay_->rerun(r.value("cycle", 0L), r.value("core", 0), *recipe, r.value("times", 1));
+    }
 }
 
 c3::Bytes Daemon::decide_gather(const c3::Bytes& acc) {
@@ -277,6 +414,10 @@ c3::Bytes Daemon::decide_gather(const c3::Bytes& acc) {
   if (all.is_array())
     for (auto& j : all) {
       try {
+        if (j.is_object() && j.contains("replay")) {
+          if (coordinator_) coordinator_->on_report(j.value("observer", -1), j["replay"].get<replay::Report>());
+          continue;
+        }
         ev.push_back(j.get<RankEvidence>());
       } catch (const std::exception&) {
         // a malformed entry from a peer is skipped, never trusted
@@ -292,7 +433,9 @@ c3::Bytes Daemon::decide_gather(const c3::Bytes& acc) {
     for (auto& [key, id] : open_)
       if (key.rfind("straggler", 0) == 0) open_stragglers.insert(key);
   }
+  for (auto& d : detect_output_divergence(ev)) drafts.push_back(std::move(d));
   auto st = stragglers_.update(ev, open_stragglers);
+  if (!st.verdicts.empty() && cfg_.replay) straggler_demand_ = true;  // is its core computing wrong?
   for (auto& d : st.verdicts) drafts.push_back(std::move(d));
   auto ct = comm_stragglers_.update(ev, open_stragglers);
   for (auto& d : ct.verdicts) drafts.push_back(std::move(d));
@@ -324,6 +467,7 @@ c3::Bytes Daemon::decide_gather(const c3::Bytes& acc) {
     record_draft(d, down["events"]);
   }
   pending_inconclusive_ = std::move(seen);
+  decide_replay(down, &ev);
   return to_bytes(down);
 }
 
@@ -366,8 +510,40 @@ int Daemon::run() {
   std::error_code ec;
   std::filesystem::create_directories(job_dir, ec);
   ::chmod(job_dir.c_str(), 0700);
+  if (cfg_.replay) {
+    replay::ReplayOptions ro;
+    ro.cores = cfg_.replay_cores;
+    for (auto& n : cfg_.replay_recipes)
+      if (auto r = replay::recipe_from_name(n)) ro.recipes.push_back(*r);
+    ro.budget = cfg_.replay_budget;
+    ro.idle_priority = cfg_.replay_sched == "idle";
+    replay::FaultInjector faults;
+    if (const char* f = std::getenv("SCOUT_REPLAY_FAULT"); f && *f) {
+      try {
+        faults = replay::FaultInjector(replay::parse_fault_specs(f));
+        log(mine.node, fmt::format("test fault injection in replay: {}", f));
+      } catch (const std::exception& e) {
+        log(mine.node, fmt::format("{}; no fault injected", e.what()));
+      }
+    }
+    replay_ = std::make_unique<replay::ReplayRunner>(mine.node, ro, std::move(faults));
+    coordinator_.emplace(CoordinatorOptions{cfg_.replay_interval_s, cfg_.replay_reruns, cfg_.replay_timeout_s});
+  }
+  if (!cfg_.ckpt_dir.empty() && me_ == 0) {
+    try {
+      ckpt_ = std::make_unique<CheckpointWatcher>(cfg_.ckpt_dir, cfg_.ckpt_settle_s, cfg_.ckpt_marker);
+      log(mine.node, fmt::format("watching checkpoints in {}", cfg_.ckpt_dir));
+    } catch (const std::exception& e) {
+      log(mine.node, fmt::format("{}; checkpoints are not certified", e.what()));
+    }
+  }
   ControlProviders providers{[this] { return status_json(); }, [this] { return verdicts_json(); },
-                             cfg_.job_id, mine.node};
+                             cfg_.job_id, mine.node, {}};
+  if (cfg_.replay)
+    providers.replay = [this] {
+      replay_demand_ = true;
+      return std::string();
+    };
   ControlServer server(control_socket_path(job_dir, mine.node), providers);
   try {
     server.start();
@@ -401,6 +577,9 @@ int Daemon::run() {
     for (int b = 0; b < kComputeBins; ++b) a.compute_hist[b] += c.compute_hist[b];
     a.max_comm_s = std::max(a.max_comm_s, c.max_comm_s);
     for (int b = 0; b < kComputeBins; ++b) a.comm_hist[b] += c.comm_hist[b];
+    a.replay_pending += c.replay_pending;
+    a.replay_demand |= c.replay_demand;
+    a.outsig_pending += c.outsig_pending;
     acc = to_bytes(a);
   };
   const auto period = std::chrono::duration<double>(cfg_.round_period_s);
@@ -412,7 +591,9 @@ int Daemon::run() {
     announce_ranks();
     LocalSummary s = watcher_->summary();
     Trigger t{s.max_stall_s, s.waiting, s.attached, s.finalized, s.unreported_deaths,
-              g_stop_signal ? 1u : 0u, 0, s.min_seq, s.max_seq, s.max_compute_s, {}, s.max_comm_s, {}};
+              g_stop_signal ? 1u : 0u, 0, s.min_seq, s.max_seq, s.max_compute_s, {}, s.max_comm_s, {},
+              replay_ ? static_cast<std::uint32_t>(replay_->pending()) : 0u,
+              replay_demand_.exchange(false) ? 1u : 0u, s.outsig_new, 0u};
     std::copy(std::begin(s.compute_hist), std::end(s.compute_hist), t.compute_hist);
     std::copy(std::begin(s.comm_hist), std::end(s.comm_hist), t.comm_hist);
     auto r = tree_->run(to_bytes(t), combine_trigger,
@@ -434,12 +615,17 @@ int Daemon::run() {
     }
     json down = parse_bytes(r.down);
     apply_events(down);
+    apply_replay(down);
     if (r.complete && down.value("gather", false)) {
-      auto ev = watcher_->evidence();
+      auto ev = watcher_->evidence(true);
       std::vector<int> dead;
       for (auto& e : ev)
         if (e.attached && !e.alive) dead.push_back(e.rank);
-      auto g = tree_->run(to_bytes(json(ev)), concat,
+      json payload = json(ev);
+      std::vector<replay::Report> reports;
+      if (replay_) reports = replay_->take_finished();
+      for (auto& rep : reports) payload.push_back({{"replay", rep}, {"observer", me_}});
+      auto g = tree_->run(to_bytes(payload), concat,
                           [this](const c3::Bytes& acc, const std::vector<int>&) {
                             return decide_gather(acc);
                           });
@@ -450,12 +636,15 @@ int Daemon::run() {
       }
       json gd = parse_bytes(g.down);
       apply_events(gd);
+      apply_replay(gd);
       if (g.complete) watcher_->mark_deaths_reported(dead);
+      else if (replay_) replay_->put_back(std::move(reports));
     }
     if (down.value("stop", false)) stopping = true;
     if (!r.complete && g_stop_signal) stopping = true;  // no root to agree with
   }
   log(mine.node, "stopping");
+  replay_.reset();
   watcher_->stop();
   watcher_->unlink_records();
   server.stop();

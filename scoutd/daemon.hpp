@@ -7,6 +7,8 @@
 
 #include <mpi.h>
 
+#include <atomic>
+#include <chrono>
 #include <csignal>
 #include <map>
 #include <memory>
@@ -19,7 +21,10 @@
 #include <nlohmann/json.hpp>
 
 #include "libc3/tree_round.hpp"
+#include "replay/runner.hpp"
+#include "scoutd/checkpoints.hpp"
 #include "scoutd/config.hpp"
+#include "scoutd/replay_coordinator.hpp"
 #include "scoutd/hang_detector.hpp"
 #include "scoutd/rank_watcher.hpp"
 #include "scoutd/straggler_detector.hpp"
@@ -52,6 +57,14 @@ class Daemon {
   c3::Bytes decide_gather(const c3::Bytes& acc);
   void record_draft(const VerdictDraft& d, nlohmann::json& events);
   void apply_events(const nlohmann::json& down);
+  // Replay and checkpoints (decide_* run at the deciding observer).
+  void start_replay();
+  void decide_replay(nlohmann::json& down, const std::vector<RankEvidence>* ev);
+  void record_replay_step(ReplayCoordinator::Step& step, nlohmann::json& down);
+  void certify_checkpoints();
+  void apply_replay(const nlohmann::json& down);
+  std::vector<int> ranks_of_observer(int observer);
+  double now_s() const;
 
   ScoutdConfig cfg_;
   int me_ = 0, size_ = 0;
@@ -71,6 +84,15 @@ class Daemon {
   std::uint64_t rounds_ = 0;
   bool peers_lost_ = false;
   double median_compute_s_ = 0;               // from the last gather, for scores
+
+  std::unique_ptr<replay::ReplayRunner> replay_;     // this node's replay thread
+  std::optional<ReplayCoordinator> coordinator_;     // deciding observer only
+  std::atomic<bool> replay_demand_{false};           // scoutctl replay (any observer)
+  bool straggler_demand_ = false;                    // root: a compute straggler confirmed
+  std::unique_ptr<CheckpointWatcher> ckpt_;          // observer 0
+  std::map<std::string, std::vector<int>> node_ranks_;  // root: from the last gather
+  std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
+  double last_outsig_gather_s_ = 0;
 };
 
 }  // namespace scout::scoutd

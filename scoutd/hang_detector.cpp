@@ -32,6 +32,12 @@ void to_json(json& j, const RankEvidence& e) {
   for (auto& [c, m] : e.comm_members)
     if (e.comm_wait.count(c)) cm[fmt::format("{:016x}", c)] = m;  // only the ones in use
   j["comm_members"] = cm;
+  if (!e.outsigs.empty()) {
+    json os = json::array();
+    for (auto& o : e.outsigs)
+      os.push_back({fmt::format("{:016x}", o.comm), o.call, o.kind, fmt::format("{:016x}", o.sig)});
+    j["outsigs"] = os;
+  }
 }
 
 void from_json(const json& j, RankEvidence& e) {
@@ -64,6 +70,11 @@ void from_json(const json& j, RankEvidence& e) {
   if (j.contains("comm_members") && j["comm_members"].is_object())
     for (auto& [k, v] : j["comm_members"].items())
       if (v.is_array()) e.comm_members[std::stoull(k, nullptr, 16)] = v.get<std::vector<int>>();
+  if (j.contains("outsigs") && j["outsigs"].is_array())
+    for (auto& o : j["outsigs"])
+      if (o.is_array() && o.size() == 4)
+        e.outsigs.push_back({std::stoull(o[0].get<std::string>(), nullptr, 16), o[1].get<std::uint64_t>(),
+                             o[2].get<std::uint64_t>(), std::stoull(o[3].get<std::string>(), nullptr, 16)});
 }
 
 namespace {
@@ -274,6 +285,73 @@ std::vector<VerdictDraft> detect_progress(const std::vector<RankEvidence>& ranks
                 {"members", members}};
   d.key = key_of(d.kind + "-inconclusive", {}, position);
   out.push_back(std::move(d));
+  return out;
+}
+
+std::vector<VerdictDraft> detect_output_divergence(const std::vector<RankEvidence>& ranks) {
+  struct Entry {
+    int rank;
+    std::string node;
+    std::uint64_t sig, kind;
+  };
+  std::map<std::pair<std::uint64_t, std::uint64_t>, std::vector<Entry>> groups;
+  std::map<std::uint64_t, std::size_t> comm_size;
+  for (auto& e : ranks) {
+    for (auto& o : e.outsigs) groups[{o.comm, o.call}].push_back({e.rank, e.node, o.sig, o.kind});
+    for (auto& [c, m] : e.comm_members) comm_size[c] = std::max(comm_size[c], m.size());
+  }
+  std::vector<VerdictDraft> out;
+  std::set<int> named;
+  std::set<std::uint64_t> inconclusive_comms;
+  for (auto& [key, entries] : groups) {
+    std::map<std::uint64_t, int> counts;
+    for (auto& en : entries) ++counts[en.sig];
+    if (counts.size() < 2 || entries.size() < 3) continue;
+    // The world communicator publishes no member list: its size is the
+    // number of ranks; otherwise the published membership.
+    std::size_t size = comm_size.count(key.first) ? comm_size[key.first] : ranks.size();
+    size = std::max(size, entries.size());
+    auto best = std::max_element(counts.begin(), counts.end(), [](auto& a, auto& b) { return a.second < b.second; });
+    const char* kind = c3::coll_name(static_cast<std::uint32_t>(entries.front().kind));
+    if (2 * static_cast<std::size_t>(best->second) > size) {
+      for (auto& en : entries) {
+        if (en.sig == best->first || named.count(en.rank)) continue;
+        named.insert(en.rank);
+        VerdictDraft d;
+        d.kind = "sdc";
+        d.status = "attributed";
+        d.ranks = {en.rank};
+        d.hosts = {en.node};
+        d.evidence = {{"source", "collective_output"},
+                      {"rule", "its collective output differs from a strict majority of the communicator"},
+                      {"collective", kind}, {"comm", fmt::format("{:016x}", key.first)}, {"call", key.second},
+                      {"signature", fmt::format("{:016x}", en.sig)},
+                      {"majority_signature", fmt::format("{:016x}", best->first)},
+                      {"agreeing_ranks", best->second}, {"comm_size", size},
+                      {"culprits", json::array({{{"rank", en.rank}, {"node", en.node}}})}};
+        d.key = fmt::format("sdc:output:{}", en.rank);
+        out.push_back(std::move(d));
+      }
+    } else if (!inconclusive_comms.count(key.first)) {
+      inconclusive_comms.insert(key.first);
+      VerdictDraft d;
+      d.kind = "sdc";
+      d.status = "inconclusive";
+      json values = json::array();
+      for (auto& [sig, n] : counts) {
+        json rs = json::array();
+        for (auto& en : entries)
+          if (en.sig == sig) rs.push_back(en.rank);
+        values.push_back({{"signature", fmt::format("{:016x}", sig)}, {"ranks", rs}});
+      }
+      d.evidence = {{"source", "collective_output"},
+                    {"rule", "outputs differ and no value has a strict majority of the communicator"},
+                    {"collective", kind}, {"comm", fmt::format("{:016x}", key.first)}, {"call", key.second},
+                    {"comm_size", size}, {"values", values}};
+      d.key = fmt::format("sdc:output:nomajority:{:016x}", key.first);
+      out.push_back(std::move(d));
+    }
+  }
   return out;
 }
 

@@ -43,6 +43,11 @@ struct RankEvidence {
   std::map<std::uint64_t, double> comm_wait;
   // Memberships (world ranks) of its communicators, as the probe published.
   std::map<std::uint64_t, std::vector<int>> comm_members;
+  // Its most recent collective-output signatures.
+  struct OutSig {
+    std::uint64_t comm = 0, call = 0, kind = 0, sig = 0;
+  };
+  std::vector<OutSig> outsigs;
 };
 
 void to_json(nlohmann::json& j, const RankEvidence& e);
@@ -65,6 +70,11 @@ struct DetectorOptions {
 // Crash rule over ranks whose process vanished without MPI_Finalize.
 std::optional<VerdictDraft> detect_crash(const std::vector<RankEvidence>& ranks,
                                          const DetectorOptions& opt);
+// Collective-output signatures: for each signed collective (communicator,
+// ordinal), a rank whose output differs from a strict majority of the
+// communicator's members -> sdc (source collective_output); no strict
+// majority among differing outputs -> sdc inconclusive.
+std::vector<VerdictDraft> detect_output_divergence(const std::vector<RankEvidence>& ranks);
 // Hang / stall / divergence / communication hang over the live ranks.
 std::vector<VerdictDraft> detect_progress(const std::vector<RankEvidence>& ranks,
                                           const DetectorOptions& opt);

@@ -184,6 +184,13 @@ void RankWatcher::tick() {
       if (ce.stored != ce.size || ce.size < 2) continue;  // too large to list, or SELF
       s.comm_members[ce.id] = std::vector<int>(ce.members, ce.members + ce.stored);
     }
+    // New collective-output signatures.
+    c3::OutSig os[c3::kOutSigRing];
+    std::size_t no = c3::outsig_read(*s.rec, s.outsig_next, os, &s.outsig_next);
+    for (std::size_t k = 0; k < no; ++k) s.outsigs.push_back({os[k].comm, os[k].call, os[k].kind, os[k].sig});
+    outsig_new_ += no;
+    constexpr std::size_t kKeepSigs = 16;
+    if (s.outsigs.size() > kKeepSigs) s.outsigs.erase(s.outsigs.begin(), s.outsigs.end() - kKeepSigs);
   }
 }
 
@@ -214,6 +221,7 @@ void RankWatcher::poll_deaths(int timeout_ms) {
 LocalSummary RankWatcher::summary() const {
   std::lock_guard lk(mu_);
   LocalSummary sum;
+  sum.outsig_new = static_cast<std::uint32_t>(std::min<std::uint64_t>(outsig_new_, 1u << 30));
   const std::int64_t now = monotonic_ns();
   for (auto& s : slots_) {
     if (!s.rec || !s.have_last) continue;
@@ -243,8 +251,9 @@ LocalSummary RankWatcher::summary() const {
   return sum;
 }
 
-std::vector<RankEvidence> RankWatcher::evidence() const {
+std::vector<RankEvidence> RankWatcher::evidence(bool for_gather) const {
   std::lock_guard lk(mu_);
+  if (for_gather) outsig_new_ = 0;
   std::vector<RankEvidence> out;
   const std::int64_t now = monotonic_ns();
   for (auto& s : slots_) {
@@ -270,6 +279,7 @@ std::vector<RankEvidence> RankWatcher::evidence() const {
       e.wait_s = s.steps.wait_s;
       e.comm_wait = s.comm_wait;
       e.comm_members = s.comm_members;
+      e.outsigs = s.outsigs;
       if (e.alive) {
         ProcInfo p = read_proc_info(s.pid);
         e.state = p.state;

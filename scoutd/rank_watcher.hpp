@@ -35,6 +35,7 @@ struct LocalSummary {
   // The same for every (rank, communicator) median collective duration.
   std::uint32_t comm_hist[kComputeBins] = {};
   double max_comm_s = 0;
+  std::uint32_t outsig_new = 0;  // collective-output signatures read since the last gather
 };
 
 int compute_bin(double seconds);
@@ -56,7 +57,8 @@ class RankWatcher {
 
   LocalSummary summary() const;
   // Full evidence for each local rank, /proc state included.
-  std::vector<RankEvidence> evidence() const;
+  // `for_gather`: the output signatures read so far count as delivered.
+  std::vector<RankEvidence> evidence(bool for_gather = false) const;
   // Deaths included in an evidence gather that completed are reported.
   void mark_deaths_reported(const std::vector<int>& ranks);
   // Ranks seen for the first time since the last call (for the ledger).
@@ -87,6 +89,8 @@ class RankWatcher {
     std::map<std::uint64_t, double> comm_wait;
     std::map<std::uint64_t, std::vector<int>> comm_members;  // published, complete ones
     std::uint64_t comms_read = 0;
+    std::vector<RankEvidence::OutSig> outsigs;  // newest last
+    std::uint64_t outsig_next = 0;
   };
   void loop();
   void tick();
@@ -99,6 +103,7 @@ class RankWatcher {
   double tick_s_;
   mutable std::mutex mu_;
   std::vector<Slot> slots_;
+  mutable std::uint64_t outsig_new_ = 0;  // since the last evidence()
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

@@ -46,6 +46,12 @@ constexpr const char* kUsage =
     "  --round-timeout S        consensus deadline per tree level (default 1)\n"
     "  --runtime-dir DIR        runtime root for control sockets\n"
     "  --grace S                seconds to wait for scoutds to stop (default 15)\n"
+    "  --ckpt-dir DIR           certify the checkpoints PROGRAM writes to DIR\n"
+    "                           (scoutctl checkpoints|recovery)\n"
+    "  --outsig-every N         sign every Nth Allreduce/Bcast/Allgather output per\n"
+    "                           communicator (default $SCOUT_OUTSIG_EVERY or 64; 0 off)\n"
+    "  --scoutd-arg ARG         pass ARG to every scoutd (repeatable), e.g.\n"
+    "                           --scoutd-arg=--replay-interval=60\n"
     "  -h, --help, -V, --version\n\n"
     "Prints the job id on stderr as 'scout-run: job ID'. Exit status: PROGRAM's,\n"
     "128+N if it was killed by signal N, 2 for a usage error.\n";
@@ -57,6 +63,8 @@ struct Options {
   int ranks = 4, nodes = 1;
   std::string ledger, job_id, runtime_root;
   double stall = 10, period = 0.5, timeout = 1, grace = 15;
+  std::string ckpt_dir, outsig_every;
+  std::vector<std::string> scoutd_args;
   std::vector<std::string> program;
 };
 
@@ -87,6 +95,10 @@ Options parse(int argc, char** argv) {
       else if (s == "--round-timeout") o.timeout = sd::parse_seconds(s, value(s), 0.05, 60);
       else if (s == "--runtime-dir") o.runtime_root = value(s);
       else if (s == "--grace") o.grace = sd::parse_seconds(s, value(s), 1, 600);
+      else if (s == "--ckpt-dir") o.ckpt_dir = value(s);
+      else if (s == "--outsig-every") o.outsig_every = std::to_string(sd::parse_int(s, value(s), 0, 1 << 30));
+      else if (s == "--scoutd-arg") o.scoutd_args.push_back(value(s));
+      else if (s.rfind("--scoutd-arg=", 0) == 0) o.scoutd_args.push_back(s.substr(13));
       else if (!s.empty() && s[0] == '-') usage_error(fmt::format("unknown option '{}'", s));
       else break;  // PROGRAM without '--'
     }
@@ -99,6 +111,13 @@ Options parse(int argc, char** argv) {
     usage_error(fmt::format("--nodes: {} nodes for {} ranks; expected at most one node per rank", o.nodes, o.ranks));
   if (!o.job_id.empty() && !scout::c3::valid_job_id(o.job_id))
     usage_error(fmt::format("--job-id: '{}' is not a job id; expected a decimal number", o.job_id));
+  if (!o.ckpt_dir.empty()) {
+    std::error_code ec;
+    if (!fs::is_directory(o.ckpt_dir, ec))
+      usage_error(fmt::format("--ckpt-dir: '{}' is not a directory; expected the directory the program "
+                              "writes its checkpoints to", o.ckpt_dir));
+    o.ckpt_dir = fs::absolute(o.ckpt_dir).string();
+  }
   if (o.ledger.empty()) o.ledger = sd::default_ledger_path();
   if (o.runtime_root.empty()) o.runtime_root = sd::default_runtime_root();
   return o;
@@ -286,6 +305,14 @@ int main(int argc, char** argv) {
                                   fmt::format("{}", o.stall), "--round-period",
                                   fmt::format("{}", o.period), "--round-timeout",
                                   fmt::format("{}", o.timeout)};
+  if (!o.ckpt_dir.empty()) {
+    obs.push_back("--ckpt-dir");
+    obs.push_back(o.ckpt_dir);
+  }
+  for (auto& a : o.scoutd_args) obs.push_back(a);
+  if (std::getenv("SCOUT_REPLAY_FAULT")) {  // test-only fault injection
+    obs.insert(obs.begin() + 1, {"-x", "SCOUT_REPLAY_FAULT"});
+  }
   pid_t obs_pid = spawn(obs);
   bool observers_up = false;
   for (int k = 0; k < 600 && obs_pid > 0; ++k) {  // up to 30 s
@@ -311,10 +338,12 @@ int main(int argc, char** argv) {
       train.push_back("-x");
       train.push_back(kv.first);
     }
-    if (std::getenv("SCOUT_PROBE_TEST_DELAY")) {  // test-only fault injection
-      train.push_back("-x");
-      train.push_back("SCOUT_PROBE_TEST_DELAY");
-    }
+    if (!o.outsig_every.empty()) setenv("SCOUT_OUTSIG_EVERY", o.outsig_every.c_str(), 1);
+    for (const char* v : {"SCOUT_PROBE_TEST_DELAY", "SCOUT_OUTSIG_EVERY"})  // test-only / tuning
+      if (std::getenv(v)) {
+        train.push_back("-x");
+        train.push_back(v);
+      }
   }
   for (auto& a : o.program) train.push_back(a);
   pid_t prog = g_interrupts ? -1 : spawn(train);

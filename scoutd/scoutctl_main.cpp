@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "libc3/rank_record.hpp"
+#include "scoutd/checkpoints.hpp"
 #include "scoutd/control_protocol.hpp"
 #include "scoutd/runtime_paths.hpp"
 #include "sql/ledger.hpp"
@@ -44,7 +45,12 @@ constexpr const char* kUsage =
     "                  step time, compute/wait split and straggler score\n"
     "  top JOBID       status refreshed like top(1), ranks sorted by score, suspects\n"
     "                  highlighted; q quits (--count N, --interval S; --json: one\n"
-    "                  JSON object per refresh)\n\n"
+    "                  JSON object per refresh)\n"
+    "  replay JOBID    ask the job's scoutds for a replay cycle now (silent data\n"
+    "                  corruption check on every device)\n"
+    "  checkpoints JOBID  the job's checkpoints: path, time, trust state, reason\n"
+    "  recovery JOBID  the newest recovery_verified checkpoint's path (exit 1 and a\n"
+    "                  message when there is none), for restart scripts\n\n"
     "Options:\n"
     "  --ledger PATH       ledger file (default $SCOUT_LEDGER, then\n"
     "                      ${XDG_STATE_HOME:-~/.local/state}/scout/ledger.db)\n"
@@ -55,7 +61,8 @@ constexpr const char* kUsage =
     "  --json              machine-readable output\n"
     "  -h, --help          this help\n"
     "  -V, --version       version\n\n"
-    "Exit status: 0 ok, 1 internal error, 2 usage or malformed job id,\n"
+    "Exit status: 0 ok, 1 internal error (recovery: no verified checkpoint),\n"
+    "2 usage or malformed job id,\n"
     "3 unknown job, 4 ledger missing/unreadable/not a scout ledger, 5 no scoutd answers.\n";
 
 struct Args {
@@ -80,6 +87,73 @@ json verdict_json(const sq::VerdictRow& v) {
           {"hosts", parse(v.hosts, json::array())}, {"evidence", parse(v.evidence, json::object())},
           {"detected_at", v.detected_at},
           {"resolved_at", v.resolved_at ? json(*v.resolved_at) : json(nullptr)}};
+}
+
+// The ledger holding a job: the site/local ledger, or under Slurm the job's
+// spool ledger while the job runs. Dies with the documented exit codes.
+sq::Ledger open_job_ledger(const Args& a) {
+  std::string path = a.ledger.empty() ? sd::default_ledger_path() : a.ledger;
+  std::string spool_db = a.spool.empty() ? "" : a.spool + "/" + a.job + ".db";
+  auto in_site = [&] {
+    try {
+      auto l = sq::Ledger::open(path, sq::Ledger::Mode::kReadOnly);
+      return l.job(a.job).has_value();
+    } catch (const sq::LedgerError&) {
+      return false;
+    }
+  };
+  if (!spool_db.empty() && ::access(spool_db.c_str(), R_OK) == 0 && !in_site()) path = spool_db;
+  try {
+    auto l = sq::Ledger::open(path, sq::Ledger::Mode::kReadOnly);
+    if (!l.job(a.job)) die(kExitUnknownJob, fmt::format("{}: job {} is not in the ledger {}", a.command, a.job, path));
+    return l;
+  } catch (const sq::LedgerError& e) {
+    die(kExitLedger, fmt::format("{}: {}", a.command, e.what()));
+  }
+}
+
+json checkpoint_json(const sq::CheckpointRow& c) {
+  return {{"id", c.id}, {"job", c.job_id}, {"path", c.path}, {"written_at", sd::unix_ms_to_iso(c.written_ms)},
+          {"seen_at", c.seen_at}, {"state", c.state}, {"reason", c.reason}, {"updated_at", c.updated_at}};
+}
+
+int cmd_checkpoints(const Args& a) {
+  auto l = open_job_ledger(a);
+  json out = json::array();
+  for (auto& c : l.checkpoints(a.job)) out.push_back(checkpoint_json(c));
+  if (a.json) {
+    std::puts(out.dump(2).c_str());
+  } else if (out.empty()) {
+    std::printf("job %s: no checkpoints seen\n", a.job.c_str());
+  } else {
+    std::printf("%-17s  %-24s  %s\n", "STATE", "WRITTEN", "PATH / REASON");
+    for (auto& c : out)
+      std::printf("%-17s  %-24s  %s\n%45s%s\n", c["state"].get<std::string>().c_str(),
+                  c["written_at"].get<std::string>().c_str(), c["path"].get<std::string>().c_str(), "",
+                  c["reason"].get<std::string>().c_str());
+  }
+  return kExitOk;
+}
+
+int cmd_recovery(const Args& a) {
+  auto l = open_job_ledger(a);
+  auto cs = l.checkpoints(a.job);
+  const sq::CheckpointRow* best = nullptr;
+  int candidates = 0, rejected = 0;
+  for (auto& c : cs) {
+    if (c.state == "recovery_verified" && (!best || c.written_ms >= best->written_ms)) best = &c;
+    candidates += c.state == "candidate";
+    rejected += c.state == "rejected";
+  }
+  if (!best) {
+    std::fprintf(stderr, "scoutctl: recovery: job %s has no recovery_verified checkpoint (%zu seen: %d "
+                 "candidate, %d rejected); do not restart from an unverified one\n",
+                 a.job.c_str(), cs.size(), candidates, rejected);
+    return kExitInternal;
+  }
+  if (a.json) std::puts(checkpoint_json(*best).dump(2).c_str());
+  else std::puts(best->path.c_str());
+  return kExitOk;
 }
 
 int cmd_query(const Args& a) {
@@ -190,6 +264,47 @@ json fetch_status(const Args& a) {
   return merged;
 }
 
+int cmd_replay(const Args& a) {
+  std::string root = a.runtime_dir.empty() ? sd::default_runtime_root() : a.runtime_dir;
+  std::string dir = sd::job_runtime_dir(root, a.job);
+  std::vector<std::string> sockets;
+  std::error_code ec;
+  for (auto& ent : std::filesystem::directory_iterator(dir, ec)) {
+    auto name = ent.path().filename().string();
+    if (name.rfind("scoutd.", 0) == 0 && name.size() > 5 && name.substr(name.size() - 5) == ".sock")
+      sockets.push_back(ent.path().string());
+  }
+  std::sort(sockets.begin(), sockets.end());
+  if (sockets.empty())
+    die(kExitUnreachable, fmt::format("replay: job {} has no running scoutd (no sockets in {})", a.job, dir));
+  for (auto& path : sockets) {
+    int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+    timeval tv{5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    try {
+      if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+        throw std::runtime_error(std::strerror(errno));
+      roundtrip(fd, fmt::format("HELLO {}", sd::kProtocolVersion));
+      roundtrip(fd, "REPLAY");
+      roundtrip(fd, "QUIT");
+      ::close(fd);
+      if (a.json) std::puts(json{{"job", a.job}, {"replay", "requested"}, {"via", path}}.dump().c_str());
+      else std::printf("job %s: replay cycle requested\n", a.job.c_str());
+      return kExitOk;
+    } catch (const std::exception& e) {
+      ::close(fd);
+      std::string msg = e.what();
+      if (msg.rfind("ERROR:", 0) == 0) die(kExitUsage, fmt::format("replay: {}", msg.substr(7)));
+      std::fprintf(stderr, "scoutctl: replay: %s: %s\n", path.c_str(), e.what());
+    }
+  }
+  die(kExitUnreachable, fmt::format("replay: no scoutd of job {} answered ({} sockets in {})", a.job,
+                                    sockets.size(), dir));
+}
+
 int cmd_status(const Args& a) {
   json merged = fetch_status(a);
   if (a.json) std::puts(merged.dump(2).c_str());
@@ -292,8 +407,10 @@ int main(int argc, char** argv) {
     if (const char* e = std::getenv("SCOUT_SPOOL")) a.spool = e;
   if (pos.empty()) die(kExitUsage, "missing command; expected 'query JOBID' or 'status JOBID' (see scoutctl --help)");
   a.command = pos[0];
-  if (a.command != "query" && a.command != "status" && a.command != "top")
-    die(kExitUsage, fmt::format("unknown command '{}'; expected query, status or top", a.command));
+  static const char* kCommands[] = {"query", "status", "top", "replay", "checkpoints", "recovery"};
+  if (std::none_of(std::begin(kCommands), std::end(kCommands), [&](const char* c) { return a.command == c; }))
+    die(kExitUsage, fmt::format("unknown command '{}'; expected query, status, top, replay, checkpoints "
+                                "or recovery", a.command));
   if (pos.size() != 2) die(kExitUsage, fmt::format("{}: expected exactly one JOBID", a.command));
   a.job = pos[1];
   if (!scout::c3::valid_job_id(a.job))
@@ -301,6 +418,9 @@ int main(int argc, char** argv) {
   try {
     if (a.command == "query") return cmd_query(a);
     if (a.command == "top") return cmd_top(a);
+    if (a.command == "replay") return cmd_replay(a);
+    if (a.command == "checkpoints") return cmd_checkpoints(a);
+    if (a.command == "recovery") return cmd_recovery(a);
     return cmd_status(a);
   } catch (const std::exception& e) {
     die(kExitInternal, fmt::format("{}: {}", a.command, e.what()));

@@ -26,6 +26,20 @@ constexpr const char* kInsertJob =
     "VALUES(?,?,?,?,?,?,?,?)";
 constexpr const char* kMaxLocalJob =
     "SELECT COALESCE(MAX(CAST(job_id AS INTEGER)),0) FROM jobs WHERE launcher='scout-run'";
+constexpr const char* kInsertCycle =
+    "INSERT OR REPLACE INTO replay_cycles(job_id,cycle,started_ms,finished_ms,observers,expected,"
+    "devices,outcome,cpu_s,detail) VALUES(?,?,?,?,?,?,?,?,?,?)";
+constexpr const char* kSelectCycles =
+    "SELECT job_id,cycle,started_ms,finished_ms,observers,expected,devices,outcome,cpu_s,detail "
+    "FROM replay_cycles WHERE job_id=? ORDER BY cycle";
+constexpr const char* kInsertCheckpoint =
+    "INSERT OR IGNORE INTO checkpoints(job_id,path,written_ms,seen_at,state,reason,updated_at) "
+    "VALUES(?,?,?,?,?,?,?)";
+constexpr const char* kUpdateCheckpoint =
+    "UPDATE checkpoints SET state=?, reason=?, updated_at=? WHERE id=?";
+constexpr const char* kSelectCheckpoints =
+    "SELECT id,job_id,path,written_ms,seen_at,state,reason,updated_at FROM checkpoints "
+    "WHERE job_id=? ORDER BY written_ms, id";
 constexpr const char* kEndJob = "UPDATE jobs SET ended_at=?, exit_status=? WHERE job_id=?";
 constexpr const char* kSelectJob =
     "SELECT job_id,user,uid,launcher,command,nodes,ranks,started_at,ended_at,exit_status "
@@ -96,6 +110,10 @@ class Stmt {
     check(sqlite3_bind_int64(st_, ++col_, v));
     return *this;
   }
+  Stmt& bind(double v) {
+    check(sqlite3_bind_double(st_, ++col_, v));
+    return *this;
+  }
   Stmt& bind_null() {
     check(sqlite3_bind_null(st_, ++col_));
     return *this;
@@ -121,6 +139,7 @@ class Stmt {
     return text(i);
   }
   std::int64_t i64(int i) { return sqlite3_column_int64(st_, i); }
+  double f64(int i) { return sqlite3_column_double(st_, i); }
 
  private:
   void check(int rc) {
@@ -405,6 +424,41 @@ std::vector<VerdictRow> Ledger::verdicts(const std::string& job_id) {
     out.push_back(std::move(v));
   }
   s.reset();
+  return out;
+}
+
+void Ledger::insert_replay_cycle(const ReplayCycleRow& r) {
+  stmt(kInsertCycle).bind(r.job_id).bind(r.cycle).bind(r.started_ms).bind(r.finished_ms)
+      .bind(r.observers).bind(r.expected).bind(r.devices).bind(r.outcome).bind(r.cpu_s)
+      .bind(r.detail).run();
+}
+
+std::vector<ReplayCycleRow> Ledger::replay_cycles(const std::string& job_id) {
+  std::vector<ReplayCycleRow> out;
+  auto& s = stmt(kSelectCycles).bind(job_id);
+  while (s.step())
+    out.push_back({s.text(0), s.i64(1), s.i64(2), s.i64(3), s.i64(4), s.i64(5), s.i64(6),
+                   s.text(7), s.f64(8), s.text(9)});
+  return out;
+}
+
+bool Ledger::add_checkpoint(const CheckpointRow& c) {
+  const std::string now = now_iso8601();
+  stmt(kInsertCheckpoint).bind(c.job_id).bind(c.path).bind(c.written_ms)
+      .bind(c.seen_at.empty() ? now : c.seen_at).bind(c.state.empty() ? std::string("candidate") : c.state)
+      .bind(c.reason).bind(now).run();
+  return sqlite3_changes(db_) > 0;
+}
+
+void Ledger::set_checkpoint_state(std::int64_t id, const std::string& state, const std::string& reason) {
+  stmt(kUpdateCheckpoint).bind(state).bind(reason).bind(now_iso8601()).bind(id).run();
+}
+
+std::vector<CheckpointRow> Ledger::checkpoints(const std::string& job_id) {
+  std::vector<CheckpointRow> out;
+  auto& s = stmt(kSelectCheckpoints).bind(job_id);
+  while (s.step())
+    out.push_back({s.i64(0), s.text(1), s.text(2), s.i64(3), s.text(4), s.text(5), s.text(6), s.text(7)});
   return out;
 }
 

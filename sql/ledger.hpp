@@ -59,7 +59,23 @@ struct GatingRow {
   std::string job_id, node, decision, reason, decided_by, decided_at;
 };
 
-inline constexpr int kSchemaVersion = 2;
+struct ReplayCycleRow {
+  std::string job_id;
+  std::int64_t cycle = 0, started_ms = 0, finished_ms = 0;
+  std::int64_t observers = 0, expected = 0, devices = 0;
+  std::string outcome;  // clean, dissent, incomplete
+  double cpu_s = 0;
+  std::string detail = "{}";
+};
+
+struct CheckpointRow {
+  std::int64_t id = 0;
+  std::string job_id, path;
+  std::int64_t written_ms = 0;
+  std::string seen_at, state, reason, updated_at;
+};
+
+inline constexpr int kSchemaVersion = 3;
 
 // ISO-8601 UTC with milliseconds, e.g. 2026-11-29T17:39:29.123Z
 std::string now_iso8601();
@@ -106,6 +122,14 @@ class Ledger {
                  std::int64_t origin_uid, const std::function<bool(const VerdictRow&)>& keep);
   void insert_gating(const GatingRow& g);
   std::vector<GatingRow> gating(const std::string& job_id);
+
+  void insert_replay_cycle(const ReplayCycleRow& r);  // one row per (job, cycle)
+  std::vector<ReplayCycleRow> replay_cycles(const std::string& job_id);
+  // Inserts a candidate if the path is new; returns true when inserted.
+  bool add_checkpoint(const CheckpointRow& c);
+  void set_checkpoint_state(std::int64_t id, const std::string& state, const std::string& reason);
+  std::vector<CheckpointRow> checkpoints(const std::string& job_id);  // oldest first
+
  private:
   Ledger(sqlite3* db, std::string path);
   void migrate();

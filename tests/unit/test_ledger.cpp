@@ -173,7 +173,7 @@ TEST_CASE("a version-1 ledger is migrated to version 2 without losing verdicts")
               "VALUES('9','0','crash','attributed','[2]','[\"n2\"]','{}','t')");
   CHECK(user_version(p) == 1);
   auto l = Ledger::open(p, Ledger::Mode::kReadWrite);
-  CHECK(l.schema_version() == 2);
+  CHECK(l.schema_version() == kSchemaVersion);
   auto vs = l.verdicts("9");
   REQUIRE(vs.size() == 1);
   CHECK(vs[0].kind == "crash");
