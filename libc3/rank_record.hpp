@@ -79,7 +79,7 @@ struct CommEntry {
 // A signed collective output: every Nth Allreduce, Bcast and Allgather of a
 // communicator (N from SCOUT_OUTSIG_EVERY), in slot (index % kOutSigRing).
 // `tag` is index + 1 once the slot is complete (0 while rewritten).
-inline constexpr std::size_t kOutSigRing = 32;
+inline constexpr std::size_t kOutSigRing = 256;
 struct alignas(8) OutSig {
   std::uint64_t tag;
   std::uint64_t comm;    // communicator identity

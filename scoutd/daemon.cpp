@@ -433,7 +433,7 @@ c3::Bytes Daemon::decide_gather(const c3::Bytes& acc) {
     for (auto& [key, id] : open_)
       if (key.rfind("straggler", 0) == 0) open_stragglers.insert(key);
   }
-  for (auto& d : detect_output_divergence(ev)) drafts.push_back(std::move(d));
+  for (auto& d : outputs_.update(ev)) drafts.push_back(std::move(d));
   auto st = stragglers_.update(ev, open_stragglers);
   if (!st.verdicts.empty() && cfg_.replay) straggler_demand_ = true;  // is its core computing wrong?
   for (auto& d : st.verdicts) drafts.push_back(std::move(d));

@@ -75,6 +75,7 @@ class Daemon {
   DetectorOptions detector_;
   StragglerTracker stragglers_;               // root only: confirmation state
   CommTracker comm_stragglers_;
+  OutputTracker outputs_;                     // root only: signed collective outputs
 
   std::mutex mu_;                              // guards the replicated state below
   std::vector<nlohmann::json> verdicts_;       // every verdict of the job, by id

@@ -288,69 +288,75 @@ std::vector<VerdictDraft> detect_progress(const std::vector<RankEvidence>& ranks
   return out;
 }
 
-std::vector<VerdictDraft> detect_output_divergence(const std::vector<RankEvidence>& ranks) {
-  struct Entry {
-    int rank;
-    std::string node;
-    std::uint64_t sig, kind;
-  };
-  std::map<std::pair<std::uint64_t, std::uint64_t>, std::vector<Entry>> groups;
-  std::map<std::uint64_t, std::size_t> comm_size;
+std::vector<VerdictDraft> OutputTracker::update(const std::vector<RankEvidence>& ranks) {
   for (auto& e : ranks) {
-    for (auto& o : e.outsigs) groups[{o.comm, o.call}].push_back({e.rank, e.node, o.sig, o.kind});
-    for (auto& [c, m] : e.comm_members) comm_size[c] = std::max(comm_size[c], m.size());
+    for (auto& o : e.outsigs) {
+      auto& g = groups_[{o.comm, o.call}];
+      g.by_rank[e.rank] = {o.sig, e.node};
+      g.kind = o.kind;
+    }
+    for (auto& [c, m] : e.comm_members) comm_size_[c] = std::max(comm_size_[c], m.size());
   }
+  constexpr std::size_t kMaxGroups = 8192;  // bounded memory: the oldest go first
+  while (groups_.size() > kMaxGroups) groups_.erase(groups_.begin());
   std::vector<VerdictDraft> out;
-  std::set<int> named;
-  std::set<std::uint64_t> inconclusive_comms;
-  for (auto& [key, entries] : groups) {
-    std::map<std::uint64_t, int> counts;
-    for (auto& en : entries) ++counts[en.sig];
-    if (counts.size() < 2 || entries.size() < 3) continue;
+  for (auto it = groups_.begin(); it != groups_.end();) {
+    const auto& key = it->first;
+    Group& g = it->second;
     // The world communicator publishes no member list: its size is the
     // number of ranks; otherwise the published membership.
-    std::size_t size = comm_size.count(key.first) ? comm_size[key.first] : ranks.size();
-    size = std::max(size, entries.size());
-    auto best = std::max_element(counts.begin(), counts.end(), [](auto& a, auto& b) { return a.second < b.second; });
-    const char* kind = c3::coll_name(static_cast<std::uint32_t>(entries.front().kind));
-    if (2 * static_cast<std::size_t>(best->second) > size) {
-      for (auto& en : entries) {
-        if (en.sig == best->first || named.count(en.rank)) continue;
-        named.insert(en.rank);
+    std::size_t size = comm_size_.count(key.first) ? comm_size_[key.first] : ranks.size();
+    size = std::max(size, g.by_rank.size());
+    if (g.by_rank.size() < size && ++g.age < max_age_) {
+      ++it;
+      continue;
+    }
+    std::map<std::uint64_t, int> counts;
+    for (auto& [r, en] : g.by_rank) ++counts[en.sig];
+    const char* kind = c3::coll_name(static_cast<std::uint32_t>(g.kind));
+    if (counts.size() >= 2 && g.by_rank.size() >= 3) {
+      auto best = std::max_element(counts.begin(), counts.end(),
+                                   [](auto& a, auto& b) { return a.second < b.second; });
+      if (2 * static_cast<std::size_t>(best->second) > size) {
+        for (auto& [rank, en] : g.by_rank) {
+          if (en.sig == best->first || named_.count(rank)) continue;
+          named_.insert(rank);
+          VerdictDraft d;
+          d.kind = "sdc";
+          d.status = "attributed";
+          d.ranks = {rank};
+          d.hosts = {en.node};
+          d.evidence = {{"source", "collective_output"},
+                        {"rule", "its collective output differs from a strict majority of the communicator"},
+                        {"collective", kind}, {"comm", fmt::format("{:016x}", key.first)}, {"call", key.second},
+                        {"signature", fmt::format("{:016x}", en.sig)},
+                        {"majority_signature", fmt::format("{:016x}", best->first)},
+                        {"agreeing_ranks", best->second}, {"comm_size", size},
+                        {"culprits", json::array({{{"rank", rank}, {"node", en.node}}})}};
+          d.key = fmt::format("sdc:output:{}", rank);
+          out.push_back(std::move(d));
+        }
+      } else if (!inconclusive_.count(key.first)) {
+        inconclusive_.insert(key.first);
         VerdictDraft d;
         d.kind = "sdc";
-        d.status = "attributed";
-        d.ranks = {en.rank};
-        d.hosts = {en.node};
+        d.status = "inconclusive";
+        json values = json::array();
+        for (auto& [sig, n] : counts) {
+          json rs = json::array();
+          for (auto& [rank, en] : g.by_rank)
+            if (en.sig == sig) rs.push_back(rank);
+          values.push_back({{"signature", fmt::format("{:016x}", sig)}, {"ranks", rs}});
+        }
         d.evidence = {{"source", "collective_output"},
-                      {"rule", "its collective output differs from a strict majority of the communicator"},
+                      {"rule", "outputs differ and no value has a strict majority of the communicator"},
                       {"collective", kind}, {"comm", fmt::format("{:016x}", key.first)}, {"call", key.second},
-                      {"signature", fmt::format("{:016x}", en.sig)},
-                      {"majority_signature", fmt::format("{:016x}", best->first)},
-                      {"agreeing_ranks", best->second}, {"comm_size", size},
-                      {"culprits", json::array({{{"rank", en.rank}, {"node", en.node}}})}};
-        d.key = fmt::format("sdc:output:{}", en.rank);
+                      {"comm_size", size}, {"values", values}};
+        d.key = fmt::format("sdc:output:nomajority:{:016x}", key.first);
         out.push_back(std::move(d));
       }
-    } else if (!inconclusive_comms.count(key.first)) {
-      inconclusive_comms.insert(key.first);
-      VerdictDraft d;
-      d.kind = "sdc";
-      d.status = "inconclusive";
-      json values = json::array();
-      for (auto& [sig, n] : counts) {
-        json rs = json::array();
-        for (auto& en : entries)
-          if (en.sig == sig) rs.push_back(en.rank);
-        values.push_back({{"signature", fmt::format("{:016x}", sig)}, {"ranks", rs}});
-      }
-      d.evidence = {{"source", "collective_output"},
-                    {"rule", "outputs differ and no value has a strict majority of the communicator"},
-                    {"collective", kind}, {"comm", fmt::format("{:016x}", key.first)}, {"call", key.second},
-                    {"comm_size", size}, {"values", values}};
-      d.key = fmt::format("sdc:output:nomajority:{:016x}", key.first);
-      out.push_back(std::move(d));
     }
+    it = groups_.erase(it);
   }
   return out;
 }

@@ -1,6 +1,8 @@
 // Local rank observation (see rank_watcher.hpp).
 #include "scoutd/rank_watcher.hpp"
 
+#include <utility>
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -189,7 +191,7 @@ void RankWatcher::tick() {
     std::size_t no = c3::outsig_read(*s.rec, s.outsig_next, os, &s.outsig_next);
     for (std::size_t k = 0; k < no; ++k) s.outsigs.push_back({os[k].comm, os[k].call, os[k].kind, os[k].sig});
     outsig_new_ += no;
-    constexpr std::size_t kKeepSigs = 16;
+    constexpr std::size_t kKeepSigs = 1024;  // undelivered, per rank: the oldest go first
     if (s.outsigs.size() > kKeepSigs) s.outsigs.erase(s.outsigs.begin(), s.outsigs.end() - kKeepSigs);
   }
 }
@@ -279,7 +281,7 @@ std::vector<RankEvidence> RankWatcher::evidence(bool for_gather) const {
       e.wait_s = s.steps.wait_s;
       e.comm_wait = s.comm_wait;
       e.comm_members = s.comm_members;
-      e.outsigs = s.outsigs;
+      if (for_gather) e.outsigs = std::exchange(const_cast<Slot&>(s).outsigs, {});
       if (e.alive) {
         ProcInfo p = read_proc_info(s.pid);
         e.state = p.state;
