@@ -39,3 +39,36 @@ TEST_CASE("bad values name the option and what was expected") {
   d.ledger.clear();
   CHECK_THROWS_WITH_AS(validate(d), doctest::Contains("--ledger"), ConfigError);
 }
+
+TEST_CASE("replay and checkpoint options") {
+  auto c = parse({"--job-id", "1", "--ranks", "2", "--ledger", "/x", "--replay-interval", "0", "--replay-budget",
+                  "0.05", "--replay-cores", "0,2-3", "--replay-recipes", "gemm_f64,mem_march", "--ckpt-dir", "/ck",
+                  "--ckpt-marker", "DONE", "--replay-sched", "normal"});
+  CHECK(c.replay_interval_s == 0);
+  CHECK(c.replay_budget == doctest::Approx(0.05));
+  CHECK(c.replay_cores == std::vector<int>{0, 2, 3});
+  CHECK(c.replay_sched == "normal");
+  CHECK_NOTHROW(validate(c));
+  auto err = [](std::vector<std::string> a) {
+    try {
+      auto c2 = parse(a);
+      validate(c2);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  std::vector<std::string> base = {"--job-id", "1", "--ranks", "2", "--ledger", "/x"};
+  auto with = [&](std::vector<std::string> extra) {
+    auto a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  CHECK(err(with({"--replay", "maybe"})).find("expected on or off") != std::string::npos);
+  CHECK(err(with({"--replay-budget", "0"})).find("use --replay off") != std::string::npos);
+  CHECK(err(with({"--replay-budget", "2"})).find("out of range") != std::string::npos);
+  CHECK(err(with({"--replay-cores", "3-1"})).find("not a CPU list") != std::string::npos);
+  CHECK(err(with({"--replay-recipes", "gemm_f16"})).find("'gemm_f16' is not a recipe") != std::string::npos);
+  CHECK(err(with({"--replay-sched", "fifo"})).find("expected idle or normal") != std::string::npos);
+  CHECK(err(with({"--ckpt-marker", "a/b"})).find("without '/'") != std::string::npos);
+}

@@ -55,3 +55,15 @@ TEST_CASE("garbage and oversized lines get errors, never a crash") {
   CHECK(big.close);
   CHECK(handle_control_line(st, "", providers()).text.rfind("ERROR:", 0) == 0);
 }
+
+TEST_CASE("REPLAY asks for a cycle, or says why it cannot") {
+  ControlState st;
+  auto p = providers();
+  handle_control_line(st, "HELLO 1", p);
+  CHECK(handle_control_line(st, "REPLAY", p).text == "ERROR: replay is off for this job (scoutd --replay off)\n");
+  int asked = 0;
+  p.replay = [&] { ++asked; return std::string(); };
+  CHECK(handle_control_line(st, "replay", p).text == "replay cycle requested\nOK\n");
+  CHECK(asked == 1);
+  CHECK(handle_control_line(st, "REPLAY now", p).text.rfind("ERROR: unknown command", 0) == 0);
+}

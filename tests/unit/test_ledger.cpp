@@ -210,3 +210,31 @@ TEST_CASE("import copies a job's verdicts once, with their origin") {
   CHECK(to.verdicts("6").empty());  // only the job asked for
   CHECK(to.job("5")->user == "alice");
 }
+
+TEST_CASE("replay cycles and checkpoint states are kept per job") {
+  TempDir d;
+  auto p = (d.path / "l.db").string();
+  auto l = Ledger::open(p, Ledger::Mode::kReadWrite);
+  l.insert_job({"5", "u", 1, "scout-run", "", 1, 1, "", {}, {}});
+  l.insert_replay_cycle({"5", 1, 100, 200, 4, 4, 8, "clean", 0.25, "{}"});
+  l.insert_replay_cycle({"5", 2, 300, 400, 4, 4, 8, "dissent", 0.5, "{\"dissents\":1}"});
+  CHECK_THROWS_AS(l.insert_replay_cycle({"5", 3, 1, 2, 4, 4, 8, "maybe", 0, "{}"}), LedgerError);
+  auto cs = l.replay_cycles("5");
+  REQUIRE(cs.size() == 2);
+  CHECK(cs[0].outcome == "clean");
+  CHECK(cs[1].cpu_s == doctest::Approx(0.5));
+  CheckpointRow c;
+  c.job_id = "5";
+  c.path = "/ck/1";
+  c.written_ms = 150;
+  CHECK(l.add_checkpoint(c));
+  CHECK_FALSE(l.add_checkpoint(c));  // seen once
+  auto ck = l.checkpoints("5");
+  REQUIRE(ck.size() == 1);
+  CHECK(ck[0].state == "candidate");
+  l.set_checkpoint_state(ck[0].id, "recovery_verified", "clean cycle 2");
+  auto again = Ledger::open(p, Ledger::Mode::kReadOnly).checkpoints("5");
+  CHECK(again[0].state == "recovery_verified");
+  CHECK(again[0].reason == "clean cycle 2");
+  CHECK_THROWS_AS(l.set_checkpoint_state(ck[0].id, "trusted", ""), LedgerError);
+}

@@ -34,7 +34,7 @@ TEST_CASE("header checks name what was expected") {
   r->version = 1;
   auto why = record_check_header(*r, sizeof *r);
   CHECK(why.find("record version 1") != std::string::npos);
-  CHECK(why.find("expected version 4") != std::string::npos);
+  CHECK(why.find("expected version 5") != std::string::npos);
   r = fresh();
   r->size = 12;
   CHECK(record_check_header(*r, sizeof *r).find("size field") != std::string::npos);
