@@ -99,7 +99,13 @@ int local_user_init(spank_t sp) {
                                    std::to_string(ntasks), "--slurm", "--ledger",
                                    cfg.spool + "/" + jid + ".db", "--runtime-dir",
                                    cfg.runtime_dir + "/" + jid, "--stall-threshold",
-                                   std::to_string(stall)};
+                                   std::to_string(stall), "--replay", cfg.replay ? "on" : "off",
+                                   "--replay-interval", std::to_string(cfg.replay_interval),
+                                   "--replay-budget", std::to_string(cfg.replay_budget)};
+  if (!st.opt_ckpt_dir.empty()) {
+    tail.push_back("--ckpt-dir");
+    tail.push_back(st.opt_ckpt_dir);
+  }
   args.insert(args.end(), tail.begin(), tail.end());
   // Environment and argv are built before fork: the child only execs.
   std::vector<std::string> env;

@@ -64,6 +64,15 @@ std::string parse_plugin_args(const std::vector<std::string>& args, PluginConfig
         err = "plugstack argument stall_threshold=" + v + ": expected seconds from 1 to 86400";
     } else if (k == "grace") {
       if (!parse_secs(v, 1, 600, c.grace)) err = "plugstack argument grace=" + v + ": expected seconds from 1 to 600";
+    } else if (k == "replay") {
+      if (!parse_on_off(v, c.replay) || v == "(null)" || v.empty())
+        err = "plugstack argument replay=" + v + ": expected on or off";
+    } else if (k == "replay_interval") {
+      if (!parse_secs(v, 0, 7 * 86400, c.replay_interval))
+        err = "plugstack argument replay_interval=" + v + ": expected seconds from 0 (on demand only) to 604800";
+    } else if (k == "replay_budget") {
+      if (!parse_secs(v, 0, 1, c.replay_budget) || c.replay_budget <= 0)
+        err = "plugstack argument replay_budget=" + v + ": expected a fraction of CPU time above 0 and at most 1";
     } else if (k == "drain_kinds") {
       c.drain_kinds.clear();
       std::stringstream ss(v);
@@ -76,7 +85,7 @@ std::string parse_plugin_args(const std::vector<std::string>& args, PluginConfig
     } else {
       return "plugstack argument '" + k + "': unknown key; expected one of scoutd, probe, srun, "
              "scontrol, spool, ledger, runtime_dir, default, required, stall_threshold, grace, "
-             "gate, drain_kinds, fail_closed";
+             "gate, drain_kinds, fail_closed, replay, replay_interval, replay_budget";
     }
     if (!err.empty()) return err;
   }

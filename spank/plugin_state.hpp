@@ -19,6 +19,7 @@ struct PluginState {
   PluginConfig cfg;
   int opt_scout = -1;         // -1 not set, 0 off, 1 on
   double opt_stall = -1;      // -1 not set
+  std::string opt_ckpt_dir;   // --scout-ckpt-dir
   pid_t companion = -1;       // srun of the companion step (local context)
   std::string deferred_error; // user_init errors reach srun only from task_init
 };
@@ -29,6 +30,7 @@ PluginState& state();
 inline constexpr const char* kCompanionEnv = "SCOUT_COMPANION";
 inline constexpr const char* kSbatchOptionEnv = "SLURM_SPANK__SLURM_SPANK_OPTION_scout_scout";
 inline constexpr const char* kSbatchStallEnv = "SLURM_SPANK__SLURM_SPANK_OPTION_scout_scout_stall_threshold";
+inline constexpr const char* kSbatchCkptEnv = "SLURM_SPANK__SLURM_SPANK_OPTION_scout_scout_ckpt_dir";
 
 // Per-context entry points (context_local.cpp, context_remote.cpp).
 int local_user_init(spank_t sp);

@@ -5,6 +5,7 @@
 // validate and forward the options. Exceptions never cross into Slurm, and
 // scout never fails a job because scout itself failed unless the site set
 // required=yes.
+#include <sys/stat.h>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -67,6 +68,18 @@ int opt_stall_cb(int, const char* optarg, int) {
   return 0;
 }
 
+int opt_ckpt_cb(int, const char* optarg, int) {
+  std::string v = optarg ? optarg : "";
+  struct stat st {};
+  if (v.empty() || v == "(null)" || v[0] != '/' || ::stat(v.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    slurm_error("scout: option: --scout-ckpt-dir=%s is not valid; expected the absolute path of an existing "
+                "directory the job writes its checkpoints to", v.c_str());
+    return -1;
+  }
+  state().opt_ckpt_dir = v;
+  return 0;
+}
+
 struct spank_option kOptions[] = {
     {const_cast<char*>("scout"), const_cast<char*>("on|off"),
      const_cast<char*>("[scout] watch this job with scout: on or off (default: site setting)"), 2, 0,
@@ -74,6 +87,9 @@ struct spank_option kOptions[] = {
     {const_cast<char*>("scout-stall-threshold"), const_cast<char*>("SECONDS"),
      const_cast<char*>("[scout] seconds without progress before scout examines a hang (default 10)"), 1, 0,
      opt_stall_cb},
+    {const_cast<char*>("scout-ckpt-dir"), const_cast<char*>("DIR"),
+     const_cast<char*>("[scout] certify the checkpoints written to DIR (scoutctl checkpoints|recovery)"), 1, 0,
+     opt_ckpt_cb},
     SPANK_OPTIONS_TABLE_END};
 
 }  // namespace
@@ -111,6 +127,10 @@ extern "C" __attribute__((visibility("default"))) int slurm_spank_init_post_opt(
       if (st.opt_stall < 0)
         if (const char* v = std::getenv(kSbatchStallEnv)) {
           if (opt_stall_cb(0, v, 0) != 0) return -1;
+        }
+      if (st.opt_ckpt_dir.empty())
+        if (const char* v = std::getenv(kSbatchCkptEnv)) {
+          if (opt_ckpt_cb(0, v, 0) != 0) return -1;
         }
       if (st.opt_scout < 0)
         if (const char* v = std::getenv(kSbatchOptionEnv)) {

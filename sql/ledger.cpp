@@ -35,6 +35,12 @@ constexpr const char* kSelectCycles =
 constexpr const char* kInsertCheckpoint =
     "INSERT OR IGNORE INTO checkpoints(job_id,path,written_ms,seen_at,state,reason,updated_at) "
     "VALUES(?,?,?,?,?,?,?)";
+constexpr const char* kImportCycle =
+    "INSERT OR IGNORE INTO replay_cycles(job_id,cycle,started_ms,finished_ms,observers,expected,"
+    "devices,outcome,cpu_s,detail) VALUES(?,?,?,?,?,?,?,?,?,?)";
+constexpr const char* kImportCheckpoint =
+    "INSERT OR REPLACE INTO checkpoints(job_id,path,written_ms,seen_at,state,reason,updated_at) "
+    "VALUES(?,?,?,?,?,?,?)";
 constexpr const char* kUpdateCheckpoint =
     "UPDATE checkpoints SET state=?, reason=?, updated_at=? WHERE id=?";
 constexpr const char* kSelectCheckpoints =
@@ -358,6 +364,13 @@ int Ledger::import_job(Ledger& from, const std::string& job_id, const std::strin
   auto src_job = from.job(job_id);
   auto src_nodes = from.nodes(job_id);
   auto src_verdicts = from.verdicts(job_id);
+  // Schema v3 sources also carry replay cycles and checkpoint states.
+  std::vector<ReplayCycleRow> src_cycles;
+  std::vector<CheckpointRow> src_ckpts;
+  if (from.schema_version() >= 3) {
+    src_cycles = from.replay_cycles(job_id);
+    src_ckpts = from.checkpoints(job_id);
+  }
   const std::string now = now_iso8601();
   int added = 0;
   exec("BEGIN IMMEDIATE");
@@ -380,6 +393,12 @@ int Ledger::import_job(Ledger& from, const std::string& job_id, const std::strin
       s.bind(origin).bind(v.id).bind(origin_uid).bind(now).run();
       added += sqlite3_changes(db_);
     }
+    for (auto& c : src_cycles)
+      stmt(kImportCycle).bind(c.job_id).bind(c.cycle).bind(c.started_ms).bind(c.finished_ms)
+          .bind(c.observers).bind(c.expected).bind(c.devices).bind(c.outcome).bind(c.cpu_s).bind(c.detail).run();
+    for (auto& c : src_ckpts)
+      stmt(kImportCheckpoint).bind(c.job_id).bind(c.path).bind(c.written_ms).bind(c.seen_at).bind(c.state)
+          .bind(c.reason).bind(c.updated_at).run();
     exec("COMMIT");
   } catch (...) {
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);

@@ -114,7 +114,8 @@ class Ledger {
   void resolve_verdict(std::int64_t id, const std::string& resolved_at);
   std::vector<VerdictRow> verdicts(const std::string& job_id);
 
-  // Copies job `job_id` (job row, nodes, ranks, verdicts) from another
+  // Copies job `job_id` (job row, nodes, ranks, verdicts, replay cycles,
+  // checkpoint states) from another
   // ledger, stamping each verdict with its origin; rows already imported
   // are skipped. `keep` decides per verdict whether it may be imported.
   // Returns the number of verdicts added.

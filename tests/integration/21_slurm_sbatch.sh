@@ -1,14 +1,19 @@
 #!/bin/sh
 # sbatch --scout=on reaches every srun of the script: a healthy step and a
-# crashing step; verdicts only for the crashing step.
+# crashing step; verdicts only for the crashing step. --scout-ckpt-dir reaches
+# the scoutds: a checkpoint written during the healthy step is a candidate.
 . "$top_srcdir/tests/integration/slurm_lib.sh"
 start_cluster
+mkdir -p "$CL/ckpt"
+chmod 0777 "$CL/ckpt"
 cat > "$CL/job.sh" <<JOB
 #!/bin/sh
 #SBATCH --scout=on
+#SBATCH --scout-ckpt-dir=$CL/ckpt
 #SBATCH -N3 -n6
 #SBATCH -o $CL/job.out
-srun --mpi=pmix "$TRAIN" --steps 60
+( sleep 2; mkdir "$CL/ckpt/step-1"; echo w > "$CL/ckpt/step-1/model.bin" ) &
+srun --mpi=pmix "$TRAIN" --steps 80 --step-ms 150
 srun --mpi=pmix "$TRAIN" --steps 200 --fault crash:rank=3:step=30
 echo "script done"
 JOB
@@ -17,7 +22,7 @@ n=0
 until [ -z "$(squeue -h -j "$J" 2>/dev/null)" ]; do
   n=$((n + 1)); [ $n -lt 600 ] || fail "job $J did not end"; sleep 0.2
 done
-grep -q "done: 60 steps on 6 ranks" "$CL/job.out" || fail "healthy step did not run: $(cat "$CL/job.out")"
+grep -q "done: 80 steps on 6 ranks" "$CL/job.out" || fail "healthy step did not run: $(cat "$CL/job.out")"
 wait_epilog "$J" n2
 v=$("$SCOUTCTL" query "$J" --json)
 expect_eq "verdicts" "$(echo "$v" | jq length)" 1
@@ -28,4 +33,7 @@ expect_eq "step" "$(echo "$v" | jq -r '.[0].step')" 2
 expect_eq "ranks" "$(echo "$v" | jq -c '.[0].ranks')" "[3]"
 expect_eq "hosts" "$(echo "$v" | jq -c '.[0].hosts')" '["n2"]'
 expect_eq "n2 reason" "$(node_reason n2)" "scout: crash rank 3 job $J"
-pass "sbatch: both steps watched, only the crashing step has a verdict"
+ck=$("$SCOUTCTL" checkpoints "$J" --json)
+expect_eq "checkpoint" "$(echo "$ck" | jq -r '.[0].path + " " + .[0].state')" "$CL/ckpt/step-1 candidate"
+"$SCOUTCTL" recovery "$J" >/dev/null 2>&1 && fail "recovery named an unverified checkpoint"
+pass "sbatch: both steps watched, only the crashing step has a verdict; checkpoint seen"

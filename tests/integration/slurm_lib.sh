@@ -9,6 +9,15 @@ RUNDIR=$CL/run
 export SCOUT_LEDGER=$SITE SCOUT_SPOOL=$SPOOL SCOUT_RUNTIME_DIR=$RUNDIR
 SCOUT_SO=$B/spank/.libs/scout.so
 
+# On failure, also show what the cluster's jobs and scoutds wrote.
+fail() {
+  echo "FAIL: $*" >&2
+  for f in "$T/run.log" "$CL/job.out" "$SPOOL"/*.log; do
+    [ -f "$f" ] && { echo "--- $f" >&2; grep -v '^\[' "$f" | tail -25 >&2; }
+  done
+  exit 1
+}
+
 slurm_cleanup() {
   [ -n "${CL_ENV:-}" ] && . "$CL_ENV" && scancel --user=root >/dev/null 2>&1 || true
   sleep 0.5
