@@ -7,10 +7,19 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 echo "== signature throughput vs memcpy (one core)"
 "$B/bench/signature_bench"
 echo
-echo "== probe cost (8-byte MPI_Allreduce on MPI_COMM_SELF)"
-mpirun -np 1 -x LD_PRELOAD="$B/probe/.libs/libscout_probe.so" -x SCOUT_JOB_ID=999999 \
-  -x SCOUT_STEP_ID=bench "$B/bench/probe_bench"
-rm -f /dev/shm/scout.999999.bench.* 2>/dev/null || true
+echo "== probe cost (MPI_Allreduce on MPI_COMM_SELF), with collective-output signatures"
+for cfg in "2000000 1 0" "2000000 1 64" "2000000 1 1" "2000 131072 0" "2000 131072 64" "2000 131072 1"; do
+  set -- $cfg
+  SCOUT_OUTSIG_EVERY=$3 mpirun -np 1 -x LD_PRELOAD="$B/probe/.libs/libscout_probe.so" -x SCOUT_JOB_ID=999999 \
+    -x SCOUT_STEP_ID=bench -x SCOUT_OUTSIG_EVERY "$B/bench/probe_bench" "$1" "$2"
+  rm -f /dev/shm/scout.999999.bench.* 2>/dev/null || true
+  echo
+done
+echo "== replay (silent data corruption): cost per cycle, budget under load"
+"$B/bench/replay_bench"
+echo
+echo "== CPU-bound mpi_train under scout-run, replay on (a cycle every 2 s, budget 1%) vs off"
+sh "$top_srcdir/bench/replay-slowdown.sh"
 echo
 echo "== straggler detection (scoutd's detector on 64 synthetic ranks, +-20% jitter)"
 "$B/bench/straggler_bench"
