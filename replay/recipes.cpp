@@ -307,10 +307,16 @@ std::vector<FaultSpec> parse_fault_specs(const std::string& text) {
       } else if (k == "core") {
         f.core = v == "*" ? -1 : static_cast<int>(number(0, 1 << 20));
       } else if (k == "recipe") {
-        if (v != "*") {
+        if (v.rfind("gpu_", 0) == 0) {
+          f.gpu_recipe = v;
+        } else if (v != "*") {
           f.recipe = recipe_from_name(v);
           if (!f.recipe) throw bad("unknown recipe '" + v + "'");
         }
+      } else if (k == "gpu") {
+        f.gpu = static_cast<int>(number(0, 1023));
+      } else if (k == "sm") {
+        f.sm = static_cast<int>(number(0, 1 << 20));
       } else if (k == "bit") {
         f.bit = static_cast<int>(number(0, 1 << 30));
         have_bit = true;
@@ -325,6 +331,8 @@ std::vector<FaultSpec> parse_fault_specs(const std::string& text) {
     }
     if (!have_node) throw bad("node= missing");
     if (!have_bit) throw bad("bit= missing");
+    if ((f.gpu >= 0) != (f.sm >= 0)) throw bad("gpu= and sm= go together");
+    if (f.gpu < 0 && !f.gpu_recipe.empty()) throw bad("recipe=" + f.gpu_recipe + " needs gpu= and sm=");
     out.push_back(std::move(f));
   }
   return out;
@@ -335,7 +343,7 @@ int FaultInjector::bit_for(const std::string& node, int core, Recipe r, long cyc
     const auto& f = specs_[i];
     bool node_ok = false;
     for (auto& n : f.nodes) node_ok = node_ok || n == node;
-    if (!node_ok || (f.core >= 0 && f.core != core) || (f.recipe && *f.recipe != r) ||
+    if (!node_ok || f.gpu >= 0 || (f.core >= 0 && f.core != core) || (f.recipe && *f.recipe != r) ||
         cycle < f.after_cycle)
       continue;
     if (f.once) {
@@ -345,6 +353,22 @@ int FaultInjector::bit_for(const std::string& node, int core, Recipe r, long cyc
     return f.bit;
   }
   return -1;
+}
+
+std::vector<FaultInjector::GpuFlip> FaultInjector::gpu_flips(const std::string& node, int gpu, long cycle) {
+  std::vector<GpuFlip> out;
+  for (std::size_t i = 0; i < specs_.size(); ++i) {
+    const auto& f = specs_[i];
+    bool node_ok = false;
+    for (auto& n : f.nodes) node_ok = node_ok || n == node;
+    if (!node_ok || f.gpu != gpu || cycle < f.after_cycle) continue;
+    if (f.once) {
+      if (used_[i]) continue;
+      used_[i] = true;
+    }
+    out.push_back({f.sm, f.gpu_recipe, f.bit});
+  }
+  return out;
 }
 
 }  // namespace scout::replay

@@ -61,10 +61,13 @@ std::vector<int> allowed_cpus();
 
 // Test fault injection: SCOUT_REPLAY_FAULT, entries separated by ';', each
 //   node=NAME[+NAME...],core=N|*,recipe=NAME|*,bit=B[,mode=recurring|once][,after=CYCLE]
+// or, for a GPU SM: node=NAME,gpu=D,sm=S,recipe=gpu_NAME|*,bit=B[,...]
 struct FaultSpec {
   std::vector<std::string> nodes;
   int core = -1;                   // -1: every core
   std::optional<Recipe> recipe;    // empty: every recipe
+  int gpu = -1, sm = -1;           // a GPU fault when gpu >= 0
+  std::string gpu_recipe;          // empty: every GPU recipe
   int bit = 0;
   bool once = false;
   long after_cycle = 0;            // applies from this cycle on
@@ -78,6 +81,13 @@ class FaultInjector {
   explicit FaultInjector(std::vector<FaultSpec> specs) : specs_(std::move(specs)), used_(specs_.size()) {}
   // Bit to flip for this run, or -1.
   int bit_for(const std::string& node, int core, Recipe r, long cycle);
+  struct GpuFlip {
+    int sm;
+    std::string recipe;  // empty: every recipe
+    int bit;
+  };
+  // Flips for one GPU cycle of this node (once-faults are used up).
+  std::vector<GpuFlip> gpu_flips(const std::string& node, int gpu, long cycle);
   bool empty() const { return specs_.empty(); }
 
  private:

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <utility>
 
 namespace scout::replay {
@@ -26,7 +27,14 @@ void pin_to(int core) {
   sched_setaffinity(0, sizeof set, &set);  // this thread only
 }
 
+GpuBackend& gpu_backend() {
+  static GpuBackend b;
+  return b;
+}
+
 }  // namespace
+
+void set_gpu_backend(GpuBackend b) { gpu_backend() = std::move(b); }
 
 std::uint64_t cycle_seed(long cycle) noexcept {
   std::uint64_t z = static_cast<std::uint64_t>(cycle) * 0x9E3779B97F4A7C15ULL + 0x5C0DE5EEDULL;
@@ -58,15 +66,15 @@ void ReplayRunner::start_cycle(long cycle) {
     std::lock_guard lk(mu_);
     if (cycle <= last_started_) return;
     last_started_ = cycle;
-    jobs_.push_back({cycle, -1, Recipe::kGemmF64, 1});
+    jobs_.push_back({cycle, "", "", 1});
   }
   cv_.notify_all();
 }
 
-void ReplayRunner::rerun(long cycle, int core, Recipe r, int times) {
+void ReplayRunner::rerun(long cycle, const std::string& device, const std::string& recipe, int times) {
   {
     std::lock_guard lk(mu_);
-    jobs_.push_back({cycle, core, r, times});
+    jobs_.push_back({cycle, device, recipe, times});
   }
   cv_.notify_all();
 }
@@ -118,7 +126,15 @@ Report ReplayRunner::run_job(const Job& j) {
     cpu += res.cpu_ns;
     pace(res.cpu_ns);
   };
-  if (j.core < 0) {
+  auto gpu = [&](int dev, const std::string& only, const std::string& keep_device) {
+    auto& b = gpu_backend();
+    std::string err;
+    auto res = b.run(dev, cycle_seed(j.cycle), faults_.gpu_flips(node_, dev, j.cycle), only, err);
+    for (auto& r : res)
+      if (keep_device.empty() || r.device == keep_device) rep.results.push_back(std::move(r));
+    if (!err.empty()) rep.gpu_error = err;
+  };
+  if (j.device.empty()) {
     for (int core : cores_)
       for (Recipe r : opt_.recipes) {
         {
@@ -127,10 +143,22 @@ Report ReplayRunner::run_job(const Job& j) {
         }
         one(core, r);
       }
+    if (gpu_backend().devices && gpu_backend().run)
+      for (int d = 0, n = gpu_backend().devices(); d < n; ++d) gpu(d, "", "");
+  } else if (j.device.rfind("gpu", 0) == 0) {
+    rep.rerun_device = j.device;
+    rep.rerun_recipe = j.recipe;
+    const int dev = std::atoi(j.device.c_str() + 3);
+    if (gpu_backend().run)
+      for (int t = 0; t < j.times; ++t) gpu(dev, j.recipe, j.device);
   } else {
-    rep.rerun_of = j.core;
-    rep.rerun_recipe = recipe_name(j.recipe);
-    for (int t = 0; t < j.times; ++t) one(j.core, j.recipe);
+    rep.rerun_device = j.device;
+    rep.rerun_recipe = j.recipe;
+    const int core = std::atoi(j.device.c_str() + 3);  // "cpuN"
+    rep.rerun_of = core;
+    auto r = recipe_from_name(j.recipe);
+    if (r)
+      for (int t = 0; t < j.times; ++t) one(core, *r);
   }
   rep.cpu_s = cpu / 1e9;
   rep.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();

@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -25,23 +26,39 @@ struct ReplayOptions {
 };
 
 struct DeviceResult {
-  std::string device;   // "cpu3"
-  int core = -1;
+  std::string device;   // "cpu3", "gpu0/sm17"
+  int core = -1;        // CPU core (-1 for a GPU SM)
   std::string recipe;
   std::uint64_t signature = 0;
   std::uint64_t elapsed_ns = 0, cpu_ns = 0;
+  std::string cls{};    // comparison class when not the report's CPU class (GPU model)
+  int gpu = -1, sm = -1;
 };
+
+// The GPU side, when scoutd is built with CUDA (see gpu.hpp): how many
+// devices, and one cycle of a device's recipes (all, or only one) with the
+// test flips applied; results named gpuD/smS with the model as class.
+struct GpuBackend {
+  std::function<int()> devices;
+  std::function<std::vector<DeviceResult>(int dev, std::uint64_t seed,
+                                          const std::vector<FaultInjector::GpuFlip>& flips,
+                                          const std::string& only_recipe, std::string& error)>
+      run;
+};
+void set_gpu_backend(GpuBackend b);
 
 // What one observer reports for a cycle, or for the re-runs of one device.
 struct Report {
   long cycle = 0;
   int rerun_of = -1;                 // -1: the cycle itself; else core re-run
   std::string rerun_recipe;
+  std::string rerun_device;          // the device re-run ("" for the cycle)
   std::string node;
   std::string cpu_class;
   std::vector<DeviceResult> results;
   double cpu_s = 0, wall_s = 0;      // what it cost
   std::uint64_t started_unix_ms = 0, finished_unix_ms = 0;
+  std::string gpu_error{};            // a GPU that could not run its recipes
 };
 
 // The seed of a cycle: the same on every node.
@@ -55,7 +72,9 @@ class ReplayRunner {
   ReplayRunner& operator=(const ReplayRunner&) = delete;
 
   void start_cycle(long cycle);                       // queued; a cycle runs once
-  void rerun(long cycle, int core, Recipe r, int times);
+  // Re-runs one device: a CPU core (recipe name of a CPU recipe) or a GPU
+  // SM (device "gpuD/smS", recipe "gpu_...").
+  void rerun(long cycle, const std::string& device, const std::string& recipe, int times);
   std::vector<Report> take_finished();                // not yet taken
   void put_back(std::vector<Report> reports);         // delivery failed: retry later
   std::size_t pending() const;                        // finished, not yet taken
@@ -66,8 +85,8 @@ class ReplayRunner {
  private:
   struct Job {
     long cycle;
-    int core;           // -1: full cycle
-    Recipe recipe;
+    std::string device;  // "": full cycle
+    std::string recipe;
     int times;
   };
   void loop();

@@ -319,12 +319,12 @@ void Daemon::decide_replay(json& down, const std::vector<RankEvidence>* ev) {
 
 void Daemon::record_replay_step(ReplayCoordinator::Step& step, json& down) {
   for (auto& r : step.reruns) {
-    down["replay_rerun"].push_back({{"observer", r.observer}, {"cycle", r.cycle}, {"core", r.core},
+    down["replay_rerun"].push_back({{"observer", r.observer}, {"cycle", r.cycle}, {"device", r.device},
                                     {"recipe", r.recipe}, {"times", r.times}});
-    log(watcher_->node(), fmt::format("replay cycle {}: {} {} core {} disagrees with the majority; "
+    log(watcher_->node(), fmt::format("replay cycle {}: {} {} {} disagrees with the majority; "
                                       "re-running it {} times", r.cycle,
                                       observers_[static_cast<std::size_t>(r.observer)].node, r.recipe,
-                                      r.core, r.times));
+                                      r.device, r.times));
   }
   if (!down.contains("events")) down["events"] = json::array();
   for (std::size_t i = 0; i < step.verdicts.size(); ++i) {
@@ -400,9 +400,8 @@ void Daemon::apply_replay(const json& down) {
   if (down.contains("replay_rerun"))
     for (auto& r : down["replay_rerun"]) {
       if (r.value("observer", -1) != me_) continue;
-      auto recipe = replay::recipe_from_name(r.value("recipe", ""));
-      if (!recipe) continue;
-      replay_->rerun(r.value("cycle", 0L), r.value("core", 0), *recipe, r.value("times", 1));
+      replay_->rerun(r.value("cycle", 0L), r.value("device", ""), r.value("recipe", ""),
+                     std::clamp(r.value("times", 1), 1, 100));
     }
 }
 

@@ -13,6 +13,11 @@ void to_json(json& j, const DeviceResult& d) {
   j = json{{"device", d.device}, {"core", d.core}, {"recipe", d.recipe},
            {"sig", fmt::format("{:016x}", d.signature)}, {"elapsed_ns", d.elapsed_ns},
            {"cpu_ns", d.cpu_ns}};
+  if (!d.cls.empty()) j["class"] = d.cls;
+  if (d.gpu >= 0) {
+    j["gpu"] = d.gpu;
+    j["sm"] = d.sm;
+  }
 }
 void from_json(const json& j, DeviceResult& d) {
   d.device = j.at("device").get<std::string>();
@@ -21,9 +26,13 @@ void from_json(const json& j, DeviceResult& d) {
   d.signature = std::stoull(j.at("sig").get<std::string>(), nullptr, 16);
   d.elapsed_ns = j.value("elapsed_ns", std::uint64_t{0});
   d.cpu_ns = j.value("cpu_ns", std::uint64_t{0});
+  d.cls = j.value("class", "");
+  d.gpu = j.value("gpu", -1);
+  d.sm = j.value("sm", -1);
 }
 void to_json(json& j, const Report& r) {
   j = json{{"cycle", r.cycle}, {"rerun_of", r.rerun_of}, {"rerun_recipe", r.rerun_recipe},
+           {"rerun_device", r.rerun_device}, {"gpu_error", r.gpu_error},
            {"node", r.node}, {"cpu_class", r.cpu_class}, {"results", r.results},
            {"cpu_s", r.cpu_s}, {"wall_s", r.wall_s}, {"started_ms", r.started_unix_ms},
            {"finished_ms", r.finished_unix_ms}};
@@ -32,6 +41,8 @@ void from_json(const json& j, Report& r) {
   r.cycle = j.at("cycle").get<long>();
   r.rerun_of = j.value("rerun_of", -1);
   r.rerun_recipe = j.value("rerun_recipe", "");
+  r.rerun_device = j.value("rerun_device", "");
+  r.gpu_error = j.value("gpu_error", "");
   r.node = j.at("node").get<std::string>();
   r.cpu_class = j.value("cpu_class", "");
   r.results = j.at("results").get<std::vector<DeviceResult>>();
@@ -63,7 +74,7 @@ Comparison compare_cycle(const std::map<int, replay::Report>& reports) {
   std::set<std::string> devices;
   for (auto& [obs, rep] : reports)
     for (auto& res : rep.results) {
-      groups[{rep.cpu_class, res.recipe}].push_back({obs, &rep, &res});
+      groups[{res.cls.empty() ? rep.cpu_class : res.cls, res.recipe}].push_back({obs, &rep, &res});
       devices.insert(rep.node + ":" + res.device);
     }
   out.devices = static_cast<int>(devices.size());
@@ -82,7 +93,8 @@ Comparison compare_cycle(const std::map<int, replay::Report>& reports) {
       for (auto& e : entries)
         if (e.res->signature != best->first)
           out.dissents.push_back({e.observer, e.rep->node, e.res->device, e.res->recipe, key.first,
-                                  e.res->core, e.res->signature, best->first, best->second, n});
+                                  e.res->core, e.res->signature, best->first, best->second, n,
+                                  e.res->gpu, e.res->sm});
     } else {
       NoMajority nm{key.second, key.first, {}, n};
       for (auto& e : entries) nm.values[e.res->signature].push_back(e.rep->node + ":" + e.res->device);
@@ -107,12 +119,12 @@ std::optional<long> ReplayCoordinator::want_start(double now_s, bool demand) {
 
 void ReplayCoordinator::on_report(int observer, const replay::Report& r) {
   if (!current_ || r.cycle != current_->id) return;  // late or foreign: ignored
-  if (r.rerun_of < 0) {
+  if (r.rerun_device.empty()) {
     if (!current_->compared) current_->reports[observer] = r;
     return;
   }
   for (auto& p : current_->pending)
-    if (p.d.observer == observer && p.d.core == r.rerun_of && p.d.recipe == r.rerun_recipe && !p.reported) {
+    if (p.d.observer == observer && p.d.device == r.rerun_device && p.d.recipe == r.rerun_recipe && !p.reported) {
       for (auto& res : r.results) p.rerun_sigs.push_back(res.signature);
       p.reported = true;
       return;
@@ -133,7 +145,7 @@ ReplayCoordinator::Step ReplayCoordinator::evaluate(double now_s, const std::set
     c.compared_s = now_s;
     for (auto& d : c.cmp.dissents) {
       c.pending.push_back({d, {}, false});
-      step.reruns.push_back({d.observer, c.id, d.core, d.recipe, opt_.reruns});
+      step.reruns.push_back({d.observer, c.id, d.core, d.recipe, opt_.reruns, d.device});
     }
     for (auto& nm : c.cmp.no_majority) {
       VerdictDraft v;
@@ -173,6 +185,11 @@ ReplayCoordinator::Step ReplayCoordinator::evaluate(double now_s, const std::set
                     {"agreeing_devices", p.d.agree}, {"devices", p.d.devices},
                     {"reruns", reruns}, {"reruns_differing", again},
                     {"reruns_reported", p.reported}};
+      if (p.d.gpu >= 0) {
+        v.evidence["gpu"] = p.d.gpu;
+        v.evidence["sm"] = p.d.sm;
+        v.evidence.erase("core");
+      }
       v.key = recurring ? fmt::format("sdc:replay:{}:{}:{}", p.d.node, p.d.device, p.d.recipe)
                         : fmt::format("transient:{}:{}:{}:{}", c.id, p.d.node, p.d.device, p.d.recipe);
       step.verdicts.push_back(std::move(v));

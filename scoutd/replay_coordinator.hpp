@@ -36,6 +36,7 @@ struct Dissent {
   int core = -1;
   std::uint64_t signature = 0, majority = 0;
   int agree = 0, devices = 0;  // peers with the majority value, devices compared
+  int gpu = -1, sm = -1;       // a GPU SM
 };
 
 // A recipe and CPU class where no value has a strict majority.
@@ -67,6 +68,7 @@ struct RerunRequest {
   int core;
   std::string recipe;
   int times;
+  std::string device;  // cpuN or gpuD/smS
 };
 
 class ReplayCoordinator {

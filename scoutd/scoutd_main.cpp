@@ -11,6 +11,9 @@
 #include "scoutd/config.hpp"
 #include "scoutd/daemon.hpp"
 #include "sql/ledger.hpp"
+#ifdef HAVE_CUDA
+#include "scoutd/gpu_backend.hpp"
+#endif
 
 namespace {
 extern "C" void on_stop_signal(int) { scout::scoutd::g_stop_signal = 1; }
@@ -38,6 +41,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   install_signals();
+#ifdef HAVE_CUDA
+  if (cfg.replay) scout::scoutd::install_gpu_backend();  // no GPU or driver: no devices, nothing runs
+#endif
   int provided = 0;
   if (MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
     std::fprintf(stderr, "scoutd: mpi: MPI_Init_thread failed\n");

@@ -36,13 +36,13 @@ expect_error 5 "has no running scoutd" "$SCOUTCTL" status 424242
 # shm records with the wrong magic and the wrong version: refused by name,
 # the observer keeps running, the run ends normally with no verdict.
 printf 'NOTSCOUT' > /dev/shm/scout.$JOB.0.0
-head -c 8192 /dev/zero >> /dev/shm/scout.$JOB.0.0
-{ printf 'SOUTPRB1\001\000\000\000'; head -c 8192 /dev/zero; } > /dev/shm/scout.$JOB.0.1
+head -c 65536 /dev/zero >> /dev/shm/scout.$JOB.0.0
+{ printf 'SOUTPRB1\001\000\000\000'; head -c 65536 /dev/zero; } > /dev/shm/scout.$JOB.0.1
 start_run -n 2 --nodes 1 --stall-threshold 1 -- sleep 3
 finish_run
 expect_eq "exit status with bad records" "$RUN_RC" 0
 grep -q "scout.$JOB.0.0 refused: bad magic" "$T/run.log" || fail "wrong magic not reported"
-grep -q "scout.$JOB.0.1 refused: record version 1; expected version 4" "$T/run.log" || fail "wrong version not reported"
+grep -q "scout.$JOB.0.1 refused: record version 1; expected version 5" "$T/run.log" || fail "wrong version not reported"
 expect_eq "verdicts" "$(verdicts_json | jq length)" 0
 assert_no_leftovers
 

@@ -6,6 +6,7 @@
 #include <sched.h>
 
 #include <cmath>
+#include <memory>
 #include <thread>
 
 #include "replay/recipes.hpp"
@@ -159,10 +160,12 @@ TEST_CASE("coordinator: dissent, re-runs, sdc when it recurs, transient when not
     CHECK(s.reruns[0].observer == 1);
     CHECK(s.reruns[0].core == 1);
     CHECK(s.reruns[0].times == 2);
+    CHECK(s.reruns[0].device == "cpu1");
     CHECK_FALSE(s.cycle_done.has_value());
     Report rr;
     rr.cycle = 1;
     rr.rerun_of = 1;
+    rr.rerun_device = "cpu1";
     rr.rerun_recipe = "gemm_f64";
     rr.node = "n2";
     rr.results = {{"cpu1", 1, "gemm_f64", recurs ? 0xBBu : 0xAAu, 1, 1}, {"cpu1", 1, "gemm_f64", 0xAA, 1, 1}};
@@ -238,7 +241,7 @@ TEST_CASE("the runner runs a cycle on each core and re-runs one device") {
   ReplayRunner run("n1", o, FaultInjector(parse_fault_specs("node=n1,recipe=int_bit,bit=3")));
   run.start_cycle(1);
   run.start_cycle(1);  // a cycle runs once
-  run.rerun(1, o.cores[0], Recipe::kGemmF32, 2);
+  run.rerun(1, "cpu" + std::to_string(o.cores[0]), "gemm_f32", 2);
   std::vector<Report> got;
   for (int i = 0; i < 500 && got.size() < 2; ++i) {
     for (auto& r : run.take_finished()) got.push_back(r);
@@ -254,4 +257,78 @@ TEST_CASE("the runner runs a cycle on each core and re-runs one device") {
   REQUIRE(got[1].results.size() == 2);
   CHECK(got[1].results[0].signature == got[0].results[1].signature);
   CHECK_FALSE(run.busy());
+}
+
+TEST_CASE("GPU SMs take part through the backend: a bad SM is named and re-run") {
+  // The backend stands in for a GPU (none here): 4 SMs, SM 3 of node n2's
+  // GPU computes gpu_gemm_f64 wrong when a flip is asked for.
+  GpuBackend b;
+  b.devices = [] { return 1; };
+  b.run = [](int dev, std::uint64_t seed, const std::vector<FaultInjector::GpuFlip>& flips,
+             const std::string& only, std::string&) {
+    std::vector<DeviceResult> out;
+    for (const char* rec : {"gpu_gemm_f64", "gpu_mma_f16"}) {
+      if (!only.empty() && only != rec) continue;
+      for (int sm = 0; sm < 4; ++sm) {
+        std::uint64_t sig = seed ^ std::hash<std::string>{}(rec);
+        for (auto& f : flips)
+          if (f.sm == sm && (f.recipe.empty() || f.recipe == rec)) sig ^= 1ull << (f.bit % 64);
+        DeviceResult r;
+        r.device = "gpu" + std::to_string(dev) + "/sm" + std::to_string(sm);
+        r.recipe = rec;
+        r.signature = sig;
+        r.cls = "FakeGPU";
+        r.gpu = dev;
+        r.sm = sm;
+        out.push_back(r);
+      }
+    }
+    return out;
+  };
+  set_gpu_backend(b);
+  ReplayOptions o;
+  o.cores = {allowed_cpus().front()};
+  o.recipes = {Recipe::kIntBit};
+  o.budget = 1.0;
+  o.idle_priority = false;
+  auto faults = parse_fault_specs("node=n2,gpu=0,sm=3,recipe=gpu_gemm_f64,bit=9");
+  std::map<int, Report> reps;
+  std::vector<std::unique_ptr<ReplayRunner>> runners;
+  for (int n = 0; n < 3; ++n)
+    runners.push_back(std::make_unique<ReplayRunner>("n" + std::to_string(n + 1), o, FaultInjector(faults)));
+  auto wait_one = [](ReplayRunner& r) {
+    for (int i = 0; i < 500; ++i) {
+      auto got = r.take_finished();
+      if (!got.empty()) return got.front();
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    FAIL("no report");
+    return Report{};
+  };
+  ReplayCoordinator co({0, 2, 100});
+  REQUIRE(co.want_start(0, true) == 1);
+  for (int n = 0; n < 3; ++n) {
+    runners[static_cast<std::size_t>(n)]->start_cycle(1);
+    Report r = wait_one(*runners[static_cast<std::size_t>(n)]);
+    CHECK(r.results.size() == 1 + 8);
+    co.on_report(n, r);
+  }
+  auto s = co.evaluate(1, {0, 1, 2}, 1);
+  REQUIRE(s.reruns.size() == 1);
+  CHECK(s.reruns[0].device == "gpu0/sm3");
+  CHECK(s.reruns[0].recipe == "gpu_gemm_f64");
+  CHECK(s.reruns[0].observer == 1);
+  runners[1]->rerun(1, "gpu0/sm3", "gpu_gemm_f64", 2);
+  Report rr = wait_one(*runners[1]);
+  CHECK(rr.results.size() == 2);  // only that SM, twice
+  co.on_report(1, rr);
+  s = co.evaluate(2, {0, 1, 2}, 2);
+  REQUIRE(s.verdicts.size() == 1);
+  CHECK(s.verdicts[0].kind == "sdc");
+  CHECK(s.verdicts[0].evidence["device"] == "gpu0/sm3");
+  CHECK(s.verdicts[0].evidence["gpu"] == 0);
+  CHECK(s.verdicts[0].evidence["sm"] == 3);
+  CHECK(s.verdicts[0].evidence["agreeing_devices"] == 11);
+  CHECK(s.verdicts[0].evidence["cpu_class"] == "FakeGPU");
+  set_gpu_backend({});
 }
