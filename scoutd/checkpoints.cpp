@@ -121,10 +121,11 @@ std::optional<std::pair<std::string, std::string>> certify(
   if (verifier)
     return std::make_pair(std::string("recovery_verified"),
                           fmt::format("clean replay cycle {} started {} after it was written; all {} "
-                                      "devices agreed and no sdc verdict since cycle {}",
+                                      "devices agreed and no sdc verdict since {}",
                                       verifier->cycle, unix_ms_to_iso(verifier->started_ms),
                                       verifier->devices,
-                                      last_clean_before ? std::to_string(last_clean_before->cycle) : "0"));
+                                      last_clean_before ? fmt::format("cycle {}", last_clean_before->cycle)
+                                                        : std::string("the job started")));
   return std::nullopt;
 }
 

@@ -19,6 +19,8 @@ expect_eq "hosts" "$(echo "$v" | jq -c '.[0].hosts')" '["n2"]'
 expect_eq "type" "$(echo "$v" | jq -r '.[0].evidence.type')" compute
 expect_eq "confirmations" "$(echo "$v" | jq '.[0].evidence.confirmations')" 3
 echo "$v" | jq -e '.[0].evidence.culprits[0].score > 5' >/dev/null || fail "score: $(echo "$v" | jq -c '.[0].evidence.culprits')"
+# A confirmed compute straggler asks for a replay cycle (is its core wrong?).
+grep -q "replay cycle 1 starts (compute straggler)" "$T/run.log" || fail "no replay cycle after the straggler"
 assert_no_leftovers
 
 JOB=$((JOB + 1))

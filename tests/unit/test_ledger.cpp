@@ -198,6 +198,14 @@ TEST_CASE("import copies a job's verdicts once, with their origin") {
       v.hosts = "[\"n1\"]";
       s.insert_verdict(v);
     }
+    s.insert_replay_cycle({"5", 1, 100, 200, 2, 2, 4, "clean", 0.1, "{}"});
+    CheckpointRow c;
+    c.job_id = "5";
+    c.path = "/ck/a";
+    c.written_ms = 50;
+    c.state = "recovery_verified";
+    c.reason = "clean cycle 1";
+    s.add_checkpoint(c);
   }
   auto from = Ledger::open(spool, Ledger::Mode::kReadOnly);
   auto to = Ledger::open(site, Ledger::Mode::kReadWrite);
@@ -209,6 +217,11 @@ TEST_CASE("import copies a job's verdicts once, with their origin") {
   CHECK(vs[0].origin == std::optional<std::string>("spool:" + spool));
   CHECK(to.verdicts("6").empty());  // only the job asked for
   CHECK(to.job("5")->user == "alice");
+  CHECK(to.replay_cycles("5").size() == 1);
+  auto ck = to.checkpoints("5");
+  REQUIRE(ck.size() == 1);
+  CHECK(ck[0].state == "recovery_verified");
+  CHECK(ck[0].path == "/ck/a");
 }
 
 TEST_CASE("replay cycles and checkpoint states are kept per job") {
