@@ -43,7 +43,9 @@ demo: deps
 	$(MAKE) all
 	$(BUILD)/examples/demo
 
-bench: all
+bench: deps
+	@scripts/install-deps --bench
+	$(MAKE) all
 	$(MAKE) -C $(BUILD) bench
 
 install: all
