@@ -8,10 +8,13 @@
 //         at step S delivers a flipped bit: inside the collective through
 //         the probe's test hook when scout's probe is loaded, and in the
 //         application's copy either way), io (block in a write to a FIFO nobody
-//         reads at step S).
+//         reads at step S), hog (from step S on, a thread of the rank spins
+//         at nice 19: a CPU hog inside the process, count=N threads).
 #include <fcntl.h>
 #include <mpi.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -54,7 +57,7 @@ struct Options {
                  "usage: mpi_train [--steps N] [--features F] [--hidden H] [--batch B]\n"
                  "                 [--step-ms MS] [--jitter FRAC] [--print-every K] [--seed S]\n"
                  "                 [--fault KIND:rank=R:step=S[:ms=M][:count=N]] [--grid RxC]\n"
-                 "KIND is one of stop, hang, crash, slow, diverge, corrupt, io\n", msg.c_str());
+                 "KIND is one of stop, hang, crash, slow, diverge, corrupt, io, hog\n", msg.c_str());
   int init = 0;
   MPI_Initialized(&init);
   if (init) MPI_Finalize();
@@ -83,12 +86,12 @@ Fault parse_fault(int rank, const std::string& spec) {
   Fault f;
   auto colon = spec.find(':');
   f.kind = spec.substr(0, colon);
-  static const char* kKinds[] = {"stop", "hang", "crash", "slow", "diverge", "corrupt", "io"};
+  static const char* kKinds[] = {"stop", "hang", "crash", "slow", "diverge", "corrupt", "io", "hog"};
   bool known = false;
   for (auto* k : kKinds) known |= f.kind == k;
   if (!known)
     usage_error(rank, "--fault: unknown kind '" + f.kind +
-                          "'; expected stop, hang, crash, slow, diverge, corrupt or io");
+                          "'; expected stop, hang, crash, slow, diverge, corrupt, io or hog");
   std::string rest = colon == std::string::npos ? "" : spec.substr(colon + 1);
   while (!rest.empty()) {
     auto next = rest.find(':');
@@ -250,6 +253,18 @@ int main(int argc, char** argv) {
     loss /= o.batch;
     for (auto& g : grads) g /= o.batch;
     double ms = o.step_ms * (1 + o.jitter * jit(rng));
+    if (faulty && o.fault.kind == "hog" && step == o.fault.step) {
+      const long n = o.fault.count > 0 ? o.fault.count : 1;
+      std::fprintf(stderr, "mpi_train: rank %d: injected fault: %ld CPU hog thread(s) from step %ld\n", rank, n, step);
+      for (long t = 0; t < n; ++t)
+        std::thread([] {
+          // nice 19: it takes the idle cycles of this host (simulated nodes
+          // share it), so only this rank's own telemetry should change
+          setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
+          volatile double x = 1;
+          for (;;) x = x * 1.0000001 + 1e-9;
+        }).detach();
+    }
     if (faulty && o.fault.kind == "slow" && step >= o.fault.step &&
         (o.fault.count < 0 || step < o.fault.step + o.fault.count))
       ms += static_cast<double>(o.fault.ms);

@@ -186,6 +186,12 @@ Vec MemAE::score(const Mat& x) const {
   return (c.Xhat - x).colwise().squaredNorm().transpose() / static_cast<double>(x.rows());
 }
 
+Mat MemAE::reconstruct(const Mat& x) const {
+  Cache c;
+  forward(x, c);
+  return c.Xhat;
+}
+
 Vec MemAE::usage(const Mat& x) const {
   Cache c;
   forward(x, c);

@@ -57,6 +57,8 @@ class MemAE {
   double loss(const Mat& x, Vec* grad) const;
   // Per-sample reconstruction error (the anomaly score).
   Vec score(const Mat& x) const;
+  // The reconstructions (columns are samples).
+  Mat reconstruct(const Mat& x) const;
   // Mean attention (after shrinkage) per slot over x: slot usage.
   Vec usage(const Mat& x) const;
 

@@ -102,6 +102,14 @@ constexpr const char* kUsage =
     "  --ckpt-dir DIR         certify the checkpoints written to DIR\n"
     "  --ckpt-settle S        a checkpoint is complete when unchanged for S (default 5)\n"
     "  --ckpt-marker NAME     ... or when DIR/CKPT/NAME (or CKPT.NAME) exists\n"
+    "  --learn on|off         federated telemetry outlier detection (default on)\n"
+    "  --learn-window S       telemetry window (default 10)\n"
+    "  --learn-round S        federated round period (default 60)\n"
+    "  --learn-warmup R       rounds before windows are scored (default 3)\n"
+    "  --learn-consecutive K  windows above the threshold before a verdict (default 3)\n"
+    "  --learn-quantile Q     threshold quantile of the merged scores (default 0.995)\n"
+    "  --learn-margin X       threshold = quantile x X (default 1.5)\n"
+    "  --learn-seed N         model seed, the same on every node (default 1)\n"
     "  --print-config         print the effective configuration and exit\n"
     "  -h, --help             this help\n"
     "  -V, --version          version\n";
@@ -114,7 +122,8 @@ bool parse_scoutd_args(int argc, char** argv, ScoutdConfig& cfg) {
     kJob = 1000, kStep, kRanks, kSim, kPrefix, kNode, kFirst, kLast, kLedger, kRuntime, kStall,
     kTick, kPeriod, kTimeout, kPrint, kSlurm, kStepColl, kStrAbs, kStrRel, kStrConf,
     kReplay, kRInterval, kRBudget, kRReruns, kRCores, kRRecipes, kRSched, kRTimeout, kOutsig,
-    kCkptDir, kCkptSettle, kCkptMarker
+    kCkptDir, kCkptSettle, kCkptMarker, kLearn, kLWindow, kLRound, kLWarmup, kLConsec, kLQuant,
+    kLMargin, kLSeed
   };
   static const option kOpts[] = {
       {"job-id", required_argument, nullptr, kJob},
@@ -149,6 +158,14 @@ bool parse_scoutd_args(int argc, char** argv, ScoutdConfig& cfg) {
       {"ckpt-dir", required_argument, nullptr, kCkptDir},
       {"ckpt-settle", required_argument, nullptr, kCkptSettle},
       {"ckpt-marker", required_argument, nullptr, kCkptMarker},
+      {"learn", required_argument, nullptr, kLearn},
+      {"learn-window", required_argument, nullptr, kLWindow},
+      {"learn-round", required_argument, nullptr, kLRound},
+      {"learn-warmup", required_argument, nullptr, kLWarmup},
+      {"learn-consecutive", required_argument, nullptr, kLConsec},
+      {"learn-quantile", required_argument, nullptr, kLQuant},
+      {"learn-margin", required_argument, nullptr, kLMargin},
+      {"learn-seed", required_argument, nullptr, kLSeed},
       {"help", no_argument, nullptr, 'h'},
       {"version", no_argument, nullptr, 'V'},
       {nullptr, 0, nullptr, 0}};
@@ -215,6 +232,20 @@ bool parse_scoutd_args(int argc, char** argv, ScoutdConfig& cfg) {
           throw ConfigError(fmt::format("--ckpt-marker: '{}'; expected a file name without '/'", v));
         cfg.ckpt_marker = v;
         break;
+      case kLearn:
+        if (v != "on" && v != "off") throw ConfigError(fmt::format("--learn: '{}'; expected on or off", v));
+        cfg.learn = v == "on";
+        break;
+      case kLWindow: cfg.learn_window_s = parse_seconds("--learn-window", v, 0.1, 3600); break;
+      case kLRound: cfg.learn_round_s = parse_seconds("--learn-round", v, 0.1, 86400); break;
+      case kLWarmup: cfg.learn_warmup = parse_int("--learn-warmup", v, 1, 100000); break;
+      case kLConsec: cfg.learn_consecutive = parse_int("--learn-consecutive", v, 1, 1000); break;
+      case kLQuant: {
+        cfg.learn_quantile = parse_seconds("--learn-quantile", v, 0.5, 1);
+        break;
+      }
+      case kLMargin: cfg.learn_margin = parse_seconds("--learn-margin", v, 1, 1000); break;
+      case kLSeed: cfg.learn_seed = parse_int("--learn-seed", v, 0, 1 << 30); break;
       case 'h': std::fputs(kUsage, stdout); return false;
       case 'V': std::printf("scoutd (scout) %s\n", PACKAGE_VERSION); return false;
       default: {
@@ -274,7 +305,9 @@ std::string print_config(const ScoutdConfig& c) {
       "straggler_abs = {}\nstraggler_rel = {}\nstraggler_confirm = {}\n"
       "replay = {}\nreplay_interval = {}\nreplay_budget = {}\nreplay_reruns = {}\nreplay_cores = {}\n"
       "replay_recipes = {}\nreplay_sched = {}\nreplay_timeout = {}\noutsig_period = {}\n"
-      "ckpt_dir = {}\nckpt_settle = {}\nckpt_marker = {}\n",
+      "ckpt_dir = {}\nckpt_settle = {}\nckpt_marker = {}\n"
+      "learn = {}\nlearn_window = {}\nlearn_round = {}\nlearn_warmup = {}\nlearn_consecutive = {}\n"
+      "learn_quantile = {}\nlearn_margin = {}\nlearn_seed = {}\n",
       c.job_id, c.step_id, c.ranks, c.slurm, c.simulate_nodes, c.node_prefix, c.node, c.first_rank,
       c.last_rank, c.ledger, c.runtime_dir, c.stall_threshold_s, c.tick_s, c.round_period_s,
       c.round_timeout_s, c.step_collective.empty() ? "auto" : c.step_collective,
@@ -283,7 +316,8 @@ std::string print_config(const ScoutdConfig& c) {
       c.replay_cores.empty() ? std::string("all") : fmt::format("{}", fmt::join(c.replay_cores, ",")),
       c.replay_recipes.empty() ? std::string("all") : fmt::format("{}", fmt::join(c.replay_recipes, ",")),
       c.replay_sched, c.replay_timeout_s, c.outsig_period_s, c.ckpt_dir.empty() ? "-" : c.ckpt_dir,
-      c.ckpt_settle_s, c.ckpt_marker.empty() ? "-" : c.ckpt_marker);
+      c.ckpt_settle_s, c.ckpt_marker.empty() ? "-" : c.ckpt_marker, c.learn ? "on" : "off", c.learn_window_s,
+      c.learn_round_s, c.learn_warmup, c.learn_consecutive, c.learn_quantile, c.learn_margin, c.learn_seed);
 }
 
 }  // namespace scout::scoutd

@@ -46,6 +46,15 @@ struct ScoutdConfig {
   std::string ckpt_dir;
   double ckpt_settle_s = 5;
   std::string ckpt_marker;
+  // Federated telemetry outlier detection.
+  bool learn = true;
+  double learn_window_s = 10;
+  double learn_round_s = 60;
+  int learn_warmup = 3;
+  int learn_consecutive = 3;
+  double learn_quantile = 0.995;
+  double learn_margin = 1.5;
+  int learn_seed = 1;
   bool print_config = false;
 };
 

@@ -35,7 +35,7 @@ struct Trigger {
   std::uint32_t replay_pending;  // replay reports waiting to be gathered
   std::uint32_t replay_demand;   // someone asked for a replay cycle
   std::uint32_t outsig_pending;  // new collective-output signatures
-  std::uint32_t pad2;
+  std::uint32_t learn_pending;   // telemetry anomaly flags to report
 };
 
 // Whether the largest value stands out from an upper estimate of the median
@@ -161,8 +161,9 @@ json Daemon::status_json() {
     r["score"] = median > 0 && e.steps > 0 ? e.compute_s / median : 0.0;
     ranks.push_back(std::move(r));
   }
+  json learn = fed_ ? fed_->status() : json(nullptr);
   std::lock_guard lk(mu_);
-  return json{{"job", cfg_.job_id}, {"step", cfg_.step_id},
+  return json{{"learn", learn}, {"job", cfg_.job_id}, {"step", cfg_.step_id},
               {"node", watcher_->node()}, {"first_rank", watcher_->first_rank()},
               {"last_rank", watcher_->last_rank()}, {"observers", size_},
               {"observers_alive", tree_ ? tree_->alive().size() : 0}, {"round", rounds_},
@@ -287,8 +288,39 @@ c3::Bytes Daemon::decide_trigger(const c3::Bytes& acc, const std::vector<int>& l
     decide_replay(down, nullptr);  // decisions that waited past their deadline
   }
   certify_checkpoints();
+  if (t.learn_pending > 0) trouble = true;
+  if (cfg_.learn && now_s() - last_learn_s_ >= cfg_.learn_round_s) {
+    last_learn_s_ = now_s();
+    down["learn"] = true;
+  }
   down["gather"] = trouble;
   return to_bytes(down);
+}
+
+LearnOptions Daemon::learn_options() const {
+  LearnOptions o;
+  o.on = cfg_.learn;
+  o.window_s = cfg_.learn_window_s;
+  o.round_s = cfg_.learn_round_s;
+  o.warmup_rounds = cfg_.learn_warmup;
+  o.consecutive = cfg_.learn_consecutive;
+  o.quantile = cfg_.learn_quantile;
+  o.margin = cfg_.learn_margin;
+  o.seed = static_cast<std::uint64_t>(cfg_.learn_seed);
+  return o;
+}
+
+c3::Bytes Daemon::decide_learn(const c3::Bytes& acc) {
+  if (!fed_server_) fed_server_.emplace(learn_options(), learn::MemAEShape{kTelemetryFeatures, 32, 8, 20});
+  std::vector<double> all(acc.size() / sizeof(double));
+  if (!all.empty()) std::memcpy(all.data(), acc.data(), all.size() * sizeof(double));
+  std::string summary;
+  auto down = fed_server_->round(split_records(all), summary);
+  log(watcher_->node(), fmt::format("learn round: {}; {} bytes in, {} bytes out", summary, acc.size(),
+                                    down.size() * sizeof(double)));
+  c3::Bytes b(down.size() * sizeof(double));
+  if (!down.empty()) std::memcpy(b.data(), down.data(), b.size());
+  return b;
 }
 
 double Daemon::now_s() const {
@@ -410,9 +442,29 @@ c3::Bytes Daemon::decide_gather(const c3::Bytes& acc) {
   if (!tree_->has_quorum()) return to_bytes(down);
   json all = parse_bytes(acc);
   std::vector<RankEvidence> ev;
+  std::vector<VerdictDraft> telemetry_drafts;
   if (all.is_array())
     for (auto& j : all) {
       try {
+        if (j.is_object() && j.contains("telemetry")) {
+          AnomalyFlag f = j["telemetry"].get<AnomalyFlag>();
+          VerdictDraft d;
+          d.kind = "telemetry_anomaly";
+          d.status = "advisory";
+          d.ranks = {f.rank};
+          d.hosts = {f.node};
+          json top = json::array();
+          for (auto& [n, v] : f.top) top.push_back({{"feature", n}, {"share", v}});
+          d.evidence = {{"source", "telemetry"},
+                        {"rule", fmt::format("reconstruction error above the federated threshold for {} "
+                                             "consecutive windows", f.consecutive)},
+                        {"score", f.score}, {"threshold", f.threshold}, {"windows", f.consecutive},
+                        {"round", f.round}, {"top_features", top},
+                        {"culprits", json::array({{{"rank", f.rank}, {"node", f.node}}})}};
+          d.key = fmt::format("telemetry:{}", f.rank);
+          telemetry_drafts.push_back(std::move(d));
+          continue;
+        }
         if (j.is_object() && j.contains("replay")) {
           if (coordinator_) coordinator_->on_report(j.value("observer", -1), j["replay"].get<replay::Report>());
           continue;
@@ -433,6 +485,7 @@ c3::Bytes Daemon::decide_gather(const c3::Bytes& acc) {
       if (key.rfind("straggler", 0) == 0) open_stragglers.insert(key);
   }
   for (auto& d : outputs_.update(ev)) drafts.push_back(std::move(d));
+  for (auto& d : telemetry_drafts) drafts.push_back(std::move(d));
   auto st = stragglers_.update(ev, open_stragglers);
   if (!st.verdicts.empty() && cfg_.replay) straggler_demand_ = true;  // is its core computing wrong?
   for (auto& d : st.verdicts) drafts.push_back(std::move(d));
@@ -536,6 +589,7 @@ int Daemon::run() {
       log(mine.node, fmt::format("{}; checkpoints are not certified", e.what()));
     }
   }
+  if (cfg_.learn) fed_ = std::make_unique<FedClient>(learn_options(), learn::MemAEShape{kTelemetryFeatures, 32, 8, 20});
   ControlProviders providers{[this] { return status_json(); }, [this] { return verdicts_json(); },
                              cfg_.job_id, mine.node, {}};
   if (cfg_.replay)
@@ -579,6 +633,7 @@ int Daemon::run() {
     a.replay_pending += c.replay_pending;
     a.replay_demand |= c.replay_demand;
     a.outsig_pending += c.outsig_pending;
+    a.learn_pending += c.learn_pending;
     acc = to_bytes(a);
   };
   const auto period = std::chrono::duration<double>(cfg_.round_period_s);
@@ -592,7 +647,8 @@ int Daemon::run() {
     Trigger t{s.max_stall_s, s.waiting, s.attached, s.finalized, s.unreported_deaths,
               g_stop_signal ? 1u : 0u, 0, s.min_seq, s.max_seq, s.max_compute_s, {}, s.max_comm_s, {},
               replay_ ? static_cast<std::uint32_t>(replay_->pending()) : 0u,
-              replay_demand_.exchange(false) ? 1u : 0u, s.outsig_new, 0u};
+              replay_demand_.exchange(false) ? 1u : 0u, s.outsig_new,
+              fed_ ? static_cast<std::uint32_t>(fed_->pending_flags()) : 0u};
     std::copy(std::begin(s.compute_hist), std::end(s.compute_hist), t.compute_hist);
     std::copy(std::begin(s.comm_hist), std::end(s.comm_hist), t.comm_hist);
     auto r = tree_->run(to_bytes(t), combine_trigger,
@@ -624,6 +680,9 @@ int Daemon::run() {
       std::vector<replay::Report> reports;
       if (replay_) reports = replay_->take_finished();
       for (auto& rep : reports) payload.push_back({{"replay", rep}, {"observer", me_}});
+      std::vector<AnomalyFlag> flags;
+      if (fed_) flags = fed_->take_flags();
+      for (auto& f : flags) payload.push_back({{"telemetry", f}, {"observer", me_}});
       auto g = tree_->run(to_bytes(payload), concat,
                           [this](const c3::Bytes& acc, const std::vector<int>&) {
                             return decide_gather(acc);
@@ -639,11 +698,38 @@ int Daemon::run() {
       if (g.complete) watcher_->mark_deaths_reported(dead);
       else if (replay_) replay_->put_back(std::move(reports));
     }
+    // Federated learning: telemetry windows, and a round when the root says.
+    if (fed_ && now_s() - last_window_s_ >= cfg_.learn_window_s) {
+      last_window_s_ = now_s();
+      fed_->add_windows(sampler_.sample(watcher_->evidence(), now_s()));
+    }
+    if (fed_ && r.complete && down.value("learn", false)) {
+      std::vector<double> rec;
+      append_record(rec, fed_->contribution());
+      c3::Bytes payload(rec.size() * sizeof(double));
+      std::memcpy(payload.data(), rec.data(), payload.size());
+      auto lr = tree_->run(
+          payload, [](c3::Bytes& acc, const c3::Bytes& child) { acc.insert(acc.end(), child.begin(), child.end()); },
+          [this](const c3::Bytes& acc, const std::vector<int>&) { return decide_learn(acc); });
+      {
+        std::lock_guard lk(mu_);
+        ++rounds_;
+        for (int w : lr.newly_lost) lost_unrecorded_.insert(w);
+      }
+      std::vector<double> dd(lr.down.size() / sizeof(double));
+      if (!dd.empty()) std::memcpy(dd.data(), lr.down.data(), dd.size() * sizeof(double));
+      fed_->apply_global(dd);
+      if (fed_->round() != learn_logged_round_) {
+        learn_logged_round_ = fed_->round();
+        log(mine.node, fmt::format("learn round {} applied: model {:016x}", learn_logged_round_, fed_->model_signature()));
+      }
+    }
     if (down.value("stop", false)) stopping = true;
     if (!r.complete && g_stop_signal) stopping = true;  // no root to agree with
   }
   log(mine.node, "stopping");
   replay_.reset();
+  fed_.reset();
   watcher_->stop();
   watcher_->unlink_records();
   server.stop();

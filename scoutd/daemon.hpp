@@ -24,6 +24,8 @@
 #include "replay/runner.hpp"
 #include "scoutd/checkpoints.hpp"
 #include "scoutd/config.hpp"
+#include "scoutd/fed_learner.hpp"
+#include "scoutd/telemetry.hpp"
 #include "scoutd/replay_coordinator.hpp"
 #include "scoutd/hang_detector.hpp"
 #include "scoutd/rank_watcher.hpp"
@@ -94,6 +96,15 @@ class Daemon {
   std::map<std::string, std::vector<int>> node_ranks_;  // root: from the last gather
   std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
   double last_outsig_gather_s_ = 0;
+
+  // Federated telemetry outlier detection.
+  std::unique_ptr<FedClient> fed_;
+  std::optional<FedServer> fed_server_;      // deciding observer
+  TelemetrySampler sampler_;
+  double last_window_s_ = 0, last_learn_s_ = 0;
+  long learn_logged_round_ = -1;
+  LearnOptions learn_options() const;
+  c3::Bytes decide_learn(const c3::Bytes& acc);
 };
 
 }  // namespace scout::scoutd
