@@ -32,3 +32,6 @@ for k in 4 16 64; do
 done
 echo "(gather: 256 ranks x 320 B of evidence per observer; loss round: the round"
 echo " that detects a SIGKILLed observer, bounded by the hop deadlines)"
+echo
+echo "== federated outlier detection (MemAE): Shuttle, non-IID clients, 5 methods x 5 seeds"
+sh "$top_srcdir/bench/fedad-shuttle.sh"

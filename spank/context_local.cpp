@@ -101,7 +101,8 @@ int local_user_init(spank_t sp) {
                                    cfg.runtime_dir + "/" + jid, "--stall-threshold",
                                    std::to_string(stall), "--replay", cfg.replay ? "on" : "off",
                                    "--replay-interval", std::to_string(cfg.replay_interval),
-                                   "--replay-budget", std::to_string(cfg.replay_budget)};
+                                   "--replay-budget", std::to_string(cfg.replay_budget),
+                                   "--learn", cfg.learn ? "on" : "off"};
   if (!st.opt_ckpt_dir.empty()) {
     tail.push_back("--ckpt-dir");
     tail.push_back(st.opt_ckpt_dir);

@@ -24,6 +24,7 @@ struct PluginConfig {
   bool gate = true;             // epilog drains culprit nodes
   std::vector<std::string> drain_kinds = {"stall", "crash", "sdc"};
   bool fail_closed = false;     // epilog exits non-zero on its own errors
+  bool learn = true;            // federated telemetry outlier detection
   bool replay = true;           // replay cycles for silent data corruption
   double replay_interval = 600; // seconds between cycles (0: on demand only)
   double replay_budget = 0.01;  // fraction of a node's CPU time

@@ -1,0 +1,97 @@
+// Federated learner: the wire records, a round trip through the server that
+// gives every client the same model, scaler and threshold settling during
+// warm-up then frozen, K consecutive windows before a flag, and malformed
+// contributions left out.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <random>
+#include <thread>
+
+#include "scoutd/fed_learner.hpp"
+
+using namespace scout::scoutd;
+
+namespace {
+std::vector<TelemetryWindow> windows(int rank, int n, std::mt19937_64& rng, double cpu = 0.1) {
+  std::normal_distribution<double> noise(0, 0.02);
+  std::vector<TelemetryWindow> out;
+  for (int i = 0; i < n; ++i) {
+    TelemetryWindow w;
+    w.rank = rank;
+    w.node = "n" + std::to_string(rank + 1);
+    w.x = {3.0 + noise(rng), 0.9 + noise(rng), 0.1 + noise(rng), 3.5 + noise(rng), cpu + noise(rng), 4.0,
+           5.0 + noise(rng), 1.0 + noise(rng), 0.1, 0.1, 0, 0, 0};
+    out.push_back(w);
+  }
+  return out;
+}
+void wait_trained(FedClient& c) {
+  // training runs in the background: wait until an update is in the contribution
+  for (int i = 0; i < 100; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    (void)i;
+  }
+  (void)c;
+}
+}  // namespace
+
+TEST_CASE("records concatenate and split back; a truncated tail is dropped") {
+  std::vector<double> acc;
+  append_record(acc, {1, 2, 3});
+  append_record(acc, {});
+  append_record(acc, {4});
+  auto r = split_records(acc);
+  REQUIRE(r.size() == 3);
+  CHECK(r[0] == std::vector<double>{1, 2, 3});
+  CHECK(r[1].empty());
+  acc.push_back(10);  // claims 10 values, has none
+  CHECK(split_records(acc).size() == 3);
+}
+
+TEST_CASE("rounds give every client the same model; scaler and threshold freeze after warm-up") {
+  LearnOptions o;
+  o.warmup_rounds = 3;
+  o.consecutive = 2;
+  o.local_epochs = 2;
+  scout::learn::MemAEShape shape{kTelemetryFeatures, 8, 4, 6};
+  FedServer server(o, shape);
+  std::vector<std::unique_ptr<FedClient>> clients;
+  for (int i = 0; i < 3; ++i) clients.push_back(std::make_unique<FedClient>(o, shape));
+  std::mt19937_64 rng(3);
+  std::vector<double> down;
+  std::vector<std::string> thresholds;
+  for (int round = 0; round < 6; ++round) {
+    for (int i = 0; i < 3; ++i) clients[static_cast<std::size_t>(i)]->add_windows(windows(i, 40, rng));
+    std::vector<std::vector<double>> contribs;
+    for (auto& c : clients) contribs.push_back(c->contribution());
+    contribs.push_back({42.0, 1.0});  // malformed: left out
+    std::string summary;
+    down = server.round(contribs, summary);
+    CHECK(summary.find("3 of 4 clients") == 0);
+    for (auto& c : clients) c->apply_global(down);
+    for (auto& c : clients) wait_trained(*c);
+    thresholds.push_back(std::to_string(down.size() > 1 ? down[1] : -1));
+    const auto sig = clients[0]->model_signature();
+    CHECK(sig != 0);
+    for (auto& c : clients) CHECK(c->model_signature() == sig);
+  }
+  CHECK(clients[0]->round() == 6);
+  CHECK(std::stod(thresholds.back()) > 0);
+  CHECK(thresholds[4] == thresholds[5]);  // frozen after warm-up
+  // A rank whose CPU use jumps is flagged after K consecutive windows, once.
+  for (int i = 0; i < 3; ++i) clients[static_cast<std::size_t>(i)]->add_windows(windows(i, 5, rng));
+  CHECK(clients[1]->pending_flags() == 0);
+  clients[1]->add_windows(windows(1, 1, rng, 3.0));
+  CHECK(clients[1]->pending_flags() == 0);
+  clients[1]->add_windows(windows(1, 3, rng, 3.0));
+  auto flags = clients[1]->take_flags();
+  REQUIRE(flags.size() == 1);
+  CHECK(flags[0].rank == 1);
+  CHECK(flags[0].consecutive == 2);
+  CHECK(flags[0].top[0].first == "cpu_utilisation");
+  CHECK(flags[0].score > flags[0].threshold);
+  nlohmann::json j = flags[0];
+  CHECK(j.get<AnomalyFlag>().top.size() == 3);
+  CHECK(clients[0]->take_flags().empty());
+}
