@@ -3,6 +3,7 @@
 // when the step ends. Facts this relies on are in ARCHITECTURE.md (Launch):
 // srun blocks signals here, holds fds >= 3, and recurses unless the
 // companion's environment is cleaned and marked.
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -122,31 +123,77 @@ int local_user_init(spank_t sp) {
   // srun's own messages about the companion go to the spool, not to the
   // user's terminal.
   const std::string log = cfg.spool + "/" + jid + "." + sid + ".companion.log";
-  int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  pid_t pid = fork();
-  if (pid < 0) {
-    if (log_fd >= 0) ::close(log_fd);
-    return fail(std::string("fork: ") + std::strerror(errno));
-  }
-  if (pid == 0) {
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);  // srun blocks HUP INT QUIT USR1 USR2 PIPE ALRM TERM
-    for (int s = 1; s < NSIG; ++s)
-      if (s != SIGKILL && s != SIGSTOP) signal(s, SIG_DFL);
-    for (int fd = 3; fd < 1024; ++fd) ::close(fd);  // srun's shepherd pipe among them
-    setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGUSR1);  // srun gone: the companion stops cleanly
-    int devnull = ::open("/dev/null", O_RDWR);
-    if (devnull >= 0) dup2(devnull, 0);
-    if (log_fd >= 0) {
-      dup2(log_fd, 1);
-      dup2(log_fd, 2);
+  auto launch = [&]() -> pid_t {
+    int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    pid_t pid = fork();
+    if (pid < 0) {
+      if (log_fd >= 0) ::close(log_fd);
+      return -1;
     }
-    execvpe(av[0], av.data(), ev.data());
-    _exit(127);
+    if (pid == 0) {
+      sigset_t none;
+      sigemptyset(&none);
+      sigprocmask(SIG_SETMASK, &none, nullptr);  // srun blocks HUP INT QUIT USR1 USR2 PIPE ALRM TERM
+      for (int s = 1; s < NSIG; ++s)
+        if (s != SIGKILL && s != SIGSTOP) signal(s, SIG_DFL);
+      for (int fd = 3; fd < 1024; ++fd) ::close(fd);  // srun's shepherd pipe among them
+      setpgid(0, 0);
+      prctl(PR_SET_PDEATHSIG, SIGUSR1);  // srun gone: the companion stops cleanly
+      int devnull = ::open("/dev/null", O_RDWR);
+      if (devnull >= 0) dup2(devnull, 0);
+      if (log_fd >= 0) {
+        dup2(log_fd, 1);
+        dup2(log_fd, 2);
+      }
+      execvpe(av[0], av.data(), ev.data());
+      _exit(127);
+    }
+    if (log_fd >= 0) ::close(log_fd);
+    return pid;
+  };
+  // Optionally hold the job step until every scoutd is up (its control
+  // socket exists): scout then sees the step from its first collective, and
+  // the two MPI jobs do not initialise at the same moment. A companion that
+  // does not come up in time (e.g. a scoutd that died in MPI_Init) is
+  // stopped and started once more. Bounded; a runtime directory not visible
+  // from here only costs the wait.
+  auto up = [&](pid_t pid) {
+    const std::string dir = cfg.runtime_dir + "/" + jid;
+    auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(cfg.companion_wait);
+    while (std::chrono::steady_clock::now() < end) {
+      int status = 0, socks = 0;
+      if (waitpid(pid, &status, WNOHANG) == pid) return -1;  // exited
+      if (DIR* d = ::opendir(dir.c_str())) {
+        while (dirent* e = ::readdir(d)) {
+          std::string n = e->d_name;
+          socks += n.rfind("scoutd.", 0) == 0 && n.size() > 5 && n.compare(n.size() - 5, 5, ".sock") == 0;
+        }
+        ::closedir(d);
+      }
+      if (socks >= static_cast<int>(nnodes)) return 1;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return 0;  // timed out
+  };
+  pid_t pid = launch();
+  if (pid < 0) return fail(std::string("fork: ") + std::strerror(errno));
+  if (cfg.companion_wait > 0) {
+    int r = up(pid);
+    if (r <= 0) {
+      slurm_info("scout: local: warning: the scoutd companion did not come up within %.0f s; starting it again",
+                 cfg.companion_wait);
+      if (r == 0) {
+        ::kill(-pid, SIGKILL);
+        int status = 0;
+        waitpid(pid, &status, 0);
+      }
+      pid = launch();
+      if (pid < 0) return fail(std::string("fork: ") + std::strerror(errno));
+      if (up(pid) <= 0)
+        slurm_info("scout: local: warning: the scoutd companion did not come up again; this step may run "
+                   "unobserved");
+    }
   }
-  if (log_fd >= 0) ::close(log_fd);
   st.companion = pid;
   return 0;
 }

@@ -64,6 +64,9 @@ std::string parse_plugin_args(const std::vector<std::string>& args, PluginConfig
         err = "plugstack argument stall_threshold=" + v + ": expected seconds from 1 to 86400";
     } else if (k == "grace") {
       if (!parse_secs(v, 1, 600, c.grace)) err = "plugstack argument grace=" + v + ": expected seconds from 1 to 600";
+    } else if (k == "companion_wait") {
+      if (!parse_secs(v, 0, 600, c.companion_wait))
+        err = "plugstack argument companion_wait=" + v + ": expected seconds from 0 to 600";
     } else if (k == "learn") {
       if (!parse_on_off(v, c.learn) || v == "(null)" || v.empty())
         err = "plugstack argument learn=" + v + ": expected on or off";
@@ -88,7 +91,7 @@ std::string parse_plugin_args(const std::vector<std::string>& args, PluginConfig
     } else {
       return "plugstack argument '" + k + "': unknown key; expected one of scoutd, probe, srun, "
              "scontrol, spool, ledger, runtime_dir, default, required, stall_threshold, grace, "
-             "gate, drain_kinds, fail_closed, learn, replay, replay_interval, replay_budget";
+             "gate, drain_kinds, fail_closed, companion_wait, learn, replay, replay_interval, replay_budget";
     }
     if (!err.empty()) return err;
   }

@@ -21,6 +21,7 @@ struct PluginConfig {
   bool required = false;        // if scoutd cannot start, fail the step
   double stall_threshold = 10;  // seconds
   double grace = 20;            // seconds for the companion to stop
+  double companion_wait = 0;    // seconds to hold the step until every scoutd is up
   bool gate = true;             // epilog drains culprit nodes
   std::vector<std::string> drain_kinds = {"stall", "crash", "sdc"};
   bool fail_closed = false;     // epilog exits non-zero on its own errors

@@ -7,6 +7,12 @@ SPOOL=$CL/spool-scout
 SITE=$CL/site.db
 RUNDIR=$CL/run
 export SCOUT_LEDGER=$SITE SCOUT_SPOOL=$SPOOL SCOUT_RUNTIME_DIR=$RUNDIR
+# The three "nodes" are one host whose slurmds have private /dev/shm, so Open
+# MPI's processes of a step talk TCP to each other on this host; over eth0
+# Open MPI 4.1's TCP BTL occasionally segfaults inside MPI_Init (seen in a
+# scoutd companion: btl_tcp event handler, "connect() ... Operation now in
+# progress"). Loopback is the interface such a one-host cluster has.
+export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
 SCOUT_SO=$B/spank/.libs/scout.so
 
 # On failure, also show what the cluster's jobs and scoutds wrote.
@@ -31,7 +37,7 @@ start_cluster() {
   mkdir -p "$CL"
   printf '#!/bin/sh\nexec %s/spank/scout-epilog --plugstack %s/plugstack.conf\n' "$B" "$CL" > "$CL.epilog"
   chmod +x "$CL.epilog"
-  line="required $SCOUT_SO scoutd=$B/scoutd/scoutd probe=$B/probe/.libs/libscout_probe.so spool=$SPOOL ledger=$SITE runtime_dir=$RUNDIR stall_threshold=2 $*"
+  line="required $SCOUT_SO scoutd=$B/scoutd/scoutd probe=$B/probe/.libs/libscout_probe.so spool=$SPOOL ledger=$SITE runtime_dir=$RUNDIR stall_threshold=2 companion_wait=20 $*"
   SCOUT_CLUSTER_EXTRA="Epilog=$CL.epilog" SCOUT_CLUSTER_EXPOSE="$top_srcdir $top_builddir" \
     "$top_srcdir/tests/cluster/cluster.sh" start "$CL" "$line" || fail "cluster did not start: $(tail -20 "$CL"/log/*.log 2>/dev/null)"
   mkdir -p "$SPOOL" "$RUNDIR"; chmod 1777 "$SPOOL" "$RUNDIR"
