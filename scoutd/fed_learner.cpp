@@ -3,8 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -138,13 +136,6 @@ std::vector<double> FedClient::contribution() {
         x(k, static_cast<Eigen::Index>(i)) = zs(windows_[windows_.size() - n + i][static_cast<std::size_t>(k)], mean_(k), sd_(k));
     const Vec s = global_.score(x);
     for (Eigen::Index i = 0; i < s.size(); ++i) hist[static_cast<std::size_t>(score_bin(s(i)))] += 1;
-    if (std::getenv("SCOUT_LEARN_DEBUG"))
-      for (Eigen::Index i = 0; i < s.size(); ++i)
-        if (s(i) > 5) {
-          std::string z;
-          for (int k = 0; k < D; ++k) z += fmt::format(" {:.2f}", x(k, i));
-          std::fprintf(stderr, "learn-debug: round %ld score %.2f z:%s\n", round_, s(i), z.c_str());
-        }
   }
   c.insert(c.end(), hist.begin(), hist.end());
   if (update_) {

@@ -281,7 +281,7 @@ std::vector<RankEvidence> RankWatcher::evidence(bool for_gather) const {
       e.wait_s = s.steps.wait_s;
       e.comm_wait = s.comm_wait;
       e.comm_members = s.comm_members;
-      if (for_gather) e.outsigs = std::exchange(const_cast<Slot&>(s).outsigs, {});
+      if (for_gather) e.outsigs = std::exchange(s.outsigs, {});
       if (e.alive) {
         ProcInfo p = read_proc_info(s.pid);
         e.state = p.state;

@@ -89,7 +89,7 @@ class RankWatcher {
     std::map<std::uint64_t, double> comm_wait;
     std::map<std::uint64_t, std::vector<int>> comm_members;  // published, complete ones
     std::uint64_t comms_read = 0;
-    std::vector<RankEvidence::OutSig> outsigs;  // newest last
+    mutable std::vector<RankEvidence::OutSig> outsigs;  // undelivered, newest last
     std::uint64_t outsig_next = 0;
   };
   void loop();

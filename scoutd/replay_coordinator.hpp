@@ -87,7 +87,6 @@ class ReplayCoordinator {
   // `live`: observers expected to report. `now_ms`: Unix ms for the record.
   Step evaluate(double now_s, const std::set<int>& live, std::int64_t now_ms);
   bool running() const { return current_.has_value(); }
-  long last_cycle() const { return next_id_ - 1; }
 
  private:
   struct Pending {

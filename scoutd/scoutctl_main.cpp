@@ -157,37 +157,19 @@ int cmd_recovery(const Args& a) {
 }
 
 int cmd_query(const Args& a) {
-  std::string path = a.ledger.empty() ? sd::default_ledger_path() : a.ledger;
-  // Under Slurm a running job's verdicts are in its spool ledger until the
-  // epilog imports them into the site ledger.
-  std::string spool_db = a.spool.empty() ? "" : a.spool + "/" + a.job + ".db";
-  auto in_site = [&] {
-    try {
-      auto l = sq::Ledger::open(path, sq::Ledger::Mode::kReadOnly);
-      return l.job(a.job).has_value();
-    } catch (const sq::LedgerError&) {
-      return false;
-    }
-  };
-  if (!spool_db.empty() && ::access(spool_db.c_str(), R_OK) == 0 && !in_site()) path = spool_db;
-  try {
-    auto l = sq::Ledger::open(path, sq::Ledger::Mode::kReadOnly);
-    if (!l.job(a.job)) die(kExitUnknownJob, fmt::format("query: job {} is not in the ledger {}", a.job, path));
-    json out = json::array();
-    for (auto& v : l.verdicts(a.job)) out.push_back(verdict_json(v));
-    if (a.json) {
-      std::puts(out.dump(2).c_str());
-    } else if (out.empty()) {
-      std::printf("job %s: no verdicts\n", a.job.c_str());
-    } else {
-      std::fputs(sd::render_verdicts_text(out).c_str(), stdout);
-      if (std::any_of(out.begin(), out.end(), [](auto& v) { return !v["resolved_at"].is_null(); }))
-        std::puts("(* resolved: progress resumed)");
-    }
-    return kExitOk;
-  } catch (const sq::LedgerError& e) {
-    die(kExitLedger, fmt::format("query: {}", e.what()));
+  auto l = open_job_ledger(a);
+  json out = json::array();
+  for (auto& v : l.verdicts(a.job)) out.push_back(verdict_json(v));
+  if (a.json) {
+    std::puts(out.dump(2).c_str());
+  } else if (out.empty()) {
+    std::printf("job %s: no verdicts\n", a.job.c_str());
+  } else {
+    std::fputs(sd::render_verdicts_text(out).c_str(), stdout);
+    if (std::any_of(out.begin(), out.end(), [](auto& v) { return !v["resolved_at"].is_null(); }))
+      std::puts("(* resolved: progress resumed)");
   }
+  return kExitOk;
 }
 
 // One request/response exchange; returns the lines before OK, or throws.
@@ -216,9 +198,11 @@ std::vector<std::string> roundtrip(int fd, const std::string& request) {
 
 // Every scoutd of the job, merged: ranks sorted by rank. Dies with exit 5
 // when none answers.
-json fetch_status(const Args& a) {
+// The control sockets of a job's scoutds, sorted; dies with exit 5 (naming
+// the command) when there is none.
+std::vector<std::string> job_sockets(const Args& a, std::string& dir) {
   std::string root = a.runtime_dir.empty() ? sd::default_runtime_root() : a.runtime_dir;
-  std::string dir = sd::job_runtime_dir(root, a.job);
+  dir = sd::job_runtime_dir(root, a.job);
   std::vector<std::string> sockets;
   std::error_code ec;
   for (auto& ent : std::filesystem::directory_iterator(dir, ec)) {
@@ -228,20 +212,36 @@ json fetch_status(const Args& a) {
   }
   std::sort(sockets.begin(), sockets.end());
   if (sockets.empty())
-    die(kExitUnreachable, fmt::format("status: job {} has no running scoutd (no sockets in {})", a.job, dir));
+    die(kExitUnreachable, fmt::format("{}: job {} has no running scoutd (no sockets in {})", a.command, a.job, dir));
+  return sockets;
+}
+
+// A connected control socket (5 s receive timeout); throws with the reason.
+int connect_control(const std::string& path) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+  timeval tv{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    std::string why = std::strerror(errno);
+    ::close(fd);
+    throw std::runtime_error(why);
+  }
+  return fd;
+}
+
+json fetch_status(const Args& a) {
+  std::string dir;
+  const auto sockets = job_sockets(a, dir);
   json merged = json::object();
   json ranks = json::array();
   int answered = 0;
   for (auto& path : sockets) {
-    int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
-    timeval tv{5, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    int fd = -1;
     try {
-      if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
-        throw std::runtime_error(std::strerror(errno));
+      fd = connect_control(path);
       roundtrip(fd, fmt::format("HELLO {}", sd::kProtocolVersion));
       roundtrip(fd, "SET FORMAT json");
       auto lines = roundtrip(fd, "STATUS");
@@ -253,7 +253,7 @@ json fetch_status(const Args& a) {
     } catch (const std::exception& e) {
       std::fprintf(stderr, "scoutctl: status: %s: %s\n", path.c_str(), e.what());
     }
-    ::close(fd);
+    if (fd >= 0) ::close(fd);
   }
   if (answered == 0)
     die(kExitUnreachable, fmt::format("status: no scoutd of job {} answered ({} sockets in {})", a.job,
@@ -265,28 +265,12 @@ json fetch_status(const Args& a) {
 }
 
 int cmd_replay(const Args& a) {
-  std::string root = a.runtime_dir.empty() ? sd::default_runtime_root() : a.runtime_dir;
-  std::string dir = sd::job_runtime_dir(root, a.job);
-  std::vector<std::string> sockets;
-  std::error_code ec;
-  for (auto& ent : std::filesystem::directory_iterator(dir, ec)) {
-    auto name = ent.path().filename().string();
-    if (name.rfind("scoutd.", 0) == 0 && name.size() > 5 && name.substr(name.size() - 5) == ".sock")
-      sockets.push_back(ent.path().string());
-  }
-  std::sort(sockets.begin(), sockets.end());
-  if (sockets.empty())
-    die(kExitUnreachable, fmt::format("replay: job {} has no running scoutd (no sockets in {})", a.job, dir));
+  std::string dir;
+  const auto sockets = job_sockets(a, dir);
   for (auto& path : sockets) {
-    int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
-    timeval tv{5, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    int fd = -1;
     try {
-      if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
-        throw std::runtime_error(std::strerror(errno));
+      fd = connect_control(path);
       roundtrip(fd, fmt::format("HELLO {}", sd::kProtocolVersion));
       roundtrip(fd, "REPLAY");
       roundtrip(fd, "QUIT");
@@ -295,7 +279,7 @@ int cmd_replay(const Args& a) {
       else std::printf("job %s: replay cycle requested\n", a.job.c_str());
       return kExitOk;
     } catch (const std::exception& e) {
-      ::close(fd);
+      if (fd >= 0) ::close(fd);
       std::string msg = e.what();
       if (msg.rfind("ERROR:", 0) == 0) die(kExitUsage, fmt::format("replay: {}", msg.substr(7)));
       std::fprintf(stderr, "scoutctl: replay: %s: %s\n", path.c_str(), e.what());
