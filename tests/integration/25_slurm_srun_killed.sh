@@ -1,0 +1,39 @@
+#!/bin/sh
+# SIGKILL of the user's srun: its companion step loses its parent and stops
+# cleanly (every scoutd of the step logs a clean stop and exits), the ledger
+# holds no verdict for the job, and no node is drained.
+. "$top_srcdir/tests/integration/slurm_lib.sh"
+start_cluster
+srun --scout=on --mpi=pmix -N3 -n3 "$TRAIN" --steps 100000 --step-ms 20 > "$T/run.log" 2>&1 &
+RUN_PID=$!
+J=$(current_job)
+n=0
+until [ "$(sqlite3 "$SPOOL/$J.db" "select count(scoutd_pid) from nodes where job_id='$J'" 2>/dev/null || echo 0)" -eq 3 ]; do
+  n=$((n + 1)); [ $n -lt 200 ] || fail "the three scoutds never registered"; sleep 0.1
+done
+PIDS=$(sqlite3 "$SPOOL/$J.db" "select scoutd_pid from nodes where job_id='$J'" | tr '\n' ' ')
+sleep 2
+kill -KILL "$RUN_PID"
+wait "$RUN_PID" 2>/dev/null || true
+RUN_PID=
+n=0
+while :; do
+  alive=
+  for p in $PIDS; do kill -0 "$p" 2>/dev/null && alive="$alive $p"; done
+  [ -z "$alive" ] && break
+  n=$((n + 1)); [ $n -lt 150 ] || fail "scoutd(s)$alive still running 30 s after srun was killed"
+  sleep 0.2
+done
+echo "every scoutd of job $J exited $(echo "$n * 0.2" | bc) s after srun was SIGKILLed"
+# Each scoutd stopped by agreement (SIGUSR1 forwarded by the companion srun),
+# not by being killed: its log says so.
+stopped=$(cat "$SPOOL/$J".*.log 2>/dev/null | grep -c 'stopping' || true)
+[ "$stopped" -ge 3 ] || fail "expected 3 scoutds to log a clean stop, found $stopped"
+scancel "$J" 2>/dev/null || true
+wait_epilog "$J" n3
+expect_eq "verdicts" "$("$SCOUTCTL" query "$J" --json | jq length)" 0
+for node in n1 n2 n3; do
+  s=$(node_state "$node")
+  case "$s" in drain*) fail "$node drained after srun was killed: $(node_reason "$node")" ;; esac
+done
+pass "slurm srun killed: companion stopped cleanly, no verdict, no drain"
