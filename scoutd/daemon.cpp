@@ -605,9 +605,12 @@ int Daemon::run() {
                                server.path(), e.what()));
   }
   watcher_->start();
-  log(mine.node, fmt::format("observing ranks {}-{} of job {} step {} (observer {}/{})",
-                             mine.first_rank, mine.last_rank, cfg_.job_id, cfg_.step_id, me_ + 1,
-                             size_));
+  // Under Slurm the ranks are found by node name as they appear (no block).
+  const std::string which = mine.last_rank >= mine.first_rank
+                                ? fmt::format("ranks {}-{}", mine.first_rank, mine.last_rank)
+                                : fmt::format("the ranks Slurm places on {}", mine.node);
+  log(mine.node, fmt::format("observing {} of job {} step {} (observer {}/{})", which, cfg_.job_id,
+                             cfg_.step_id, me_ + 1, size_));
 
   auto concat = [](c3::Bytes& acc, const c3::Bytes& child) {
     json a = parse_bytes(acc), c = parse_bytes(child);

@@ -38,7 +38,9 @@ constexpr int kExitOk = 0, kExitInternal = 1, kExitUsage = 2, kExitUnknownJob = 
 
 constexpr const char* kUsage =
     "Usage: scoutctl COMMAND JOBID [OPTIONS]\n"
-    "Read scout verdicts and live state.\n\n"
+    "       scoutctl node NODE [OPTIONS]\n"
+    "       scoutctl clear NODE --reason TEXT [OPTIONS]\n"
+    "Read scout verdicts and live state; review and clear a node's health.\n\n"
     "Commands:\n"
     "  query JOBID     verdicts of a job from the ledger (during and after the job)\n"
     "  status JOBID    live per-rank view from the job's scoutds: collective position,\n"
@@ -50,7 +52,12 @@ constexpr const char* kUsage =
     "                  corruption check on every device)\n"
     "  checkpoints JOBID  the job's checkpoints: path, time, trust state, reason\n"
     "  recovery JOBID  the newest recovery_verified checkpoint's path (exit 1 and a\n"
-    "                  message when there is none), for restart scripts\n\n"
+    "                  message when there is none), for restart scripts\n"
+    "  node NODE       the node's open attributed verdicts (since its last clear) and\n"
+    "                  its health decisions (drain, keep, refuse, clear)\n"
+    "  clear NODE      after repair: record a clear decision (who, when, --reason),\n"
+    "                  which closes the node's open verdicts so that scout-prolog\n"
+    "                  accepts it again (writes the site ledger: root)\n\n"
     "Options:\n"
     "  --ledger PATH       ledger file (default $SCOUT_LEDGER, then\n"
     "                      ${XDG_STATE_HOME:-~/.local/state}/scout/ledger.db)\n"
@@ -58,6 +65,7 @@ constexpr const char* kUsage =
     "                      $SCOUT_RUNTIME_DIR, $XDG_RUNTIME_DIR/scout, /tmp/scout-UID)\n"
     "  --spool DIR         Slurm spool of per-job ledgers (default $SCOUT_SPOOL): a\n"
     "                      running job's verdicts are read there\n"
+    "  --reason TEXT       clear: why the node is healthy again (kept for audit)\n"
     "  --json              machine-readable output\n"
     "  -h, --help          this help\n"
     "  -V, --version       version\n\n"
@@ -66,7 +74,8 @@ constexpr const char* kUsage =
     "3 unknown job, 4 ledger missing/unreadable/not a scout ledger, 5 no scoutd answers.\n";
 
 struct Args {
-  std::string command, job, ledger, runtime_dir, spool;
+  std::string command, job, ledger, runtime_dir, spool, reason;
+  std::string node;  // node and clear
   bool json = false;
   long count = 0;        // top: refreshes (0 = until q)
   double interval = 1;   // top: seconds between refreshes
@@ -168,6 +177,75 @@ int cmd_query(const Args& a) {
     std::fputs(sd::render_verdicts_text(out).c_str(), stdout);
     if (std::any_of(out.begin(), out.end(), [](auto& v) { return !v["resolved_at"].is_null(); }))
       std::puts("(* resolved: progress resumed)");
+  }
+  return kExitOk;
+}
+
+json gating_json(const sq::GatingRow& g) {
+  return {{"job", g.job_id.empty() ? json(nullptr) : json(g.job_id)}, {"node", g.node}, {"decision", g.decision},
+          {"reason", g.reason}, {"decided_by", g.decided_by}, {"decided_at", g.decided_at}};
+}
+
+// The site ledger for node review; dies with exit 4 when it cannot be read.
+sq::Ledger open_site_ledger(const Args& a, sq::Ledger::Mode mode) {
+  std::string path = a.ledger.empty() ? sd::default_ledger_path() : a.ledger;
+  if (::access(path.c_str(), F_OK) != 0)
+    die(kExitLedger, fmt::format("{}: ledger {} does not exist (--ledger PATH or $SCOUT_LEDGER names the "
+                                 "site ledger)", a.command, path));
+  try {
+    return sq::Ledger::open(path, mode);
+  } catch (const sq::LedgerError& e) {
+    die(kExitLedger, fmt::format("{}: {}", a.command, e.what()));
+  }
+}
+
+int cmd_node(const Args& a) {
+  auto l = open_site_ledger(a, sq::Ledger::Mode::kReadOnly);
+  json open = json::array(), decisions = json::array();
+  for (auto& v : l.open_verdicts_on(a.node, {})) open.push_back(verdict_json(v));
+  for (auto& g : l.node_gating(a.node)) decisions.push_back(gating_json(g));
+  if (a.json) {
+    std::puts(json{{"node", a.node}, {"open_verdicts", open}, {"decisions", decisions}}.dump(2).c_str());
+    return kExitOk;
+  }
+  if (open.empty()) std::printf("node %s: no open verdicts\n", a.node.c_str());
+  else {
+    std::printf("node %s: %zu open verdict(s)\n", a.node.c_str(), open.size());
+    std::fputs(sd::render_verdicts_text(open).c_str(), stdout);
+  }
+  if (!decisions.empty()) {
+    std::printf("\n%-24s  %-8s  %-9s  %-28s  %s\n", "DECIDED", "DECISION", "JOB", "BY", "REASON");
+    for (auto& d : decisions)
+      std::printf("%-24s  %-8s  %-9s  %-28s  %s\n", d["decided_at"].get<std::string>().c_str(),
+                  d["decision"].get<std::string>().c_str(),
+                  d["job"].is_null() ? "-" : d["job"].get<std::string>().c_str(),
+                  d["decided_by"].get<std::string>().c_str(), d["reason"].get<std::string>().c_str());
+  }
+  return kExitOk;
+}
+
+int cmd_clear(const Args& a) {
+  if (a.reason.empty())
+    die(kExitUsage, "clear: --reason TEXT is required (what was repaired or tested; kept for audit)");
+  auto l = open_site_ledger(a, sq::Ledger::Mode::kReadWrite);
+  auto open = l.open_verdicts_on(a.node, {});
+  const char* user = std::getenv("SUDO_USER") ? std::getenv("SUDO_USER") : std::getenv("USER");
+  std::string who = fmt::format("scoutctl uid {}{}", getuid(), user ? fmt::format(" ({})", user) : "");
+  std::string closed;
+  for (auto& v : open) closed += fmt::format("{}{} {} job {}", closed.empty() ? "" : ", ", v.kind, v.id, v.job_id);
+  try {
+    l.insert_gating({"", a.node, "clear", a.reason + (closed.empty() ? "" : " [closes " + closed + "]"), who, ""});
+  } catch (const sq::LedgerError& e) {
+    die(kExitLedger, fmt::format("clear: {} (the site ledger is written by root)", e.what()));
+  }
+  if (a.json) {
+    json o = json::array();
+    for (auto& v : open) o.push_back(verdict_json(v));
+    std::puts(json{{"node", a.node}, {"cleared", o}, {"reason", a.reason}, {"decided_by", who}}.dump(2).c_str());
+  } else {
+    std::printf("node %s: cleared %zu open verdict(s)%s\n", a.node.c_str(), open.size(),
+                closed.empty() ? "" : (" (" + closed + ")").c_str());
+    std::printf("return it to service with: scontrol update nodename=%s state=resume\n", a.node.c_str());
   }
   return kExitOk;
 }
@@ -372,6 +450,7 @@ int main(int argc, char** argv) {
     else if (s.rfind("--ledger=", 0) == 0) a.ledger = s.substr(9);
     else if (s == "--runtime-dir") a.runtime_dir = value("--runtime-dir");
     else if (s == "--spool") a.spool = value("--spool");
+    else if (s == "--reason") a.reason = value("--reason");
     else if (s == "--count") {
       std::string v = value("--count");
       char* end = nullptr;
@@ -391,10 +470,24 @@ int main(int argc, char** argv) {
     if (const char* e = std::getenv("SCOUT_SPOOL")) a.spool = e;
   if (pos.empty()) die(kExitUsage, "missing command; expected 'query JOBID' or 'status JOBID' (see scoutctl --help)");
   a.command = pos[0];
-  static const char* kCommands[] = {"query", "status", "top", "replay", "checkpoints", "recovery"};
+  static const char* kCommands[] = {"query", "status", "top", "replay", "checkpoints", "recovery", "node", "clear"};
   if (std::none_of(std::begin(kCommands), std::end(kCommands), [&](const char* c) { return a.command == c; }))
-    die(kExitUsage, fmt::format("unknown command '{}'; expected query, status, top, replay, checkpoints "
-                                "or recovery", a.command));
+    die(kExitUsage, fmt::format("unknown command '{}'; expected query, status, top, replay, checkpoints, "
+                                "recovery, node or clear", a.command));
+  if (a.command == "node" || a.command == "clear") {
+    if (pos.size() != 2) die(kExitUsage, fmt::format("{}: expected exactly one NODE", a.command));
+    a.node = pos[1];
+    if (a.node.empty() || a.node.size() > 64 ||
+        a.node.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") !=
+            std::string::npos)
+      die(kExitUsage, fmt::format("{}: '{}' is not a node name; expected letters, digits, '.', '_' or '-'",
+                                  a.command, a.node));
+    try {
+      return a.command == "node" ? cmd_node(a) : cmd_clear(a);
+    } catch (const std::exception& e) {
+      die(kExitInternal, fmt::format("{}: {}", a.command, e.what()));
+    }
+  }
   if (pos.size() != 2) die(kExitUsage, fmt::format("{}: expected exactly one JOBID", a.command));
   a.job = pos[1];
   if (!scout::c3::valid_job_id(a.job))

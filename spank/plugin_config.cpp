@@ -79,19 +79,21 @@ std::string parse_plugin_args(const std::vector<std::string>& args, PluginConfig
     } else if (k == "replay_budget") {
       if (!parse_secs(v, 0, 1, c.replay_budget) || c.replay_budget <= 0)
         err = "plugstack argument replay_budget=" + v + ": expected a fraction of CPU time above 0 and at most 1";
-    } else if (k == "drain_kinds") {
-      c.drain_kinds.clear();
+    } else if (k == "drain_kinds" || k == "prolog_kinds") {
+      auto& kinds = k == "drain_kinds" ? c.drain_kinds : c.prolog_kinds;
+      kinds.clear();
       std::stringstream ss(v);
       for (std::string kind; std::getline(ss, kind, ',');) {
         if (kind != "stall" && kind != "crash" && kind != "sdc" && kind != "hang" && kind != "divergence")
-          return "plugstack argument drain_kinds=" + v + ": '" + kind +
+          return "plugstack argument " + k + "=" + v + ": '" + kind +
                  "' is not a drainable kind; expected stall, crash, sdc, hang or divergence";
-        c.drain_kinds.push_back(kind);
+        kinds.push_back(kind);
       }
+      if (kinds.empty()) return "plugstack argument " + k + "=: expected a comma-separated list of kinds";
     } else {
       return "plugstack argument '" + k + "': unknown key; expected one of scoutd, probe, srun, "
              "scontrol, spool, ledger, runtime_dir, default, required, stall_threshold, grace, "
-             "gate, drain_kinds, fail_closed, companion_wait, learn, replay, replay_interval, replay_budget";
+             "gate, drain_kinds, prolog_kinds, fail_closed, companion_wait, learn, replay, replay_interval, replay_budget";
     }
     if (!err.empty()) return err;
   }

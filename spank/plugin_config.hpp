@@ -24,6 +24,7 @@ struct PluginConfig {
   double companion_wait = 0;    // seconds to hold the step until every scoutd is up
   bool gate = true;             // epilog drains culprit nodes
   std::vector<std::string> drain_kinds = {"stall", "crash", "sdc"};
+  std::vector<std::string> prolog_kinds = {"sdc"};  // open verdicts that refuse a node at job start
   bool fail_closed = false;     // epilog exits non-zero on its own errors
   bool learn = true;            // federated telemetry outlier detection
   bool replay = true;           // replay cycles for silent data corruption

@@ -5,6 +5,11 @@
 // stall, crash or sdc to it (site policy), and records the decision (who,
 // when, why). Exits 0 unless the site asked for fail_closed: a scout
 // problem never fails a node by itself.
+//
+// As scout-prolog (or with --prolog) it is the companion check at job start:
+// it refuses this node (drains it and exits 1, so Slurm does not start the
+// job here) while the site ledger holds an open attributed verdict of a
+// prolog kind (default sdc) naming it; `scoutctl clear NODE` closes them.
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -31,8 +36,13 @@ namespace {
 
 constexpr const char* kUsage =
     "Usage: scout-epilog [--plugstack FILE] [--job ID] [--node NAME] [--uid UID] [--dry-run]\n"
+    "       scout-epilog --prolog [--plugstack FILE] [--job ID] [--node NAME] [--dry-run]\n"
+    "       scout-prolog [--plugstack FILE] [--job ID] [--node NAME] [--dry-run]\n"
     "Slurm epilog: import the job's scout verdicts into the site ledger and drain\n"
     "this node if scout attributed a stall, crash or sdc to it.\n"
+    "Slurm prolog (--prolog, or run as scout-prolog): refuse this node (drain it,\n"
+    "exit 1) while the site ledger holds an open attributed verdict of a prolog\n"
+    "kind (default sdc) naming it; `scoutctl clear NODE --reason TEXT` closes them.\n"
     "Defaults come from Slurm's epilog environment (SLURM_JOB_ID, SLURMD_NODENAME,\n"
     "SLURM_JOB_UID) and from the scout.so line of the plugstack file\n"
     "(--plugstack, $SCOUT_PLUGSTACK, /etc/slurm/plugstack.conf.d/scout.conf,\n"
@@ -42,6 +52,7 @@ struct Args {
   std::string plugstack, job, node;
   long uid = -1;
   bool dry_run = false;
+  bool prolog = false;
 };
 
 std::string env(const char* n) {
@@ -122,25 +133,54 @@ bool names_host(const sq::VerdictRow& v, const std::string& node) {
   return false;
 }
 
+// The prolog check: false refuses the node (drained here, and the prolog's
+// exit status 1 keeps the job off it).
+bool prolog(const sp::PluginConfig& cfg, const Args& a, const std::string& who) {
+  auto site = sq::Ledger::open(cfg.ledger, sq::Ledger::Mode::kReadWrite);
+  auto open = site.open_verdicts_on(a.node, cfg.prolog_kinds);
+  if (open.empty()) return true;
+  const auto& v = open.back();
+  std::string reason = fmt::format("scout: open {} verdict {} job {}", v.kind, v.id, v.job_id);
+  if (open.size() > 1) reason += fmt::format(" (+{} more)", open.size() - 1);
+  reason += fmt::format("; scoutctl clear {} after repair", a.node);
+  if (!cfg.gate || a.dry_run) {
+    site.insert_gating({a.job, a.node, "keep", reason + (a.dry_run ? " [dry run]" : " [gating off]"), who, ""});
+    std::printf("scout-prolog: would refuse %s: %s\n", a.node.c_str(), reason.c_str());
+    return true;
+  }
+  std::string err;
+  if (run_scontrol(cfg.scontrol, {"update", "nodename=" + a.node, "state=drain", "reason=" + reason}, err) != 0)
+    site.insert_gating({a.job, a.node, "error", reason + "; drain failed: " + err, who, ""});
+  site.insert_gating({a.job, a.node, "refuse", reason, who, ""});
+  std::fprintf(stderr, "scout-prolog: refused %s for job %s: %s\n", a.node.c_str(), a.job.c_str(), reason.c_str());
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (!std::getenv("PATH")) setenv("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", 1);
   Args a;
+  {
+    std::string self = argv[0];
+    a.prolog = self.substr(self.find_last_of('/') + 1) == "scout-prolog";
+  }
+  const char* prog = a.prolog ? "scout-prolog" : "scout-epilog";
   for (int i = 1; i < argc; ++i) {
     std::string s = argv[i];
     auto val = [&]() -> std::string {
-      if (i + 1 >= argc) { std::fprintf(stderr, "scout-epilog: %s: missing value\n", s.c_str()); std::exit(2); }
+      if (i + 1 >= argc) { std::fprintf(stderr, "%s: %s: missing value\n", prog, s.c_str()); std::exit(2); }
       return argv[++i];
     };
     if (s == "-h" || s == "--help") { std::fputs(kUsage, stdout); return 0; }
-    if (s == "-V" || s == "--version") { std::printf("scout-epilog (scout) %s\n", PACKAGE_VERSION); return 0; }
+    if (s == "-V" || s == "--version") { std::printf("%s (scout) %s\n", prog, PACKAGE_VERSION); return 0; }
     if (s == "--plugstack") a.plugstack = val();
     else if (s == "--job") a.job = val();
     else if (s == "--node") a.node = val();
     else if (s == "--uid") a.uid = std::strtol(val().c_str(), nullptr, 10);
     else if (s == "--dry-run") a.dry_run = true;
-    else { std::fprintf(stderr, "scout-epilog: unknown option '%s' (see --help)\n", s.c_str()); return 2; }
+    else if (s == "--prolog") { a.prolog = true; prog = "scout-prolog"; }
+    else { std::fprintf(stderr, "%s: unknown option '%s' (see --help)\n", prog, s.c_str()); return 2; }
   }
   if (a.job.empty()) a.job = env("SLURM_JOB_ID");
   if (a.node.empty()) a.node = env("SLURMD_NODENAME");
@@ -159,7 +199,7 @@ int main(int argc, char** argv) {
     if (cfg_err.empty()) { cfg_err = sp::parse_plugin_args(pargs, cfg); break; }
   }
   auto finish = [&](bool error, const std::string& msg) {
-    if (!msg.empty()) std::fprintf(stderr, "scout-epilog: %s\n", msg.c_str());
+    if (!msg.empty()) std::fprintf(stderr, "%s: %s\n", prog, msg.c_str());
     return error && cfg.fail_closed ? 1 : 0;
   };
   if (!cfg_err.empty() && !a.plugstack.empty()) return finish(true, "config: " + cfg_err);
@@ -167,7 +207,14 @@ int main(int argc, char** argv) {
     return finish(true, fmt::format("job id '{}' is not valid; expected SLURM_JOB_ID or --job with a decimal id", a.job));
   if (a.node.empty()) return finish(true, "no node name; expected SLURMD_NODENAME or --node");
 
-  const std::string who = fmt::format("scout-epilog uid {} on {}", getuid(), a.node);
+  const std::string who = fmt::format("{} uid {} on {}", prog, getuid(), a.node);
+  if (a.prolog) {
+    try {
+      return prolog(cfg, a, who) ? 0 : 1;
+    } catch (const std::exception& e) {
+      return finish(true, e.what());  // a scout problem never refuses a node unless fail_closed
+    }
+  }
   try {
     auto site = sq::Ledger::open(cfg.ledger, sq::Ledger::Mode::kReadWrite);
     // --- import the job's spool ledger, if the job's user owns it ---------

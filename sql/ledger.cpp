@@ -68,6 +68,18 @@ constexpr const char* kInsertGating =
     "INSERT INTO gating(job_id,node,decision,reason,decided_by,decided_at) VALUES(?,?,?,?,?,?)";
 constexpr const char* kSelectGating =
     "SELECT job_id,node,decision,reason,decided_by,decided_at FROM gating WHERE job_id=? ORDER BY id";
+constexpr const char* kSelectNodeGating =
+    "SELECT job_id,node,decision,reason,decided_by,decided_at FROM gating WHERE node=? ORDER BY id";
+// Open verdicts on a node: attributed, unresolved, of the given kinds (a JSON
+// array), naming the node, and detected or imported after its last clear.
+constexpr const char* kSelectOpenOnNode =
+    "SELECT id,job_id,step,kind,status,ranks,hosts,evidence,detected_at,resolved_at,origin FROM verdicts v "
+    "WHERE v.status='attributed' AND v.resolved_at IS NULL "
+    "AND (?1 = '[]' OR v.kind IN (SELECT value FROM json_each(?1))) "
+    "AND CASE WHEN json_valid(v.hosts) THEN EXISTS (SELECT 1 FROM json_each(v.hosts) WHERE value=?2) ELSE 0 END "
+    "AND max(v.detected_at, coalesce(v.imported_at, '')) > "
+    "coalesce((SELECT max(decided_at) FROM gating WHERE node=?2 AND decision='clear'), '') "
+    "ORDER BY v.id";
 constexpr const char* kRankPids = "SELECT pid FROM ranks WHERE job_id=? ORDER BY rank";
 constexpr const char* kInsertVerdict =
     "INSERT INTO verdicts(job_id,step,kind,status,ranks,hosts,evidence,detected_at) "
@@ -408,25 +420,35 @@ int Ledger::import_job(Ledger& from, const std::string& job_id, const std::strin
 }
 
 void Ledger::insert_gating(const GatingRow& g) {
-  stmt(kInsertGating).bind(g.job_id).bind(g.node).bind(g.decision).bind(g.reason)
+  auto& s = stmt(kInsertGating);
+  if (g.job_id.empty()) s.bind_null();  // a node-level decision (clear)
+  else s.bind(g.job_id);
+  s.bind(g.node).bind(g.decision).bind(g.reason)
       .bind(g.decided_by).bind(g.decided_at.empty() ? now_iso8601() : g.decided_at).run();
 }
 
-std::vector<GatingRow> Ledger::gating(const std::string& job_id) {
+namespace {
+std::vector<GatingRow> read_gating(Stmt& s) {
   std::vector<GatingRow> out;
-  auto& s = stmt(kSelectGating).bind(job_id);
   while (s.step()) out.push_back({s.text(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5)});
   s.reset();
   return out;
+}
+}  // namespace
+
+std::vector<GatingRow> Ledger::gating(const std::string& job_id) { return read_gating(stmt(kSelectGating).bind(job_id)); }
+
+std::vector<GatingRow> Ledger::node_gating(const std::string& node) {
+  return read_gating(stmt(kSelectNodeGating).bind(node));
 }
 
 void Ledger::resolve_verdict(std::int64_t id, const std::string& resolved_at) {
   stmt(kResolveVerdict).bind(resolved_at).bind(id).run();
 }
 
-std::vector<VerdictRow> Ledger::verdicts(const std::string& job_id) {
+namespace {
+std::vector<VerdictRow> read_verdicts(Stmt& s) {
   std::vector<VerdictRow> out;
-  auto& s = stmt(kSelectVerdicts).bind(job_id);
   while (s.step()) {
     VerdictRow v;
     v.id = s.i64(0);
@@ -444,6 +466,18 @@ std::vector<VerdictRow> Ledger::verdicts(const std::string& job_id) {
   }
   s.reset();
   return out;
+}
+}  // namespace
+
+std::vector<VerdictRow> Ledger::verdicts(const std::string& job_id) {
+  return read_verdicts(stmt(kSelectVerdicts).bind(job_id));
+}
+
+std::vector<VerdictRow> Ledger::open_verdicts_on(const std::string& node, const std::vector<std::string>& kinds) {
+  std::string arr = "[";
+  for (auto& k : kinds) arr += (arr.size() > 1 ? ",\"" : "\"") + k + "\"";  // kinds are plain words
+  arr += "]";
+  return read_verdicts(stmt(kSelectOpenOnNode).bind(arr).bind(node));
 }
 
 void Ledger::insert_replay_cycle(const ReplayCycleRow& r) {

@@ -75,7 +75,7 @@ struct CheckpointRow {
   std::string seen_at, state, reason, updated_at;
 };
 
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 
 // ISO-8601 UTC with milliseconds, e.g. 2026-11-29T17:39:29.123Z
 std::string now_iso8601();
@@ -121,8 +121,15 @@ class Ledger {
   // Returns the number of verdicts added.
   int import_job(Ledger& from, const std::string& job_id, const std::string& origin,
                  std::int64_t origin_uid, const std::function<bool(const VerdictRow&)>& keep);
-  void insert_gating(const GatingRow& g);
+  void insert_gating(const GatingRow& g);  // empty job_id: a node-level decision (clear)
   std::vector<GatingRow> gating(const std::string& job_id);
+  std::vector<GatingRow> node_gating(const std::string& node);  // oldest first
+
+  // Node health: attributed, unresolved verdicts of `kinds` naming `node`
+  // that were detected (or imported) after the node's last 'clear'
+  // decision (no kinds: every kind). The prolog refuses a node that has one.
+  // Oldest first.
+  std::vector<VerdictRow> open_verdicts_on(const std::string& node, const std::vector<std::string>& kinds);
 
   void insert_replay_cycle(const ReplayCycleRow& r);  // one row per (job, cycle)
   std::vector<ReplayCycleRow> replay_cycles(const std::string& job_id);

@@ -3,14 +3,6 @@
 # nothing committed is lost.
 . "$top_srcdir/tests/integration/lib.sh"
 
-# expect_error RC PATTERN CMD... : exit status RC and stderr matching PATTERN
-expect_error() {
-  want=$1; pat=$2; shift 2
-  rc=0; "$@" > "$T/out" 2> "$T/err" || rc=$?
-  [ "$rc" = "$want" ] || fail "$*: exit $rc, expected $want; stderr: $(cat "$T/err")"
-  grep -Eq -- "$pat" "$T/err" || fail "$*: stderr does not match '$pat': $(cat "$T/err")"
-}
-
 # Options.
 expect_error 2 "--nodes: 0 is out of range" "$SCOUT_RUN" --nodes 0 -- true
 expect_error 2 "--nodes: 5 nodes for 4 ranks" "$SCOUT_RUN" -n 4 --nodes 5 -- true

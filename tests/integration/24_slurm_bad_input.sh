@@ -1,6 +1,7 @@
 #!/bin/sh
 # Bad input under Slurm: --scout=maybe fails srun and sbatch naming the
-# accepted values; an unknown plugstack key fails with the key named; an
+# accepted values; an unknown plugstack key or a bad value fails with the
+# key named; an
 # unreadable probe path gives a warning and the job runs unobserved (the
 # documented behaviour), or fails the step when the site set required=yes.
 . "$top_srcdir/tests/integration/slurm_lib.sh"
@@ -20,8 +21,14 @@ rc=0; srun -N1 true > "$T/o" 2>&1 || rc=$?
 [ "$rc" -ne 0 ] || fail "srun ran with an unknown plugstack key"
 grep -q "scout: init: plugstack argument 'colour': unknown key" "$T/o" || fail "plugstack message: $(cat "$T/o")"
 
+sed -i 's/ colour=blue$/ prolog_kinds=sdc,flaky/' "$CL/plugstack.conf"
+rc=0; srun -N1 true > "$T/o" 2>&1 || rc=$?
+[ "$rc" -ne 0 ] || fail "srun ran with a bad prolog_kinds"
+grep -q "plugstack argument prolog_kinds=sdc,flaky: 'flaky' is not a drainable kind" "$T/o" ||
+  fail "prolog_kinds message: $(cat "$T/o")"
+
 # Unreadable probe: warning, the job runs unobserved.
-sed -i 's/ colour=blue$//' "$CL/plugstack.conf"
+sed -i 's/ prolog_kinds=sdc,flaky$//' "$CL/plugstack.conf"
 "$top_srcdir/tests/cluster/cluster.sh" stop "$CL"
 start_cluster probe=/nonexistent/libscout_probe.so
 srun --scout=on --mpi=pmix -N3 -n3 "$TRAIN" --steps 20 > "$T/o" 2>&1 || fail "job failed with an unreadable probe: $(cat "$T/o")"

@@ -68,3 +68,10 @@ assert_no_leftovers() {
 
 # expect_eq WHAT ACTUAL EXPECTED
 expect_eq() { [ "$2" = "$3" ] || fail "$1: got '$2', expected '$3'"; }
+# expect_error RC PATTERN CMD... : exit status RC and stderr matching PATTERN
+expect_error() {
+  want=$1; pat=$2; shift 2
+  rc=0; "$@" > "$T/out" 2> "$T/err" || rc=$?
+  [ "$rc" = "$want" ] || fail "$*: exit $rc, expected $want; stderr: $(cat "$T/err")"
+  grep -Eq -- "$pat" "$T/err" || fail "$*: stderr does not match '$pat': $(cat "$T/err")"
+}

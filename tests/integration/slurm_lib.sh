@@ -28,6 +28,7 @@ slurm_cleanup() {
   [ -n "${CL_ENV:-}" ] && . "$CL_ENV" && scancel --user=root >/dev/null 2>&1 || true
   sleep 0.5
   "$top_srcdir/tests/cluster/cluster.sh" stop "$CL" || true
+  rm -rf "$CL.epilog" "$CL.prolog" "$CL.bin"
   cleanup
 }
 trap slurm_cleanup EXIT
@@ -36,9 +37,13 @@ trap slurm_cleanup EXIT
 start_cluster() {
   mkdir -p "$CL"
   printf '#!/bin/sh\nexec %s/spank/scout-epilog --plugstack %s/plugstack.conf\n' "$B" "$CL" > "$CL.epilog"
-  chmod +x "$CL.epilog"
+  # The prolog runs scout-epilog by its installed name, scout-prolog.
+  mkdir -p "$CL.bin" && ln -sf "$B/spank/scout-epilog" "$CL.bin/scout-prolog"
+  printf '#!/bin/sh\nexec %s/scout-prolog --plugstack %s/plugstack.conf\n' "$CL.bin" "$CL" > "$CL.prolog"
+  chmod +x "$CL.epilog" "$CL.prolog"
   line="required $SCOUT_SO scoutd=$B/scoutd/scoutd probe=$B/probe/.libs/libscout_probe.so spool=$SPOOL ledger=$SITE runtime_dir=$RUNDIR stall_threshold=2 companion_wait=20 $*"
-  SCOUT_CLUSTER_EXTRA="Epilog=$CL.epilog" SCOUT_CLUSTER_EXPOSE="$top_srcdir $top_builddir" \
+  SCOUT_CLUSTER_EXTRA="Epilog=$CL.epilog
+Prolog=$CL.prolog" SCOUT_CLUSTER_EXPOSE="$top_srcdir $top_builddir" \
     "$top_srcdir/tests/cluster/cluster.sh" start "$CL" "$line" || fail "cluster did not start: $(tail -20 "$CL"/log/*.log 2>/dev/null)"
   mkdir -p "$SPOOL" "$RUNDIR"; chmod 1777 "$SPOOL" "$RUNDIR"
   CL_ENV=$CL/env

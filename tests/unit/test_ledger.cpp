@@ -251,3 +251,66 @@ TEST_CASE("replay cycles and checkpoint states are kept per job") {
   CHECK(again[0].reason == "clean cycle 2");
   CHECK_THROWS_AS(l.set_checkpoint_state(ck[0].id, "trusted", ""), LedgerError);
 }
+
+TEST_CASE("a version-3 ledger keeps its gating decisions when migrated to version 4") {
+  TempDir t;
+  auto p = (t.path / "v3.db").string();
+  const char* src = std::getenv("top_srcdir");
+  for (const char* m : {"001_initial.sql", "002_provenance_gating.sql", "003_replay_checkpoints.sql"}) {
+    std::string path = std::string(src ? src : "..") + "/sql/migrations/" + m;
+    std::ifstream in(path);
+    REQUIRE_MESSAGE(in.good(), "cannot read ", path);
+    std::string sql((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    raw_exec(p, sql.c_str());
+  }
+  raw_exec(p, "PRAGMA user_version = 3");
+  raw_exec(p, "INSERT INTO gating(job_id,node,decision,reason,decided_by,decided_at) "
+              "VALUES('9','n2','drain','scout: crash rank 2 job 9','scout-epilog uid 0 on n2','t')");
+  auto l = Ledger::open(p, Ledger::Mode::kReadWrite);
+  CHECK(l.schema_version() == kSchemaVersion);
+  auto g = l.gating("9");
+  REQUIRE(g.size() == 1);
+  CHECK(g[0].reason == "scout: crash rank 2 job 9");
+  l.insert_gating({"", "n2", "clear", "replaced DIMM", "test", ""});  // no job: allowed from v4
+  auto ng = l.node_gating("n2");
+  REQUIRE(ng.size() == 2);
+  CHECK(ng[1].decision == "clear");
+  CHECK(ng[1].job_id.empty());
+}
+
+TEST_CASE("open verdicts on a node: attributed, unresolved, of the kinds asked, since the last clear") {
+  TempDir t;
+  auto l = Ledger::open((t.path / "site.db").string(), Ledger::Mode::kReadWrite);
+  auto add = [&](const char* job, const char* kind, const char* status, const char* hosts, const char* at) {
+    l.insert_job({.job_id = job, .user = "u", .uid = 1, .launcher = "slurm"});
+    VerdictRow v;
+    v.job_id = job;
+    v.step = "0";
+    v.kind = kind;
+    v.status = status;
+    v.hosts = hosts;
+    v.detected_at = at;
+    return l.insert_verdict(v);
+  };
+  add("1", "sdc", "attributed", "[\"n2\"]", "2026-01-01T00:00:00.000Z");
+  add("2", "sdc", "inconclusive", "[\"n2\"]", "2026-01-02T00:00:00.000Z");   // nobody named
+  add("3", "sdc", "attributed", "[\"n3\"]", "2026-01-03T00:00:00.000Z");     // another node
+  add("4", "stall", "attributed", "[\"n2\"]", "2026-01-04T00:00:00.000Z");   // another kind
+  auto resolved = add("5", "sdc", "attributed", "[\"n2\"]", "2026-01-05T00:00:00.000Z");
+  l.resolve_verdict(resolved, "2026-01-05T00:01:00.000Z");
+  add("6", "sdc", "attributed", "[\"n20\"]", "2026-01-06T00:00:00.000Z");    // a name that contains n2
+  auto open = l.open_verdicts_on("n2", {"sdc"});
+  REQUIRE(open.size() == 1);
+  CHECK(open[0].job_id == "1");
+  CHECK(l.open_verdicts_on("n2", {"sdc", "stall"}).size() == 2);
+  CHECK(l.open_verdicts_on("n2", {}).size() == 2);  // every kind
+  CHECK(l.open_verdicts_on("n9", {"sdc"}).empty());
+  // A clear closes what came before it, not what comes after.
+  l.insert_gating({"", "n2", "clear", "replaced the CPU", "test", "2026-02-01T00:00:00.000Z"});
+  CHECK(l.open_verdicts_on("n2", {"sdc"}).empty());
+  CHECK(l.open_verdicts_on("n3", {"sdc"}).size() == 1);  // other nodes are not cleared
+  add("7", "sdc", "attributed", "[\"n1\",\"n2\"]", "2026-03-01T00:00:00.000Z");
+  open = l.open_verdicts_on("n2", {"sdc"});
+  REQUIRE(open.size() == 1);
+  CHECK(open[0].job_id == "7");
+}
