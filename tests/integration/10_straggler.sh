@@ -1,7 +1,8 @@
 #!/bin/sh
 # Compute stragglers: a rank slowed by 50 ms per step from step 20 is named
 # after the confirmation rounds, with its score; the live view ranks it
-# first; one slow step, or +-20% jitter on every rank, gives no verdict.
+# first; a straggler that recovers has its verdict resolved; one slow step,
+# or +-20% jitter on every rank, gives no verdict.
 . "$top_srcdir/tests/integration/lib.sh"
 start_run -n 8 --nodes 4 -- "$TRAIN" --steps 200 --fault slow:rank=3:step=20:ms=50
 wait_for_verdict straggler 40
@@ -23,6 +24,15 @@ echo "$v" | jq -e '.[0].evidence.culprits[0].score > 5' >/dev/null || fail "scor
 grep -q "replay cycle 1 starts (compute straggler)" "$T/run.log" || fail "no replay cycle after the straggler"
 assert_no_leftovers
 
+# The same straggler that recovers (150 slow steps): its verdict is resolved.
+JOB=$((JOB + 1))
+start_run -n 8 --nodes 4 -- "$TRAIN" --steps 1500 --fault slow:rank=3:step=20:ms=50:count=150
+finish_run
+expect_eq "exit status (recovers)" "$RUN_RC" 0
+v=$(verdicts_json)
+expect_eq "verdicts (recovers)" "$(echo "$v" | jq -c '[.[] | [.kind, .ranks]]')" '[["straggler",[3]]]'
+echo "$v" | jq -e '.[0].resolved_at != null' >/dev/null || fail "the recovered straggler is not resolved: $(echo "$v" | jq -c .)"
+
 JOB=$((JOB + 1))
 start_run -n 8 --nodes 4 -- "$TRAIN" --steps 300 --fault slow:rank=3:step=20:ms=300:count=1
 finish_run
@@ -34,4 +44,4 @@ start_run -n 8 --nodes 4 -- "$TRAIN" --steps 500 --jitter 0.2
 finish_run
 expect_eq "exit status (jitter)" "$RUN_RC" 0
 expect_eq "verdicts with jitter" "$(verdicts_json | jq length)" 0
-pass "straggler: rank 3 named with its score; no verdict for a one-off or jitter"
+pass "straggler: rank 3 named with its score, resolved when it recovers; no verdict for a one-off or jitter"
