@@ -135,10 +135,18 @@ bool names_host(const sq::VerdictRow& v, const std::string& node) {
 
 // The prolog check: false refuses the node (drained here, and the prolog's
 // exit status 1 keeps the job off it).
+// Every job start on every node reads the site ledger, so the common case
+// (nothing open) takes no write lock; no site ledger yet means nothing open.
 bool prolog(const sp::PluginConfig& cfg, const Args& a, const std::string& who) {
-  auto site = sq::Ledger::open(cfg.ledger, sq::Ledger::Mode::kReadWrite);
-  auto open = site.open_verdicts_on(a.node, cfg.prolog_kinds);
+  std::vector<sq::VerdictRow> open;
+  try {
+    open = sq::Ledger::open(cfg.ledger, sq::Ledger::Mode::kReadOnly).open_verdicts_on(a.node, cfg.prolog_kinds);
+  } catch (const sq::LedgerError& e) {
+    if (e.code() == sq::LedgerError::Code::kMissing) return true;
+    throw;
+  }
   if (open.empty()) return true;
+  auto site = sq::Ledger::open(cfg.ledger, sq::Ledger::Mode::kReadWrite);
   const auto& v = open.back();
   std::string reason = fmt::format("scout: open {} verdict {} job {}", v.kind, v.id, v.job_id);
   if (open.size() > 1) reason += fmt::format(" (+{} more)", open.size() - 1);
