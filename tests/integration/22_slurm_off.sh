@@ -1,6 +1,7 @@
 #!/bin/sh
-# --scout=off and no option: no scoutd and no preload; --scout=on: the probe
-# is prepended to LD_PRELOAD (never overwriting) and the step is named; a
+# --scout=off and no option: no scoutd and no preload; --scout=on (or a
+# bare --scout): the probe is prepended to LD_PRELOAD (never overwriting)
+# and the step is named; a
 # healthy job leaves zero verdicts and every node in service.
 . "$top_srcdir/tests/integration/slurm_lib.sh"
 start_cluster
@@ -20,6 +21,9 @@ LD_PRELOAD=/lib/x86_64-linux-gnu/libm.so.6 srun --scout=on -N3 -n3 sh -c 'echo "
   fail "srun --scout=on failed: $(cat "$T/on.out")"
 expect_eq "preload lines" "$(grep -c "^PRELOAD=$PROBE:/lib/x86_64-linux-gnu/libm.so.6$" "$T/on.out")" 3
 grep -q "^JOB=[0-9]*\.0$" "$T/on.out" || fail "tasks not told their job and step: $(cat "$T/on.out")"
+# A value-less --scout (Slurm passes "(null)") means on.
+srun --scout -N3 -n3 sh -c 'echo "PRELOAD=$LD_PRELOAD"' > "$T/bare.out" 2>&1 || fail "srun --scout failed: $(cat "$T/bare.out")"
+expect_eq "preload lines (--scout)" "$(grep -c "^PRELOAD=$PROBE$" "$T/bare.out")" 3
 # A healthy watched job: zero verdicts, nodes idle after the epilog.
 srun --scout=on --mpi=pmix -N3 -n6 "$TRAIN" --steps 100 > "$T/run.log" 2>&1 || fail "healthy job failed"
 J=$(basename "$(ls -t "$SPOOL"/*.db | head -1)" .db)
