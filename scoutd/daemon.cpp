@@ -428,7 +428,11 @@ void Daemon::certify_checkpoints() {
 
 void Daemon::apply_replay(const json& down) {
   if (!replay_) return;
-  if (down.contains("replay_start")) replay_->start_cycle(down["replay_start"].get<long>());
+  if (down.contains("replay_start")) {
+    const long id = down["replay_start"].get<long>();
+    replay_->start_cycle(id);
+    if (coordinator_) coordinator_->observed_start(id, now_s());  // for a later take-over
+  }
   if (down.contains("replay_rerun"))
     for (auto& r : down["replay_rerun"]) {
       if (r.value("observer", -1) != me_) continue;

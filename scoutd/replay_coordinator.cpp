@@ -117,6 +117,12 @@ std::optional<long> ReplayCoordinator::want_start(double now_s, bool demand) {
   return current_->id;
 }
 
+void ReplayCoordinator::observed_start(long id, double now_s) {
+  if (id < next_id_) return;  // ours, or older
+  next_id_ = id + 1;
+  last_start_s_ = now_s;
+}
+
 void ReplayCoordinator::on_report(int observer, const replay::Report& r) {
   if (!current_ || r.cycle != current_->id) return;  // late or foreign: ignored
   if (r.rerun_device.empty()) {

@@ -76,6 +76,10 @@ class ReplayCoordinator {
   explicit ReplayCoordinator(CoordinatorOptions o) : opt_(o) {}
   // A cycle to start now (periodic or `demand`), or none while one runs.
   std::optional<long> want_start(double now_s, bool demand);
+  // A cycle another (earlier) deciding observer started, seen on the down
+  // message: a coordinator that takes over after a root change continues the
+  // numbering and the period instead of reusing cycle ids.
+  void observed_start(long id, double now_s);
   void on_report(int observer, const replay::Report& r);
 
   struct Step {

@@ -3,7 +3,8 @@
 # in one replay result (SCOUT_REPLAY_FAULT): recurring on n2 core 1 -> one
 # sdc verdict naming n2, core 1 and the recipe; a one-shot flip -> no sdc, one
 # transient record; n2 and n3 corrupted identically -> no strict majority:
-# sdc inconclusive naming nobody; a healthy run -> clean cycles, no sdc.
+# sdc inconclusive naming nobody; a healthy run -> clean cycles, no sdc; the
+# deciding observer lost -> the survivors continue the cycles, no row lost.
 . "$top_srcdir/tests/integration/lib.sh"
 REPLAY="--scoutd-arg=--replay-interval=1 --scoutd-arg=--replay-budget=0.5 --scoutd-arg=--replay-sched=normal --scoutd-arg=--replay-cores=0,1"
 
@@ -74,4 +75,26 @@ done
 kill -INT "$RUN_PID"; finish_run
 expect_eq "healthy verdicts" "$(verdicts_json | jq length)" 0
 expect_eq "devices per cycle" "$(sqlite3 "$LEDGER" "select distinct devices from replay_cycles where job_id='$JOB'")" 8
-pass "replay: recurring flip -> sdc n2 core 1; once -> transient; tie -> inconclusive; healthy -> none"
+
+# --- the deciding observer (n1) is SIGKILLed ----------------------------------
+# n2 takes over and continues the cycle numbering: every cycle row written
+# before the loss is kept, later ones come from the 3 survivors.
+JOB=$((JOB + 1))
+start_run -n 4 --nodes 4 $REPLAY -- "$TRAIN" --steps 100000
+clean_cycles() { sqlite3 "$LEDGER" "select count(*) from replay_cycles where job_id='$JOB' and outcome='clean' and observers=$1" 2>/dev/null || echo 0; }
+n=0
+while [ "$(clean_cycles 4)" -lt 2 ]; do
+  n=$((n + 1)); [ $n -lt 300 ] || fail "no two clean replay cycles in 60 s"; sleep 0.2
+done
+kill -KILL "$(sqlite3 "$LEDGER" "select scoutd_pid from nodes where job_id='$JOB' and node='n1'")"
+before=$(sqlite3 "$LEDGER" "select group_concat(cycle) from replay_cycles where job_id='$JOB' and observers=4")
+n=0
+while [ "$(clean_cycles 3)" -lt 1 ]; do
+  n=$((n + 1)); [ $n -lt 300 ] || fail "no replay cycle after n1 was lost: $(grep -v '^step' "$T/run.log" | tail -5)"; sleep 0.2
+done
+kill -INT "$RUN_PID"; finish_run
+expect_eq "cycles of 4 kept after the loss" "$(sqlite3 "$LEDGER" "select group_concat(cycle) from replay_cycles where job_id='$JOB' and observers=4")" "$before"
+expect_eq "cycles after the loss are new ones" \
+  "$(sqlite3 "$LEDGER" "select count(*) from replay_cycles where job_id='$JOB' and observers=3 and cycle <= (select max(cycle) from replay_cycles where job_id='$JOB' and observers=4)")" 0
+expect_eq "verdicts (root lost)" "$(verdicts_json | jq -c '[.[] | [.kind, .hosts]]')" '[["observer_lost",["n1"]]]'
+pass "replay: recurring flip -> sdc n2 core 1; once -> transient; tie -> inconclusive; healthy -> none; root lost -> numbering continues"

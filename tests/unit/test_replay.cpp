@@ -206,6 +206,16 @@ TEST_CASE("coordinator: a clean cycle; a silent node is decided without after th
   CHECK(s.verdicts.empty());
 }
 
+TEST_CASE("coordinator: one that takes over continues the cycle numbering and the period") {
+  ReplayCoordinator co({10, 2, 5});
+  co.observed_start(3, 100);   // the old root started cycle 3 at t=100
+  co.observed_start(2, 101);   // an older id changes nothing
+  CHECK_FALSE(co.want_start(105, false).has_value());  // not due: the period runs from cycle 3
+  REQUIRE(co.want_start(110, false) == 4);
+  REQUIRE(co.evaluate(200, {0}, 1).cycle_done.has_value());  // decided without reports
+  CHECK(co.want_start(201, true) == 5);
+}
+
 TEST_CASE("a tie between two groups is an inconclusive sdc naming nobody") {
   ReplayCoordinator co({0, 2, 100});
   REQUIRE(co.want_start(0, true) == 1);
