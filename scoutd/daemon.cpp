@@ -387,8 +387,23 @@ void Daemon::record_replay_step(ReplayCoordinator::Step& step, json& down) {
   }
 }
 
+// The deciding observer watches the checkpoint directory: observer 0 from
+// the start, a successor from when it takes over (its first scan finds what
+// was written meanwhile; paths already in the ledger are not added twice).
+void Daemon::start_checkpoint_watcher() {
+  if (cfg_.ckpt_dir.empty() || ckpt_tried_) return;
+  ckpt_tried_ = true;
+  try {
+    ckpt_ = std::make_unique<CheckpointWatcher>(cfg_.ckpt_dir, cfg_.ckpt_settle_s, cfg_.ckpt_marker);
+    log(watcher_->node(), fmt::format("watching checkpoints in {}", cfg_.ckpt_dir));
+  } catch (const std::exception& e) {
+    log(watcher_->node(), fmt::format("{}; checkpoints are not certified", e.what()));
+  }
+}
+
 void Daemon::certify_checkpoints() {
   if (cfg_.ckpt_dir.empty()) return;
+  start_checkpoint_watcher();  // a no-op unless this observer just took over
   const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                           std::chrono::system_clock::now().time_since_epoch()).count();
   try {
@@ -585,14 +600,7 @@ int Daemon::run() {
     replay_ = std::make_unique<replay::ReplayRunner>(mine.node, ro, std::move(faults));
     coordinator_.emplace(CoordinatorOptions{cfg_.replay_interval_s, cfg_.replay_reruns, cfg_.replay_timeout_s});
   }
-  if (!cfg_.ckpt_dir.empty() && me_ == 0) {
-    try {
-      ckpt_ = std::make_unique<CheckpointWatcher>(cfg_.ckpt_dir, cfg_.ckpt_settle_s, cfg_.ckpt_marker);
-      log(mine.node, fmt::format("watching checkpoints in {}", cfg_.ckpt_dir));
-    } catch (const std::exception& e) {
-      log(mine.node, fmt::format("{}; checkpoints are not certified", e.what()));
-    }
-  }
+  if (me_ == 0) start_checkpoint_watcher();
   if (cfg_.learn) fed_ = std::make_unique<FedClient>(learn_options(), learn::MemAEShape{kTelemetryFeatures, 32, 8, 20});
   ControlProviders providers{[this] { return status_json(); }, [this] { return verdicts_json(); },
                              cfg_.job_id, mine.node, {}};

@@ -63,6 +63,7 @@ class Daemon {
   void start_replay();
   void decide_replay(nlohmann::json& down, const std::vector<RankEvidence>* ev);
   void record_replay_step(ReplayCoordinator::Step& step, nlohmann::json& down);
+  void start_checkpoint_watcher();
   void certify_checkpoints();
   void apply_replay(const nlohmann::json& down);
   std::vector<int> ranks_of_observer(int observer);
@@ -92,7 +93,8 @@ class Daemon {
   std::optional<ReplayCoordinator> coordinator_;     // deciding observer only
   std::atomic<bool> replay_demand_{false};           // scoutctl replay (any observer)
   bool straggler_demand_ = false;                    // root: a compute straggler confirmed
-  std::unique_ptr<CheckpointWatcher> ckpt_;          // observer 0
+  std::unique_ptr<CheckpointWatcher> ckpt_;          // the deciding observer
+  bool ckpt_tried_ = false;                          // start_checkpoint_watcher() ran
   std::map<std::string, std::vector<int>> node_ranks_;  // root: from the last gather
   std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
   double last_outsig_gather_s_ = 0;

@@ -3,7 +3,8 @@
 # recovery_verified after the next clean replay cycle; one written after the
 # onset of a recurring fault (n2 core 1 flips from replay cycle 2 on) is
 # rejected when that cycle's sdc verdict arrives; scoutctl recovery returns
-# the verified one, and exits 1 when there is none.
+# the verified one, and exits 1 when there is none. When the deciding
+# observer is lost, its successor goes on certifying.
 . "$top_srcdir/tests/integration/lib.sh"
 CK=$T/ckpt
 mkdir -p "$CK"
@@ -49,4 +50,24 @@ expect_eq "sdc host" "$(echo "$s" | jq -c .hosts)" '["n2"]'
 expect_eq "sdc cycle" "$(echo "$s" | jq .evidence.cycle)" 2
 # After the job, the ledger still answers.
 expect_eq "recovery after the job" "$("$SCOUTCTL" recovery "$JOB" --json | jq -r .path)" "$CK/step-100"
-pass "checkpoints: clean -> recovery_verified, after sdc onset -> rejected; recovery names the verified one"
+
+# The deciding observer (n1) is SIGKILLed: its successor watches the
+# directory from then on, and certifies a checkpoint written after the loss.
+JOB=$((JOB + 1))
+rm -rf "$CK"; mkdir -p "$CK"
+start_run -n 4 --nodes 4 --ckpt-dir "$CK" --scoutd-arg=--ckpt-settle=0.5 \
+  --scoutd-arg=--replay-interval=0 --scoutd-arg=--replay-budget=0.5 --scoutd-arg=--replay-sched=normal \
+  --scoutd-arg=--replay-cores=0,1 -- "$TRAIN" --steps 100000
+n=0
+until [ "$(ls "$SCOUT_RUNTIME_DIR/$JOB"/scoutd.*.sock 2>/dev/null | wc -l)" -eq 4 ]; do
+  n=$((n + 1)); [ $n -lt 150 ] || fail "scoutds did not start"; sleep 0.2
+done
+kill -KILL "$(sqlite3 "$LEDGER" "select scoutd_pid from nodes where job_id='$JOB' and node='n1'")"
+wait_for_verdict observer_lost 20
+mkdir "$CK/step-300"; echo weights > "$CK/step-300/model.bin"
+wait_state step-300 candidate 20
+"$SCOUTCTL" replay "$JOB" | grep -q "replay cycle requested" || fail "scoutctl replay after the loss"
+wait_state step-300 recovery_verified 30
+kill -INT "$RUN_PID"; finish_run
+expect_eq "recovery after the loss" "$("$SCOUTCTL" recovery "$JOB")" "$CK/step-300"
+pass "checkpoints: clean -> recovery_verified, after sdc onset -> rejected; recovery names the verified one; certified by the successor after a root loss"
