@@ -79,6 +79,10 @@ int run_scontrol(const std::string& scontrol, const std::vector<std::string>& ar
   return -1;
 }
 
+int drain_node(const sp::PluginConfig& cfg, const std::string& node, const std::string& reason, std::string& err) {
+  return run_scontrol(cfg.scontrol, {"update", "nodename=" + node, "state=drain", "reason=" + reason}, err);
+}
+
 // `scontrol show hostnames LIST`: the job's nodes, one per line.
 std::set<std::string> expand_nodelist(const std::string& scontrol, const std::string& list) {
   std::set<std::string> out;
@@ -134,8 +138,7 @@ bool names_host(const sq::VerdictRow& v, const std::string& node) {
 }
 
 // The prolog check: false refuses the node (drained here, and the prolog's
-// exit status 1 keeps the job off it).
-// Every job start on every node reads the site ledger, so the common case
+// exit status 1 keeps the job off it). Every job start on every node reads the site ledger, so the common case
 // (nothing open) takes no write lock; no site ledger yet means nothing open.
 bool prolog(const sp::PluginConfig& cfg, const Args& a, const std::string& who) {
   std::vector<sq::VerdictRow> open;
@@ -157,7 +160,7 @@ bool prolog(const sp::PluginConfig& cfg, const Args& a, const std::string& who) 
     return true;
   }
   std::string err;
-  if (run_scontrol(cfg.scontrol, {"update", "nodename=" + a.node, "state=drain", "reason=" + reason}, err) != 0)
+  if (drain_node(cfg, a.node, reason, err) != 0)
     site.insert_gating({a.job, a.node, "error", reason + "; drain failed: " + err, who, ""});
   site.insert_gating({a.job, a.node, "refuse", reason, who, ""});
   std::fprintf(stderr, "scout-prolog: refused %s for job %s: %s\n", a.node.c_str(), a.job.c_str(), reason.c_str());
@@ -279,7 +282,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     std::string err;
-    if (run_scontrol(cfg.scontrol, {"update", "nodename=" + a.node, "state=drain", "reason=" + reason}, err) != 0) {
+    if (drain_node(cfg, a.node, reason, err) != 0) {
       site.insert_gating({a.job, a.node, "error", reason + "; drain failed: " + err, who, ""});
       return finish(true, "drain " + a.node + ": " + err);
     }

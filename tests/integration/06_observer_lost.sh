@@ -4,10 +4,7 @@
 # observer_lost verdict names n2.
 . "$top_srcdir/tests/integration/lib.sh"
 start_run -n 8 --nodes 4 --stall-threshold 2 -- "$TRAIN" --steps 300 --step-ms 25
-n=0
-until p=$(sqlite3 "$LEDGER" "select scoutd_pid from nodes where job_id='$JOB' and node='n2'" 2>/dev/null) && [ -n "$p" ]; do
-  n=$((n + 1)); [ $n -lt 100 ] || fail "n2's scoutd never registered"; sleep 0.1
-done
+p=$(scoutd_pid "$LEDGER" "$JOB" n2)
 sleep 1
 kill -KILL "$p"
 wait_for_verdict observer_lost 20

@@ -86,7 +86,7 @@ n=0
 while [ "$(clean_cycles 4)" -lt 2 ]; do
   n=$((n + 1)); [ $n -lt 300 ] || fail "no two clean replay cycles in 60 s"; sleep 0.2
 done
-kill -KILL "$(sqlite3 "$LEDGER" "select scoutd_pid from nodes where job_id='$JOB' and node='n1'")"
+kill -KILL "$(scoutd_pid "$LEDGER" "$JOB" n1)"
 before=$(sqlite3 "$LEDGER" "select group_concat(cycle) from replay_cycles where job_id='$JOB' and observers=4")
 n=0
 while [ "$(clean_cycles 3)" -lt 1 ]; do

@@ -62,7 +62,7 @@ n=0
 until [ "$(ls "$SCOUT_RUNTIME_DIR/$JOB"/scoutd.*.sock 2>/dev/null | wc -l)" -eq 4 ]; do
   n=$((n + 1)); [ $n -lt 150 ] || fail "scoutds did not start"; sleep 0.2
 done
-kill -KILL "$(sqlite3 "$LEDGER" "select scoutd_pid from nodes where job_id='$JOB' and node='n1'")"
+kill -KILL "$(scoutd_pid "$LEDGER" "$JOB" n1)"
 wait_for_verdict observer_lost 20
 mkdir "$CK/step-300"; echo weights > "$CK/step-300/model.bin"
 wait_state step-300 candidate 20

@@ -4,15 +4,6 @@
 # stays in the ledger, and the training runs on to its normal exit.
 . "$top_srcdir/tests/integration/lib.sh"
 
-# scoutd_pid NODE : that node's scoutd, from the ledger
-scoutd_pid() {
-  n=0
-  until p=$(sqlite3 "$LEDGER" "select scoutd_pid from nodes where job_id='$JOB' and node='$1'" 2>/dev/null) && [ -n "$p" ]; do
-    n=$((n + 1)); [ $n -lt 100 ] || fail "$1's scoutd never registered"; sleep 0.1
-  done
-  echo "$p"
-}
-
 # all_scoutds_exit : every scoutd of the job (and their mpirun) is gone
 # within 15 s, while scout-run still waits for the training
 all_scoutds_exit() {
@@ -25,7 +16,7 @@ all_scoutds_exit() {
 
 # A stall is recorded, then SIGTERM to n3's scoutd (not the root).
 start_run -n 8 --nodes 4 --stall-threshold 2 -- "$TRAIN" --steps 300 --fault stop:rank=5:step=40
-p=$(scoutd_pid n3)
+p=$(scoutd_pid "$LEDGER" "$JOB" n3)
 wait_for_verdict stall 20
 kill -TERM "$p"
 all_scoutds_exit
@@ -41,7 +32,7 @@ assert_no_leftovers
 # SIGINT to the root observer (n1) of a healthy run.
 JOB=$((JOB + 1))
 start_run -n 8 --nodes 4 -- "$TRAIN" --steps 400 --step-ms 10
-p=$(scoutd_pid n1)
+p=$(scoutd_pid "$LEDGER" "$JOB" n1)
 sleep 1
 kill -INT "$p"
 all_scoutds_exit

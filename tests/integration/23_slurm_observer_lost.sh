@@ -6,10 +6,7 @@ start_cluster
 srun --scout=on --mpi=pmix -N3 -n3 "$TRAIN" --steps 400 --step-ms 20 > "$T/run.log" 2>&1 &
 RUN_PID=$!
 J=$(current_job)
-n=0
-until p=$(sqlite3 "$SPOOL/$J.db" "select scoutd_pid from nodes where job_id='$J' and node='n2'" 2>/dev/null) && [ -n "$p" ]; do
-  n=$((n + 1)); [ $n -lt 150 ] || fail "n2's scoutd never registered"; sleep 0.1
-done
+p=$(scoutd_pid "$SPOOL/$J.db" "$J" n2)
 sleep 1
 kill -KILL "$p"
 wait "$RUN_PID" || fail "the job failed: $(tail -5 "$T/run.log")"

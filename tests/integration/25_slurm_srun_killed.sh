@@ -7,11 +7,7 @@ start_cluster
 srun --scout=on --mpi=pmix -N3 -n3 "$TRAIN" --steps 100000 --step-ms 20 > "$T/run.log" 2>&1 &
 RUN_PID=$!
 J=$(current_job)
-n=0
-until [ "$(sqlite3 "$SPOOL/$J.db" "select count(scoutd_pid) from nodes where job_id='$J'" 2>/dev/null || echo 0)" -eq 3 ]; do
-  n=$((n + 1)); [ $n -lt 200 ] || fail "the three scoutds never registered"; sleep 0.1
-done
-PIDS=$(sqlite3 "$SPOOL/$J.db" "select scoutd_pid from nodes where job_id='$J'" | tr '\n' ' ')
+PIDS=$(for node in n1 n2 n3; do scoutd_pid "$SPOOL/$J.db" "$J" "$node"; done | tr '\n' ' ')
 sleep 2
 kill -KILL "$RUN_PID"
 wait "$RUN_PID" 2>/dev/null || true

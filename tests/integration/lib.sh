@@ -59,6 +59,16 @@ rank_pid() {
   sqlite3 "$LEDGER" "select pid from ranks where job_id='$JOB' and rank=$1"
 }
 
+# scoutd_pid DB JOB NODE : the pid of NODE's scoutd, once it registered in
+# the ledger DB (20 s at most)
+scoutd_pid() {
+  n=0
+  until p=$(sqlite3 "$1" "select scoutd_pid from nodes where job_id='$2' and node='$3'" 2>/dev/null) && [ -n "$p" ]; do
+    n=$((n + 1)); [ $n -lt 200 ] || fail "$3's scoutd never registered"; sleep 0.1
+  done
+  echo "$p"
+}
+
 # assert_no_leftovers : no shm record, socket dir or process of this job
 assert_no_leftovers() {
   if ls /dev/shm 2>/dev/null | grep -q "^scout\.$JOB\."; then fail "shm records left: $(ls /dev/shm | grep "^scout\.$JOB\.")"; fi

@@ -37,6 +37,15 @@ int user_version(const std::string& path) {
   return v;
 }
 
+// The text of sql/migrations/NAME, to build a ledger of an older version.
+std::string migration(const std::string& name) {
+  const char* src = std::getenv("top_srcdir");
+  std::string path = std::string(src ? src : "..") + "/sql/migrations/" + name;
+  std::ifstream in(path);
+  REQUIRE_MESSAGE(in.good(), "cannot read ", path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
 void raw_exec(const std::string& path, const char* sql) {
   sqlite3* db = nullptr;
   sqlite3_open(path.c_str(), &db);
@@ -161,12 +170,7 @@ TEST_CASE("bad ledger files get clear errors") {
 TEST_CASE("a version-1 ledger is migrated to version 2 without losing verdicts") {
   TempDir t;
   auto p = (t.path / "v1.db").string();
-  const char* src = std::getenv("top_srcdir");
-  std::string v1_sql_path = std::string(src ? src : "..") + "/sql/migrations/001_initial.sql";
-  std::ifstream in(v1_sql_path);
-  REQUIRE_MESSAGE(in.good(), "cannot read ", v1_sql_path);
-  std::string v1((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  raw_exec(p, v1.c_str());
+  raw_exec(p, migration("001_initial.sql").c_str());
   raw_exec(p, "PRAGMA user_version = 1");
   raw_exec(p, "INSERT INTO jobs(job_id,user,uid,launcher,started_at) VALUES('9','u',1,'slurm','t');"
               "INSERT INTO verdicts(job_id,step,kind,status,ranks,hosts,evidence,detected_at) "
@@ -255,14 +259,8 @@ TEST_CASE("replay cycles and checkpoint states are kept per job") {
 TEST_CASE("a version-3 ledger keeps its gating decisions when migrated to version 4") {
   TempDir t;
   auto p = (t.path / "v3.db").string();
-  const char* src = std::getenv("top_srcdir");
-  for (const char* m : {"001_initial.sql", "002_provenance_gating.sql", "003_replay_checkpoints.sql"}) {
-    std::string path = std::string(src ? src : "..") + "/sql/migrations/" + m;
-    std::ifstream in(path);
-    REQUIRE_MESSAGE(in.good(), "cannot read ", path);
-    std::string sql((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    raw_exec(p, sql.c_str());
-  }
+  for (const char* m : {"001_initial.sql", "002_provenance_gating.sql", "003_replay_checkpoints.sql"})
+    raw_exec(p, migration(m).c_str());
   raw_exec(p, "PRAGMA user_version = 3");
   raw_exec(p, "INSERT INTO gating(job_id,node,decision,reason,decided_by,decided_at) "
               "VALUES('9','n2','drain','scout: crash rank 2 job 9','scout-epilog uid 0 on n2','t')");
