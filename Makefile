@@ -23,9 +23,11 @@ deps:
 configure: $(AUTOTOOLS_IN)
 	./bootstrap
 
+# build/ is the test and demo build: it carries the test-only fault
+# injection hooks. build-asan/ (and any ./configure of your own) does not.
 $(BUILD)/Makefile: configure
 	mkdir -p $(BUILD)
-	cd $(BUILD) && ../configure $(CONFIGURE_FLAGS)
+	cd $(BUILD) && ../configure --enable-fault-injection $(CONFIGURE_FLAGS)
 
 $(ASAN_BUILD)/Makefile: configure
 	mkdir -p $(ASAN_BUILD)

@@ -9,7 +9,7 @@ trap 'rm -rf "$L"' EXIT
 export SCOUT_LEDGER=$L/l.db SCOUT_RUNTIME_DIR=$L/run
 run() {  # replay on|off -> seconds
   s=$(date +%s.%N)
-  "$B/scoutd/scout-run" -n 2 --nodes 2 --scoutd-arg=--replay="$1" --scoutd-arg=--replay-interval=2 -- \
+  "$B/cli/scout-run" -n 2 --nodes 2 --scoutd-arg=--replay="$1" --scoutd-arg=--replay-interval=2 -- \
     "$B/examples/mpi_train" --steps 300 --step-ms 0 --hidden 256 --features 256 --batch 256 >/dev/null 2>&1
   e=$(date +%s.%N)
   echo "$e - $s" | bc -l

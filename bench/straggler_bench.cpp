@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "scoutd/straggler_detector.hpp"
+#include "scoutd/detect/straggler_detector.hpp"
 
 using namespace scout::scoutd;
 

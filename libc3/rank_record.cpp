@@ -1,7 +1,7 @@
 // Reader side of the rank record protocol (see rank_record.hpp).
 #include "libc3/rank_record.hpp"
 
-#include <fmt/format.h>
+#include <cstdio>
 
 namespace scout::c3 {
 
@@ -19,14 +19,14 @@ bool record_read(const RankRecord& r, RecordLive& out, std::uint64_t* lock_value
                  int tries) noexcept {
   constexpr std::size_t kWords = sizeof(RecordLive) / 8;
   for (int t = 0; t < tries; ++t) {
-    std::uint64_t s1 = r.lock.load(std::memory_order_acquire);
+    std::uint64_t s1 = __atomic_load_n(&r.lock, __ATOMIC_ACQUIRE);
     if (s1 & 1) continue;
     const auto* src = reinterpret_cast<const std::uint64_t*>(&r.live);
     std::uint64_t buf[kWords];
     for (std::size_t i = 0; i < kWords; ++i)
       buf[i] = __atomic_load_n(const_cast<std::uint64_t*>(src + i), __ATOMIC_RELAXED);
     std::atomic_thread_fence(std::memory_order_acquire);
-    std::uint64_t s2 = r.lock.load(std::memory_order_relaxed);
+    std::uint64_t s2 = __atomic_load_n(&r.lock, __ATOMIC_RELAXED);
     if (s1 != s2) continue;
     std::memcpy(&out, buf, sizeof out);
     if (lock_value) *lock_value = s1;
@@ -75,24 +75,39 @@ std::size_t outsig_read(const RankRecord& r, std::uint64_t from, OutSig* out, st
   return n;
 }
 
+namespace {
+// snprintf into a std::string: the probe links this file and must not pull
+// libfmt into every training rank.
+template <class... A>
+std::string format_c(const char* f, A... a) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, f, a...);
+  return buf;
+}
+}  // namespace
+
 std::string record_check_header(const RankRecord& r, std::size_t mapped_bytes) {
   if (mapped_bytes < sizeof(RankRecord))
-    return fmt::format("record is {} bytes; expected at least {}", mapped_bytes,
-                       sizeof(RankRecord));
+    return format_c("record is %zu bytes; expected at least %zu", mapped_bytes, sizeof(RankRecord));
   if (r.magic != kRecordMagic)
-    return fmt::format("bad magic {:#018x}; expected {:#018x} (not a scout rank record)",
-                       r.magic, kRecordMagic);
+    return format_c("bad magic %#018llx; expected %#018llx (not a scout rank record)",
+                    static_cast<unsigned long long>(r.magic), static_cast<unsigned long long>(kRecordMagic));
   if (r.version != kRecordVersion)
-    return fmt::format("record version {}; expected version {}", r.version, kRecordVersion);
+    return format_c("record version %u; expected version %u (this scoutd reads version %u only)", r.version,
+                    kRecordVersion, kRecordVersion);
   if (r.size != sizeof(RankRecord))
-    return fmt::format("record size field {}; expected {}", r.size, sizeof(RankRecord));
+    return format_c("record size field %u; expected %zu", r.size, sizeof(RankRecord));
   if (r.world_rank < 0 || r.world_size <= 0 || r.world_rank >= r.world_size)
-    return fmt::format("rank {} of {} is out of range", r.world_rank, r.world_size);
+    return format_c("rank %d of %d is out of range", r.world_rank, r.world_size);
   return {};
 }
 
+std::string record_shm_prefix(const std::string& job, const std::string& step) {
+  return "scout." + job + "." + (step.empty() ? std::string() : step + ".");
+}
+
 std::string record_shm_name(const std::string& job, const std::string& step, int rank) {
-  return fmt::format("/scout.{}.{}.{}", job, step, rank);
+  return "/" + record_shm_prefix(job, step) + std::to_string(rank);
 }
 
 bool valid_job_id(const std::string& s) noexcept {

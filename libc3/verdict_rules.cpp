@@ -29,7 +29,8 @@ const char* to_string(ScaleKind k) noexcept {
   return "?";
 }
 
-ExactResult exact_consensus(const std::vector<std::uint64_t>& values) {
+ExactResult exact_consensus(const std::vector<std::uint64_t>& values, std::size_t population) {
+  population = std::max(population, values.size());
   ExactResult r;
   if (values.empty()) return r;
   std::map<std::uint64_t, std::size_t> counts;
@@ -42,7 +43,7 @@ ExactResult exact_consensus(const std::vector<std::uint64_t>& values) {
     r.majority_count = best->second;
     return r;
   }
-  if (2 * best->second > values.size()) {
+  if (2 * best->second > population) {
     r.outcome = ExactOutcome::kAttributed;
     r.majority_value = best->first;
     r.majority_count = best->second;

@@ -1,4 +1,4 @@
-// libc3 verdict rules: the consensus contract of ARCHITECTURE.md as pure
+// libc3 verdict rules: the consensus contract of docs/architecture.md as pure
 // functions. Exact mode (fingerprints, signatures, progress positions) and
 // statistical mode (timings). No I/O, no MPI: scoutd, replay and the tests
 // all call these.
@@ -25,7 +25,10 @@ struct ExactResult {
 
 // All equal -> agree; one value held by more than half -> attributed (the
 // others are outliers); otherwise inconclusive. An empty input agrees.
-ExactResult exact_consensus(const std::vector<std::uint64_t>& values);
+// `population` is how many equivalent peers there are when some did not
+// report (a communicator's size): the majority is of the population, never
+// of those that happened to answer. 0 means values.size().
+ExactResult exact_consensus(const std::vector<std::uint64_t>& values, std::size_t population = 0);
 
 struct StatThresholds {
   double absolute = 0.005;  // an outlier exceeds median + absolute ...

@@ -2,6 +2,8 @@
 // hot-path enter/exit updates of the rank record (see probe_state.hpp).
 #include "probe/probe_state.hpp"
 
+#include "probe/fault_injection.hpp"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -19,50 +21,6 @@ namespace scout::probe {
 c3::RankRecord* g_record = nullptr;
 ProbeClock g_clock;
 
-// Test-only fault injection (SCOUT_PROBE_TEST_DELAY): this rank waits inside
-// the collectives of communicators of the given sizes, like a slow link at
-// its endpoint: the time is inside the collective for it and for every peer
-// that needs its data. Off unless the variable is set; read once at init.
-namespace {
-bool g_delay_active = false;
-int g_delay_sizes[4] = {0, 0, 0, 0};
-long g_delay_ms = 0;
-std::uint64_t g_delay_after = 0;
-
-void parse_test_delay(int rank) {
-  const char* v = std::getenv("SCOUT_PROBE_TEST_DELAY");
-  if (!v || !*v) return;
-  int r = -1, nsizes = 0;
-  long ms = 0;
-  unsigned long long after = 0;
-  char sizes[64] = {};
-  if (std::sscanf(v, "rank=%d,comm_size=%63[0-9+],ms=%ld,after=%llu", &r, sizes, &ms, &after) != 4 ||
-      ms <= 0) {
-    std::fprintf(stderr, "scout-probe: init: ignoring SCOUT_PROBE_TEST_DELAY='%s': expected "
-                 "rank=R,comm_size=N[+M...],ms=D,after=SEQ\n", v);
-    return;
-  }
-  if (r != rank) return;
-  for (char* tok = std::strtok(sizes, "+"); tok && nsizes < 4; tok = std::strtok(nullptr, "+"))
-    g_delay_sizes[nsizes++] = std::atoi(tok);
-  g_delay_ms = ms;
-  g_delay_after = after;
-  g_delay_active = nsizes > 0;
-}
-
-void test_delay(MPI_Comm comm, std::uint64_t seq) noexcept {
-  if (seq < g_delay_after) return;
-  int n = 0;
-  PMPI_Comm_size(comm, &n);
-  for (int sz : g_delay_sizes)
-    if (sz == n) {
-      timespec d{g_delay_ms / 1000, (g_delay_ms % 1000) * 1000000L};
-      nanosleep(&d, nullptr);
-      return;
-    }
-}
-}  // namespace
-
 // Collective-output signatures: every Nth signable collective per
 // communicator. Counters live in a small fixed table (no allocation).
 namespace {
@@ -74,15 +32,7 @@ constexpr int kCommCalls = 64;
 CommCalls g_comm_calls[kCommCalls];
 int g_comm_calls_used = 0;
 
-// Test-only (SCOUT_PROBE_TEST_CORRUPT=rank=R,count=N,call=K,bit=B): the K-th
-// Allreduce of N elements on this rank delivers its output with one bit
-// flipped, as a corrupting link or reduction unit would.
-bool g_corrupt_active = false;
-long g_corrupt_count = 0;
-unsigned long long g_corrupt_call = 0, g_corrupt_seen = 0;
-int g_corrupt_bit = 0;
-
-void parse_outsig(int rank) {
+void parse_outsig(int /*rank*/) {
   if (const char* v = std::getenv("SCOUT_OUTSIG_EVERY"); v && *v) {
     char* end = nullptr;
     unsigned long long n = std::strtoull(v, &end, 10);
@@ -92,22 +42,6 @@ void parse_outsig(int rank) {
     else
       g_outsig_every = n;
   }
-  const char* c = std::getenv("SCOUT_PROBE_TEST_CORRUPT");
-  if (!c || !*c) return;
-  int r = -1, bit = 0;
-  long count = 0;
-  unsigned long long call = 0;
-  if (std::sscanf(c, "rank=%d,count=%ld,call=%llu,bit=%d", &r, &count, &call, &bit) != 4 || count <= 0 ||
-      call == 0 || bit < 0) {
-    std::fprintf(stderr, "scout-probe: init: ignoring SCOUT_PROBE_TEST_CORRUPT='%s': expected "
-                 "rank=R,count=N,call=K,bit=B\n", c);
-    return;
-  }
-  if (r != rank) return;
-  g_corrupt_count = count;
-  g_corrupt_call = call;
-  g_corrupt_bit = bit;
-  g_corrupt_active = true;
 }
 }  // namespace
 
@@ -115,17 +49,7 @@ void coll_output(std::uint32_t kind, MPI_Comm comm, void* buf, std::int64_t coun
                  bool per_member) noexcept {
   c3::RankRecord* r = g_record;
   if (!r || !buf || count <= 0 || buf == MPI_IN_PLACE) return;
-  if (__builtin_expect(g_corrupt_active, false) && kind == c3::kAllreduce && count == g_corrupt_count &&
-      ++g_corrupt_seen == g_corrupt_call) {
-    int tsize = 0;
-    PMPI_Type_size(dt, &tsize);
-    if (tsize > 0) {
-      auto* bytes = static_cast<unsigned char*>(buf);
-      const std::uint64_t nbits = static_cast<std::uint64_t>(count) * static_cast<std::uint64_t>(tsize) * 8;
-      const std::uint64_t b = static_cast<std::uint64_t>(g_corrupt_bit) % nbits;
-      bytes[b / 8] ^= static_cast<unsigned char>(1u << (b % 8));
-    }
-  }
+  if (__builtin_expect(faults::g_corrupt_active, false)) faults::corrupt_output(kind, buf, count, dt);
   if (g_outsig_every == 0) return;
   const std::uint64_t cid = comm_identity(comm);
   CommCalls* cc = nullptr;
@@ -376,9 +300,9 @@ void probe_init() noexcept {
   int rank = 0, size = 0;
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
   PMPI_Comm_size(MPI_COMM_WORLD, &size);
-  std::snprintf(g_shm_name, sizeof g_shm_name, "/scout.%s.%s.%d", job, step, rank);
+  std::snprintf(g_shm_name, sizeof g_shm_name, "%s", c3::record_shm_name(job, step, rank).c_str());
   clock_calibrate();
-  parse_test_delay(rank);
+  faults::parse(rank);
   parse_outsig(rank);
   int fd = shm_open(g_shm_name, O_CREAT | O_RDWR, 0600);
   if (fd < 0) {
@@ -470,7 +394,7 @@ void coll_enter(std::uint32_t kind, MPI_Comm comm, std::int64_t count, MPI_Datat
   c3::rec_store(r->live.outside_ns, g_outside_ns);
   c3::record_write_end(*r);
   c3::ring_enter(*r, g_seq, fp, kind, cid, t);
-  if (__builtin_expect(g_delay_active, false)) test_delay(comm, g_seq);
+  if (__builtin_expect(faults::g_delay_active, false)) faults::delay(comm, g_seq);
 }
 
 namespace {

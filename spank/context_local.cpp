@@ -1,6 +1,6 @@
 // Local (srun) context: start the scoutd companion step before the tasks
 // run, as its own MPI job with one scoutd per node of the step, and stop it
-// when the step ends. Facts this relies on are in ARCHITECTURE.md (Launch):
+// when the step ends. Facts this relies on are in docs/architecture.md and scout(8):
 // srun blocks signals here, holds fds >= 3, and recurses unless the
 // companion's environment is cleaned and marked.
 #include <dirent.h>
@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "scoutd/wire/runtime_paths.hpp"
 #include "spank/plugin_state.hpp"
 
 extern char** environ;
@@ -158,19 +159,12 @@ int local_user_init(spank_t sp) {
   // stopped and started once more. Bounded; a runtime directory not visible
   // from here only costs the wait.
   auto up = [&](pid_t pid) {
-    const std::string dir = cfg.runtime_dir + "/" + jid;
+    const std::string dir = scout::scoutd::job_runtime_dir(cfg.runtime_dir, jid);
     auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(cfg.companion_wait);
     while (std::chrono::steady_clock::now() < end) {
-      int status = 0, socks = 0;
+      int status = 0;
       if (waitpid(pid, &status, WNOHANG) == pid) return -1;  // exited
-      if (DIR* d = ::opendir(dir.c_str())) {
-        while (dirent* e = ::readdir(d)) {
-          std::string n = e->d_name;
-          socks += n.rfind("scoutd.", 0) == 0 && n.size() > 5 && n.compare(n.size() - 5, 5, ".sock") == 0;
-        }
-        ::closedir(d);
-      }
-      if (socks >= static_cast<int>(nnodes)) return 1;
+      if (scout::scoutd::list_control_sockets(dir).size() >= nnodes) return 1;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     return 0;  // timed out

@@ -1,6 +1,8 @@
 // plugstack.conf arguments (see plugin_config.hpp).
 #include "spank/plugin_config.hpp"
 
+#include "libc3/verdict_kind.hpp"
+
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -84,9 +86,10 @@ std::string parse_plugin_args(const std::vector<std::string>& args, PluginConfig
       kinds.clear();
       std::stringstream ss(v);
       for (std::string kind; std::getline(ss, kind, ',');) {
-        if (kind != "stall" && kind != "crash" && kind != "sdc" && kind != "hang" && kind != "divergence")
-          return "plugstack argument " + k + "=" + v + ": '" + kind +
-                 "' is not a drainable kind; expected stall, crash, sdc, hang or divergence";
+        const auto parsed = c3::verdict_kind_from(kind);
+        if (!parsed || !c3::drainable(*parsed))
+          return "plugstack argument " + k + "=" + v + ": '" + kind + "' is not a drainable kind; expected " +
+                 c3::drainable_kinds_text();
         kinds.push_back(kind);
       }
       if (kinds.empty()) return "plugstack argument " + k + "=: expected a comma-separated list of kinds";

@@ -25,6 +25,8 @@
 #include <nlohmann/json.hpp>
 
 #include "libc3/rank_record.hpp"
+#include "libc3/log.hpp"
+#include "libc3/options.hpp"
 #include "spank/plugin_config.hpp"
 #include "sql/ledger.hpp"
 
@@ -34,23 +36,9 @@ namespace sq = scout::sql;
 
 namespace {
 
-constexpr const char* kUsage =
-    "Usage: scout-epilog [--plugstack FILE] [--job ID] [--node NAME] [--uid UID] [--dry-run]\n"
-    "       scout-epilog --prolog [--plugstack FILE] [--job ID] [--node NAME] [--dry-run]\n"
-    "       scout-prolog [--plugstack FILE] [--job ID] [--node NAME] [--dry-run]\n"
-    "Slurm epilog: import the job's scout verdicts into the site ledger and drain\n"
-    "this node if scout attributed a stall, crash or sdc to it.\n"
-    "Slurm prolog (--prolog, or run as scout-prolog): refuse this node (drain it,\n"
-    "exit 1) while the site ledger holds an open attributed verdict of a prolog\n"
-    "kind (default sdc) naming it; `scoutctl clear NODE --reason TEXT` closes them.\n"
-    "Defaults come from Slurm's epilog environment (SLURM_JOB_ID, SLURMD_NODENAME,\n"
-    "SLURM_JOB_UID) and from the scout.so line of the plugstack file\n"
-    "(--plugstack, $SCOUT_PLUGSTACK, /etc/slurm/plugstack.conf.d/scout.conf,\n"
-    "/etc/slurm/plugstack.conf).\n";
-
 struct Args {
   std::string plugstack, job, node;
-  long uid = -1;
+  int uid = -1;
   bool dry_run = false;
   bool prolog = false;
 };
@@ -69,7 +57,7 @@ int run_scontrol(const std::string& scontrol, const std::vector<std::string>& ar
     for (auto& a : args) av.push_back(const_cast<char*>(a.c_str()));
     av.push_back(nullptr);
     execvp(av[0], av.data());
-    std::fprintf(stderr, "scout-epilog: exec %s: %s\n", scontrol.c_str(), std::strerror(errno));
+    std::fprintf(stderr, "scout-epilog: exec %s: %s\n", scontrol.c_str(), std::strerror(errno));  // forked child
     _exit(127);
   }
   int st = 0;
@@ -163,7 +151,7 @@ bool prolog(const sp::PluginConfig& cfg, const Args& a, const std::string& who) 
   if (drain_node(cfg, a.node, reason, err) != 0)
     site.insert_gating({a.job, a.node, "error", reason + "; drain failed: " + err, who, ""});
   site.insert_gating({a.job, a.node, "refuse", reason, who, ""});
-  std::fprintf(stderr, "scout-prolog: refused %s for job %s: %s\n", a.node.c_str(), a.job.c_str(), reason.c_str());
+  scout::log::warning("refused {} for job {}: {}", a.node, a.job, reason);
   return false;
 }
 
@@ -177,25 +165,44 @@ int main(int argc, char** argv) {
     a.prolog = self.substr(self.find_last_of('/') + 1) == "scout-prolog";
   }
   const char* prog = a.prolog ? "scout-prolog" : "scout-epilog";
-  for (int i = 1; i < argc; ++i) {
-    std::string s = argv[i];
-    auto val = [&]() -> std::string {
-      if (i + 1 >= argc) { std::fprintf(stderr, "%s: %s: missing value\n", prog, s.c_str()); std::exit(2); }
-      return argv[++i];
-    };
-    if (s == "-h" || s == "--help") { std::fputs(kUsage, stdout); return 0; }
-    if (s == "-V" || s == "--version") { std::printf("%s (scout) %s\n", prog, PACKAGE_VERSION); return 0; }
-    if (s == "--plugstack") a.plugstack = val();
-    else if (s == "--job") a.job = val();
-    else if (s == "--node") a.node = val();
-    else if (s == "--uid") a.uid = std::strtol(val().c_str(), nullptr, 10);
-    else if (s == "--dry-run") a.dry_run = true;
-    else if (s == "--prolog") { a.prolog = true; prog = "scout-prolog"; }
-    else { std::fprintf(stderr, "%s: unknown option '%s' (see --help)\n", prog, s.c_str()); return 2; }
+  scout::opts::Table t(
+      prog,
+      "scout-epilog [--plugstack FILE] [--job ID] [--node NAME] [--uid UID] [--dry-run]\n"
+      "       scout-epilog --prolog [--plugstack FILE] [--job ID] [--node NAME] [--dry-run]\n"
+      "       scout-prolog [--plugstack FILE] [--job ID] [--node NAME] [--dry-run]",
+      "Slurm epilog: import the job's scout verdicts into the site ledger and drain\n"
+      "this node if scout attributed a drainable verdict (drain_kinds) to it.\n"
+      "Slurm prolog (--prolog, or run as scout-prolog): refuse this node (drain it,\n"
+      "exit 1) while the site ledger holds an open attributed verdict of a prolog\n"
+      "kind (default sdc) naming it; `scoutctl clear NODE --reason TEXT` closes them.",
+      "Defaults come from Slurm's epilog environment (SLURM_JOB_ID, SLURMD_NODENAME,\n"
+      "SLURM_JOB_UID) and from the scout.so line of the plugstack file\n"
+      "(--plugstack, $SCOUT_PLUGSTACK, /etc/slurm/plugstack.conf.d/scout.conf,\n"
+      "/etc/slurm/plugstack.conf).\n");
+  t.text("plugstack", "FILE", a.plugstack, "plugstack file with the scout.so line");
+  t.text("job", "ID", a.job, "job id (default $SLURM_JOB_ID)");
+  t.text("node", "NAME", a.node, "this node (default $SLURMD_NODENAME)");
+  t.integer("uid", "UID", a.uid, 0, 2147483647, "the job's user (default $SLURM_JOB_UID)");
+  t.flag("dry-run", a.dry_run, "decide and record, but drain nothing");
+  t.flag("prolog", a.prolog, "act as scout-prolog");
+  try {
+    if (t.parse(argc, argv) == scout::opts::Table::Outcome::kPrinted) return 0;
+  } catch (const scout::opts::ConfigError& e) {
+    std::fprintf(stderr, "%s: %s\n", prog, e.what());
+    return 2;
   }
+  if (a.prolog) prog = "scout-prolog";
+  // Root under slurmd: its stderr is not kept, so decisions also go to syslog.
+  scout::log::init(prog, {true, false, true});
   if (a.job.empty()) a.job = env("SLURM_JOB_ID");
   if (a.node.empty()) a.node = env("SLURMD_NODENAME");
-  if (a.uid < 0 && !env("SLURM_JOB_UID").empty()) a.uid = std::strtol(env("SLURM_JOB_UID").c_str(), nullptr, 10);
+  if (a.uid < 0 && !env("SLURM_JOB_UID").empty()) {
+    try {
+      a.uid = scout::opts::parse_int("SLURM_JOB_UID", env("SLURM_JOB_UID"), 0, 2147483647);
+    } catch (const scout::opts::ConfigError& e) {
+      scout::log::error("{}; the spool's owner is not checked", e.what());
+    }
+  }
 
   // --- configuration: the same keys as the plugin's plugstack line --------
   sp::PluginConfig cfg;
@@ -210,7 +217,10 @@ int main(int argc, char** argv) {
     if (cfg_err.empty()) { cfg_err = sp::parse_plugin_args(pargs, cfg); break; }
   }
   auto finish = [&](bool error, const std::string& msg) {
-    if (!msg.empty()) std::fprintf(stderr, "%s: %s\n", prog, msg.c_str());
+    if (!msg.empty()) {
+      if (error) scout::log::error("{}", msg);
+      else scout::log::info("{}", msg);
+    }
     return error && cfg.fail_closed ? 1 : 0;
   };
   if (!cfg_err.empty() && !a.plugstack.empty()) return finish(true, "config: " + cfg_err);
@@ -251,7 +261,7 @@ int main(int argc, char** argv) {
           ++refused;
           return false;
         });
-        if (n > 0) std::fprintf(stderr, "scout-epilog: imported %d verdict(s) of job %s\n", n, a.job.c_str());
+        if (n > 0) scout::log::info("imported {} verdict(s) of job {}", n, a.job);
         if (refused > 0)
           site.insert_gating({a.job, a.node, "error",
                               fmt::format("{} verdict(s) in {} name nodes outside the job's allocation {}; "
@@ -287,7 +297,7 @@ int main(int argc, char** argv) {
       return finish(true, "drain " + a.node + ": " + err);
     }
     site.insert_gating({a.job, a.node, "drain", reason, who, ""});
-    std::fprintf(stderr, "scout-epilog: drained %s: %s\n", a.node.c_str(), reason.c_str());
+    scout::log::info("drained {}: {}", a.node, reason);
     return 0;
   } catch (const std::exception& e) {
     return finish(true, e.what());

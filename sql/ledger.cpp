@@ -1,5 +1,5 @@
 // Ledger access layer (see ledger.hpp). SQL lives in sql/migrations/*.sql
-// (embedded at build time) and in the named constants below.
+// (embedded at build time) and in the named constants of statements.hpp.
 #include "sql/ledger.hpp"
 
 #include <sys/stat.h>
@@ -14,93 +14,17 @@
 
 #include <fmt/format.h>
 
+#include "sql/statements.hpp"
+
 namespace scout::sql {
+
+using namespace statements;
 
 namespace {
 // Generated from sql/migrations/*.sql: kMigrations[i] brings the schema from
 // version i to version i + 1.
 #include "sql/migrations.inc"
-
-constexpr const char* kInsertJob =
-    "INSERT OR REPLACE INTO jobs(job_id,user,uid,launcher,command,nodes,ranks,started_at) "
-    "VALUES(?,?,?,?,?,?,?,?)";
-constexpr const char* kMaxLocalJob =
-    "SELECT COALESCE(MAX(CAST(job_id AS INTEGER)),0) FROM jobs WHERE launcher='scout-run'";
-constexpr const char* kInsertCycle =
-    "INSERT OR REPLACE INTO replay_cycles(job_id,cycle,started_ms,finished_ms,observers,expected,"
-    "devices,outcome,cpu_s,detail) VALUES(?,?,?,?,?,?,?,?,?,?)";
-constexpr const char* kSelectCycles =
-    "SELECT job_id,cycle,started_ms,finished_ms,observers,expected,devices,outcome,cpu_s,detail "
-    "FROM replay_cycles WHERE job_id=? ORDER BY cycle";
-constexpr const char* kInsertCheckpoint =
-    "INSERT OR IGNORE INTO checkpoints(job_id,path,written_ms,seen_at,state,reason,updated_at) "
-    "VALUES(?,?,?,?,?,?,?)";
-constexpr const char* kImportCycle =
-    "INSERT OR IGNORE INTO replay_cycles(job_id,cycle,started_ms,finished_ms,observers,expected,"
-    "devices,outcome,cpu_s,detail) VALUES(?,?,?,?,?,?,?,?,?,?)";
-constexpr const char* kImportCheckpoint =
-    "INSERT OR REPLACE INTO checkpoints(job_id,path,written_ms,seen_at,state,reason,updated_at) "
-    "VALUES(?,?,?,?,?,?,?)";
-constexpr const char* kUpdateCheckpoint =
-    "UPDATE checkpoints SET state=?, reason=?, updated_at=? WHERE id=?";
-constexpr const char* kSelectCheckpoints =
-    "SELECT id,job_id,path,written_ms,seen_at,state,reason,updated_at FROM checkpoints "
-    "WHERE job_id=? ORDER BY written_ms, id";
-constexpr const char* kEndJob = "UPDATE jobs SET ended_at=?, exit_status=? WHERE job_id=?";
-constexpr const char* kSelectJob =
-    "SELECT job_id,user,uid,launcher,command,nodes,ranks,started_at,ended_at,exit_status "
-    "FROM jobs WHERE job_id=?";
-constexpr const char* kUpsertNode =
-    "INSERT OR REPLACE INTO nodes(job_id,node,scoutd_pid,first_rank,last_rank,joined_at) "
-    "VALUES(?,?,?,?,?,?)";
-constexpr const char* kSelectNodes =
-    "SELECT job_id,node,scoutd_pid,first_rank,last_rank,joined_at FROM nodes WHERE job_id=? "
-    "ORDER BY first_rank";
-constexpr const char* kUpsertRank =
-    "INSERT OR REPLACE INTO ranks(job_id,step,rank,node,pid) VALUES(?,?,?,?,?)";
-constexpr const char* kImportVerdict =
-    "INSERT OR IGNORE INTO verdicts(job_id,step,kind,status,ranks,hosts,evidence,detected_at,"
-    "resolved_at,origin,origin_id,origin_uid,imported_at) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)";
-constexpr const char* kInsertJobIfMissing =
-    "INSERT OR IGNORE INTO jobs(job_id,user,uid,launcher,command,nodes,ranks,started_at) "
-    "VALUES(?,?,?,?,?,?,?,?)";
-constexpr const char* kInsertGating =
-    "INSERT INTO gating(job_id,node,decision,reason,decided_by,decided_at) VALUES(?,?,?,?,?,?)";
-constexpr const char* kSelectGating =
-    "SELECT job_id,node,decision,reason,decided_by,decided_at FROM gating WHERE job_id=? ORDER BY id";
-constexpr const char* kSelectNodeGating =
-    "SELECT job_id,node,decision,reason,decided_by,decided_at FROM gating WHERE node=? ORDER BY id";
-// Open verdicts on a node: attributed, unresolved, of the given kinds (a JSON
-// array), naming the node, and detected or imported after its last clear.
-constexpr const char* kSelectOpenOnNode =
-    "SELECT id,job_id,step,kind,status,ranks,hosts,evidence,detected_at,resolved_at,origin FROM verdicts v "
-    "WHERE v.status='attributed' AND v.resolved_at IS NULL "
-    "AND (?1 = '[]' OR v.kind IN (SELECT value FROM json_each(?1))) "
-    "AND CASE WHEN json_valid(v.hosts) THEN EXISTS (SELECT 1 FROM json_each(v.hosts) WHERE value=?2) ELSE 0 END "
-    "AND max(v.detected_at, coalesce(v.imported_at, '')) > "
-    "coalesce((SELECT max(decided_at) FROM gating WHERE node=?2 AND decision='clear'), '') "
-    "ORDER BY v.id";
-constexpr const char* kRankPids = "SELECT pid FROM ranks WHERE job_id=? ORDER BY rank";
-constexpr const char* kInsertVerdict =
-    "INSERT INTO verdicts(job_id,step,kind,status,ranks,hosts,evidence,detected_at) "
-    "VALUES(?,?,?,?,?,?,?,?)";
-constexpr const char* kResolveVerdict =
-    "UPDATE verdicts SET resolved_at=? WHERE id=? AND resolved_at IS NULL";
-constexpr const char* kSelectVerdicts =
-    "SELECT id,job_id,step,kind,status,ranks,hosts,evidence,detected_at,resolved_at,origin "
-    "FROM verdicts WHERE job_id=? ORDER BY id";
 }  // namespace
-
-std::string now_iso8601() {
-  auto now = std::chrono::system_clock::now();
-  auto secs = std::chrono::system_clock::to_time_t(now);
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[40];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  return fmt::format("{}.{:03d}Z", buf, static_cast<int>(ms));
-}
 
 // One prepared statement, reset and cleared between uses, finalized on close.
 class Stmt {

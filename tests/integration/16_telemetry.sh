@@ -21,9 +21,11 @@ echo "$t" | jq -e '.evidence.score > .evidence.threshold' >/dev/null || fail "sc
 # The same global model on every node, round after round.
 rounds=$(grep -c "n1: learn round [0-9]* applied" "$T/run.log")
 [ "$rounds" -ge 10 ] || fail "only $rounds learn rounds"
-differing=$(grep "learn round [0-9]* applied" "$T/run.log" | awk '{print $5, $8}' | sort -u | awk '{print $1}' | uniq -d | wc -l)
+# Log lines: "<time> <level> scoutd: nK: learn round R applied: model H".
+applied() { grep "learn round [0-9]* applied" "$T/run.log" | sed 's/^.* scoutd: //'; }
+differing=$(applied | awk '{print $4, $7}' | sort -u | awk '{print $1}' | uniq -d | wc -l)
 expect_eq "rounds where nodes hold different models" "$differing" 0
-expect_eq "nodes per round" "$(grep "learn round [0-9]* applied" "$T/run.log" | awk '{print $5}' | sort | uniq -c | awk '{print $1}' | sort -u | tr '\n' ' ')" "4 "
+expect_eq "nodes per round" "$(applied | awk '{print $4}' | sort | uniq -c | awk '{print $1}' | sort -u | tr '\n' ' ')" "4 "
 grep -q "bytes in, [0-9]* bytes out" "$T/run.log" || fail "bytes per round not logged"
 assert_no_leftovers
 

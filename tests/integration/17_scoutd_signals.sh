@@ -20,7 +20,7 @@ p=$(scoutd_pid "$LEDGER" "$JOB" n3)
 wait_for_verdict stall 20
 kill -TERM "$p"
 all_scoutds_exit
-expect_eq "scoutds that stopped by agreement" "$(grep -c '^scoutd: n[1-4]: stopping$' "$T/run.log")" 4
+expect_eq "scoutds that stopped by agreement" "$(grep -c ' scoutd: n[1-4]: stopping$' "$T/run.log")" 4
 grep -qi "exited on signal\|non-zero" "$T/run.log" && fail "a scoutd did not exit 0"
 kill -CONT "$(rank_pid 5)"
 finish_run
@@ -36,7 +36,7 @@ p=$(scoutd_pid "$LEDGER" "$JOB" n1)
 sleep 1
 kill -INT "$p"
 all_scoutds_exit
-expect_eq "scoutds that stopped by agreement (SIGINT)" "$(grep -c '^scoutd: n[1-4]: stopping$' "$T/run.log")" 4
+expect_eq "scoutds that stopped by agreement (SIGINT)" "$(grep -c ' scoutd: n[1-4]: stopping$' "$T/run.log")" 4
 finish_run
 expect_eq "exit status (SIGINT)" "$RUN_RC" 0
 grep -q "done: 400 steps on 8 ranks" "$T/run.log" || fail "training did not finish"

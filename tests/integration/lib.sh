@@ -4,8 +4,8 @@
 set -eu
 : "${top_builddir:?}" "${top_srcdir:?}"
 B=$top_builddir
-SCOUT_RUN=$B/scoutd/scout-run
-SCOUTCTL=$B/scoutd/scoutctl
+SCOUT_RUN=$B/cli/scout-run
+SCOUTCTL=$B/cli/scoutctl
 TRAIN=$B/examples/mpi_train
 T=$(mktemp -d /tmp/scout-it.XXXXXX)
 LEDGER=$T/ledger.db

@@ -8,10 +8,12 @@
 #include <fstream>
 
 #include "libc3/rank_record.hpp"
-#include "scoutd/checkpoints.hpp"
-#include "scoutd/hang_detector.hpp"
+#include "scoutd/beside/checkpoints.hpp"
+#include "scoutd/detect/output_tracker.hpp"
+#include "scoutd/detect/progress_detector.hpp"
 
 using namespace scout::scoutd;
+namespace c3 = scout::c3;
 namespace sq = scout::sql;
 
 namespace {
@@ -127,8 +129,8 @@ TEST_CASE("collective outputs: the rank a strict majority disagrees with; a tie 
   for (int r = 0; r < 4; ++r) ev.push_back(rank_with(r, 1, r == 2 ? 0xB : 0xA));
   auto v = t.update(ev);
   REQUIRE(v.size() == 1);
-  CHECK(v[0].kind == "sdc");
-  CHECK(v[0].status == "attributed");
+  CHECK(v[0].kind == c3::VerdictKind::kSdc);
+  CHECK(v[0].status == c3::VerdictStatus::kAttributed);
   CHECK(v[0].ranks == std::vector<int>{2});
   CHECK(v[0].evidence["source"] == "collective_output");
   CHECK(v[0].evidence["agreeing_ranks"] == 3);
@@ -139,7 +141,7 @@ TEST_CASE("collective outputs: the rank a strict majority disagrees with; a tie 
   for (int r = 0; r < 4; ++r) ev.push_back(rank_with(r, 1, r >= 2 ? 0xB : 0xA));
   v = tie.update(ev);
   REQUIRE(v.size() == 1);
-  CHECK(v[0].status == "inconclusive");
+  CHECK(v[0].status == c3::VerdictStatus::kInconclusive);
   CHECK(v[0].ranks.empty());
 
   // Signatures arrive over several gathers: decided when all members reported.

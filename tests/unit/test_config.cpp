@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "scoutd/config.hpp"
+#include "scoutd/daemon/config.hpp"
 
 using namespace scout::scoutd;
 

@@ -1,7 +1,7 @@
 // Control protocol: handshake, formats, errors for garbage and huge lines.
 #include <doctest/doctest.h>
 
-#include "scoutd/control_protocol.hpp"
+#include "scoutd/wire/control_protocol.hpp"
 
 using namespace scout::scoutd;
 
@@ -66,4 +66,17 @@ TEST_CASE("REPLAY asks for a cycle, or says why it cannot") {
   CHECK(handle_control_line(st, "replay", p).text == "replay cycle requested\nOK\n");
   CHECK(asked == 1);
   CHECK(handle_control_line(st, "REPLAY now", p).text.rfind("ERROR: unknown command", 0) == 0);
+}
+
+TEST_CASE("verdict rendering: evidence that is not an object, odd types and control characters") {
+  nlohmann::json v = nlohmann::json::array(
+      {{{"id", 1}, {"kind", "stall"}, {"status", "attributed"}, {"ranks", 4}, {"hosts", {"n3\x1b[2J"}},
+        {"evidence", "[not an object]"}, {"detected_at", 5}, {"resolved_at", nullptr}},
+       {{"id", "x"}, {"kind", 7}, {"evidence", {{"rule", 12}, {"culprits", "none"}, {"source", "replay"}}}},
+       "garbage"});
+  std::string text;
+  CHECK_NOTHROW(text = scout::scoutd::render_verdicts_text(v));
+  CHECK(text.find("[not an object]") != std::string::npos);
+  CHECK(text.find("n3\\x1b[2J") != std::string::npos);  // escaped, not sent to the terminal
+  CHECK(text.find('\x1b') == std::string::npos);
 }

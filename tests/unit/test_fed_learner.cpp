@@ -8,7 +8,7 @@
 #include <random>
 #include <thread>
 
-#include "scoutd/fed_learner.hpp"
+#include "scoutd/beside/fed_learner.hpp"
 
 using namespace scout::scoutd;
 

@@ -11,6 +11,7 @@
 #include <iterator>
 #include <string>
 
+#include "libc3/verdict_kind.hpp"
 #include "sql/ledger.hpp"
 
 using namespace scout::sql;
@@ -311,4 +312,26 @@ TEST_CASE("open verdicts on a node: attributed, unresolved, of the kinds asked, 
   open = l.open_verdicts_on("n2", {"sdc"});
   REQUIRE(open.size() == 1);
   CHECK(open[0].job_id == "7");
+}
+
+TEST_CASE("the ledger's verdict kinds and statuses are libc3's one list") {
+  TempDir d;
+  const auto path = (d.path / "l.db").string();
+  { auto l = Ledger::open(path, Ledger::Mode::kReadWrite); }
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db, "SELECT sql FROM sqlite_master WHERE name='verdicts'", -1, &st, nullptr);
+  REQUIRE(sqlite3_step(st) == SQLITE_ROW);
+  std::string sql = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  std::string compact;
+  for (char c : sql)
+    if (c != ' ' && c != '\n') compact += c;
+  CHECK(compact.find("kindIN(" + scout::c3::verdict_kinds_sql_list() + ")") != std::string::npos);
+  std::string statuses;
+  for (auto s : scout::c3::kAllVerdictStatuses)
+    statuses += (statuses.empty() ? "'" : ",'") + std::string(scout::c3::to_string(s)) + "'";
+  CHECK(compact.find("statusIN(" + statuses + ")") != std::string::npos);
 }

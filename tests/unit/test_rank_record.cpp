@@ -107,3 +107,17 @@ TEST_CASE("the ring keeps the last collectives and never returns a slot being re
   __atomic_store_n(&r->ring[99 % kRingSize].tag, 0, __ATOMIC_RELAXED);
   CHECK(ring_read(*r, 90, 100, ev) == 10);
 }
+
+extern "C" {
+std::size_t scout_test_record_v5_c_size(void);
+std::size_t scout_test_record_v5_c_offset_live(void);
+std::size_t scout_test_record_v5_c_offset_outsigs(void);
+std::size_t scout_test_record_v5_c_offset_comms(void);
+}
+
+TEST_CASE("record ABI v5: a C writer and the C++ reader see the same layout") {
+  CHECK(scout_test_record_v5_c_size() == sizeof(scout::c3::RankRecord));
+  CHECK(scout_test_record_v5_c_offset_live() == offsetof(scout::c3::RankRecord, live));
+  CHECK(scout_test_record_v5_c_offset_outsigs() == offsetof(scout::c3::RankRecord, outsigs));
+  CHECK(scout_test_record_v5_c_offset_comms() == offsetof(scout::c3::RankRecord, comms));
+}

@@ -11,10 +11,11 @@
 
 #include "replay/recipes.hpp"
 #include "replay/runner.hpp"
-#include "scoutd/replay_coordinator.hpp"
+#include "scoutd/beside/replay_coordinator.hpp"
 
 using namespace scout::replay;
 using namespace scout::scoutd;
+namespace c3 = scout::c3;
 
 TEST_CASE("every recipe is deterministic for a seed and sees a flipped result bit") {
   for (Recipe r : kAllRecipes) {
@@ -172,8 +173,8 @@ TEST_CASE("coordinator: dissent, re-runs, sdc when it recurs, transient when not
     co.on_report(1, rr);
     s = co.evaluate(4, live, 6000);
     REQUIRE(s.verdicts.size() == 1);
-    CHECK(s.verdicts[0].kind == (recurs ? "sdc" : "transient"));
-    CHECK(s.verdicts[0].status == (recurs ? "attributed" : "advisory"));
+    CHECK(s.verdicts[0].kind == (recurs ? c3::VerdictKind::kSdc : c3::VerdictKind::kTransient));
+    CHECK(s.verdicts[0].status == (recurs ? c3::VerdictStatus::kAttributed : c3::VerdictStatus::kAdvisory));
     CHECK(s.verdicts[0].hosts == std::vector<std::string>{"n2"});
     CHECK(s.verdicts[0].evidence["core"] == 1);
     CHECK(s.verdicts[0].evidence["reruns_differing"] == (recurs ? 1 : 0));
@@ -224,8 +225,8 @@ TEST_CASE("a tie between two groups is an inconclusive sdc naming nobody") {
   auto s = co.evaluate(1, live, 1);
   CHECK(s.reruns.empty());
   REQUIRE(s.verdicts.size() == 1);
-  CHECK(s.verdicts[0].kind == "sdc");
-  CHECK(s.verdicts[0].status == "inconclusive");
+  CHECK(s.verdicts[0].kind == c3::VerdictKind::kSdc);
+  CHECK(s.verdicts[0].status == c3::VerdictStatus::kInconclusive);
   CHECK(s.verdicts[0].hosts.empty());
   CHECK(s.verdict_observers[0] == -1);
   REQUIRE(s.cycle_done.has_value());
@@ -334,7 +335,7 @@ TEST_CASE("GPU SMs take part through the backend: a bad SM is named and re-run")
   co.on_report(1, rr);
   s = co.evaluate(2, {0, 1, 2}, 2);
   REQUIRE(s.verdicts.size() == 1);
-  CHECK(s.verdicts[0].kind == "sdc");
+  CHECK(s.verdicts[0].kind == c3::VerdictKind::kSdc);
   CHECK(s.verdicts[0].evidence["device"] == "gpu0/sm3");
   CHECK(s.verdicts[0].evidence["gpu"] == 0);
   CHECK(s.verdicts[0].evidence["sm"] == 3);

@@ -1,7 +1,7 @@
 // Step detection from the fingerprint history, and the compute/wait split.
 #include <doctest/doctest.h>
 
-#include "scoutd/step_timing.hpp"
+#include "scoutd/observe/step_timing.hpp"
 
 using namespace scout::scoutd;
 using scout::c3::CollEvent;

@@ -5,9 +5,10 @@
 
 #include <random>
 
-#include "scoutd/straggler_detector.hpp"
+#include "scoutd/detect/straggler_detector.hpp"
 
 using namespace scout::scoutd;
+namespace c3 = scout::c3;
 
 namespace {
 std::vector<RankEvidence> ranks(int n, int steps, double compute_s) {
@@ -40,7 +41,7 @@ TEST_CASE("a slow rank is named after three confirmations with new steps, with i
   }
   REQUIRE(r.verdicts.size() == 1);
   auto& d = r.verdicts[0];
-  CHECK(d.kind == "straggler");
+  CHECK(d.kind == c3::VerdictKind::kStraggler);
   CHECK(d.ranks == std::vector<int>{3});
   CHECK(d.hosts == std::vector<std::string>{"n2"});
   CHECK(d.evidence["culprits"][0]["score"].get<double>() == doctest::Approx(26.0));
@@ -115,7 +116,7 @@ TEST_CASE("a slow row and a slow column meet at one rank: its host is attributed
   CommTracker::Result r;
   for (int i = 0; i < 3; ++i) r = t.update(grid(rows, cols), {});
   REQUIRE(r.verdicts.size() == 1);
-  CHECK(r.verdicts[0].status == "attributed");
+  CHECK(r.verdicts[0].status == c3::VerdictStatus::kAttributed);
   CHECK(r.verdicts[0].ranks == std::vector<int>{5});  // row 1, column 2
   CHECK(r.verdicts[0].hosts == std::vector<std::string>{"n6"});
   CHECK(r.verdicts[0].evidence["type"] == "communication");
@@ -127,7 +128,7 @@ TEST_CASE("a slow row alone does not single out a rank: inconclusive") {
   CommTracker::Result r;
   for (int i = 0; i < 3; ++i) r = t.update(grid(rows, cols), {});
   REQUIRE(r.verdicts.size() == 1);
-  CHECK(r.verdicts[0].status == "inconclusive");
+  CHECK(r.verdicts[0].status == c3::VerdictStatus::kInconclusive);
   CHECK(r.verdicts[0].ranks.empty());
   CHECK(r.verdicts[0].evidence["common_ranks"].size() == 3);
 }

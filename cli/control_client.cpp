@@ -1,0 +1,78 @@
+// The scoutd control protocol client (see control_client.hpp).
+#include "cli/control_client.hpp"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "scoutd/wire/control_protocol.hpp"
+
+namespace scout::cli {
+
+ControlConnection::ControlConnection(const std::string& socket_path, int timeout_s) {
+  sockaddr_un addr{};
+  if (socket_path.size() >= sizeof addr.sun_path)
+    throw std::runtime_error(fmt::format("socket path is {} bytes; expected under {}", socket_path.size(),
+                                         sizeof addr.sun_path));
+  fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd_ < 0) throw std::runtime_error(fmt::format("socket: {}", std::strerror(errno)));
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", socket_path.c_str());
+  timeval tv{timeout_s, 0};
+  setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    std::string why = std::strerror(errno);
+    ::close(fd_);
+    fd_ = -1;
+    throw std::runtime_error(why);
+  }
+  request(fmt::format("HELLO {}", scoutd::kProtocolVersion));
+}
+
+ControlConnection::~ControlConnection() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::vector<std::string> ControlConnection::request(const std::string& line) {
+  const std::string req = line + "\n";
+  if (::write(fd_, req.data(), req.size()) != static_cast<ssize_t>(req.size()))
+    throw std::runtime_error(fmt::format("write: {}", std::strerror(errno)));
+  std::vector<std::string> lines;
+  std::size_t reply_bytes = 0;
+  char buf[4096];
+  for (;;) {
+    auto nl = pending_.find('\n');
+    if (nl != std::string::npos) {
+      std::string l = pending_.substr(0, nl);
+      pending_.erase(0, nl + 1);
+      if (l == "OK") return lines;
+      if (l.rfind("ERROR:", 0) == 0) throw std::runtime_error(l);
+      lines.push_back(std::move(l));
+      continue;
+    }
+    ssize_t n = ::read(fd_, buf, sizeof buf);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) throw std::runtime_error("no reply in time");
+    if (n <= 0) throw std::runtime_error("connection closed");
+    reply_bytes += static_cast<std::size_t>(n);
+    if (reply_bytes > kMaxReplyBytes)
+      throw std::runtime_error(fmt::format("reply exceeds {} bytes; refused", kMaxReplyBytes));
+    pending_.append(buf, static_cast<std::size_t>(n));
+  }
+}
+
+void ControlConnection::quit() noexcept {
+  try {
+    request("QUIT");
+  } catch (...) {
+  }
+}
+
+}  // namespace scout::cli

@@ -1,0 +1,30 @@
+// The client side of the scoutd control protocol (wire/control_protocol.hpp)
+// for scoutctl: one connection per scoutd, its own read buffer (bytes left
+// over from one scoutd's reply are never read as another's), a bound on the
+// reply size and a receive timeout. Throws std::runtime_error with the reason.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace scout::cli {
+
+class ControlConnection {
+ public:
+  static constexpr std::size_t kMaxReplyBytes = std::size_t{64} << 20;
+  // Connects and greets (HELLO); `timeout_s` bounds each read.
+  explicit ControlConnection(const std::string& socket_path, int timeout_s = 5);
+  ~ControlConnection();
+  ControlConnection(const ControlConnection&) = delete;
+  ControlConnection& operator=(const ControlConnection&) = delete;
+  // One request: the lines before OK; throws "ERROR: ..." as the server said it.
+  std::vector<std::string> request(const std::string& line);
+  // Says QUIT; errors are ignored (the reply is already in hand).
+  void quit() noexcept;
+
+ private:
+  int fd_ = -1;
+  std::string pending_;
+};
+
+}  // namespace scout::cli

@@ -1,0 +1,432 @@
+// scoutctl: read scout's verdicts from the ledger (query) and ask a running
+// job's scoutds for their live view (status). Exit codes (scoutctl(1)):
+// 0 ok, 1 internal error, 2 usage or malformed job id, 3 unknown job,
+// 4 ledger missing, unreadable or not a scout ledger, 5 no scoutd answers.
+#include <poll.h>
+#include <sys/socket.h>
+#include <termios.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <chrono>
+#include <filesystem>
+#include <sstream>
+#include <thread>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/control_client.hpp"
+#include "libc3/options.hpp"
+#include "libc3/rank_record.hpp"
+#include "scoutd/wire/control_protocol.hpp"
+#include "scoutd/wire/runtime_paths.hpp"
+#include "sql/ledger.hpp"
+
+using nlohmann::json;
+namespace sd = scout::scoutd;
+namespace sq = scout::sql;
+namespace cli = scout::cli;
+
+namespace {
+
+constexpr int kExitOk = 0, kExitInternal = 1, kExitUsage = 2, kExitUnknownJob = 3,
+              kExitLedger = 4, kExitUnreachable = 5;
+
+struct Args {
+  std::string command, job, ledger, runtime_dir, spool, reason;
+  std::string node;  // node and clear
+  bool json = false;
+  int count = 0;         // top: refreshes (0 = until q)
+  double interval = 1;   // top: seconds between refreshes
+};
+
+[[noreturn]] void die(int code, const std::string& msg) {
+  std::fprintf(stderr, "scoutctl: %s\n", msg.c_str());
+  std::exit(code);
+}
+
+json verdict_json(const sq::VerdictRow& v) {
+  auto parse = [](const std::string& s, json fallback) {
+    json j = json::parse(s, nullptr, false);
+    return j.is_discarded() ? fallback : j;
+  };
+  return {{"id", v.id}, {"job", v.job_id}, {"step", v.step}, {"kind", v.kind},
+          {"status", v.status}, {"ranks", parse(v.ranks, json::array())},
+          {"hosts", parse(v.hosts, json::array())}, {"evidence", parse(v.evidence, json::object())},
+          {"detected_at", v.detected_at},
+          {"resolved_at", v.resolved_at ? json(*v.resolved_at) : json(nullptr)}};
+}
+
+// The ledger holding a job: the site/local ledger, or under Slurm the job's
+// spool ledger while the job runs. Dies with the documented exit codes.
+sq::Ledger open_job_ledger(const Args& a) {
+  std::string path = a.ledger.empty() ? sd::default_ledger_path() : a.ledger;
+  std::string spool_db = a.spool.empty() ? "" : a.spool + "/" + a.job + ".db";
+  auto in_site = [&] {
+    try {
+      auto l = sq::Ledger::open(path, sq::Ledger::Mode::kReadOnly);
+      return l.job(a.job).has_value();
+    } catch (const sq::LedgerError&) {
+      return false;
+    }
+  };
+  if (!spool_db.empty() && ::access(spool_db.c_str(), R_OK) == 0 && !in_site()) path = spool_db;
+  try {
+    auto l = sq::Ledger::open(path, sq::Ledger::Mode::kReadOnly);
+    if (!l.job(a.job)) die(kExitUnknownJob, fmt::format("{}: job {} is not in the ledger {}", a.command, a.job, path));
+    return l;
+  } catch (const sq::LedgerError& e) {
+    die(kExitLedger, fmt::format("{}: {}", a.command, e.what()));
+  }
+}
+
+json checkpoint_json(const sq::CheckpointRow& c) {
+  return {{"id", c.id}, {"job", c.job_id}, {"path", c.path}, {"written_at", sq::unix_ms_to_iso(c.written_ms)},
+          {"seen_at", c.seen_at}, {"state", c.state}, {"reason", c.reason}, {"updated_at", c.updated_at}};
+}
+
+int cmd_checkpoints(const Args& a) {
+  auto l = open_job_ledger(a);
+  json out = json::array();
+  for (auto& c : l.checkpoints(a.job)) out.push_back(checkpoint_json(c));
+  if (a.json) {
+    std::puts(out.dump(2).c_str());
+  } else if (out.empty()) {
+    std::printf("job %s: no checkpoints seen\n", a.job.c_str());
+  } else {
+    std::printf("%-17s  %-24s  %s\n", "STATE", "WRITTEN", "PATH / REASON");
+    for (auto& c : out)
+      std::printf("%-17s  %-24s  %s\n%45s%s\n", c["state"].get<std::string>().c_str(),
+                  c["written_at"].get<std::string>().c_str(), c["path"].get<std::string>().c_str(), "",
+                  c["reason"].get<std::string>().c_str());
+  }
+  return kExitOk;
+}
+
+int cmd_recovery(const Args& a) {
+  auto l = open_job_ledger(a);
+  auto cs = l.checkpoints(a.job);
+  const sq::CheckpointRow* best = nullptr;
+  int candidates = 0, rejected = 0;
+  for (auto& c : cs) {
+    if (c.state == "recovery_verified" && (!best || c.written_ms >= best->written_ms)) best = &c;
+    candidates += c.state == "candidate";
+    rejected += c.state == "rejected";
+  }
+  if (!best) {
+    std::fprintf(stderr, "scoutctl: recovery: job %s has no recovery_verified checkpoint (%zu seen: %d "
+                 "candidate, %d rejected); do not restart from an unverified one\n",
+                 a.job.c_str(), cs.size(), candidates, rejected);
+    return kExitInternal;
+  }
+  if (a.json) std::puts(checkpoint_json(*best).dump(2).c_str());
+  else std::puts(best->path.c_str());
+  return kExitOk;
+}
+
+int cmd_query(const Args& a) {
+  auto l = open_job_ledger(a);
+  json out = json::array();
+  for (auto& v : l.verdicts(a.job)) out.push_back(verdict_json(v));
+  if (a.json) {
+    std::puts(out.dump(2).c_str());
+  } else if (out.empty()) {
+    std::printf("job %s: no verdicts\n", a.job.c_str());
+  } else {
+    std::fputs(sd::render_verdicts_text(out).c_str(), stdout);
+    if (std::any_of(out.begin(), out.end(), [](auto& v) { return !v["resolved_at"].is_null(); }))
+      std::puts("(* resolved: progress resumed)");
+  }
+  return kExitOk;
+}
+
+json gating_json(const sq::GatingRow& g) {
+  return {{"job", g.job_id.empty() ? json(nullptr) : json(g.job_id)}, {"node", g.node}, {"decision", g.decision},
+          {"reason", g.reason}, {"decided_by", g.decided_by}, {"decided_at", g.decided_at}};
+}
+
+// The site ledger for node review; dies with exit 4 when it cannot be read.
+sq::Ledger open_site_ledger(const Args& a, sq::Ledger::Mode mode) {
+  std::string path = a.ledger.empty() ? sd::default_ledger_path() : a.ledger;
+  if (::access(path.c_str(), F_OK) != 0)
+    die(kExitLedger, fmt::format("{}: ledger {} does not exist (--ledger PATH or $SCOUT_LEDGER names the "
+                                 "site ledger)", a.command, path));
+  try {
+    return sq::Ledger::open(path, mode);
+  } catch (const sq::LedgerError& e) {
+    die(kExitLedger, fmt::format("{}: {}", a.command, e.what()));
+  }
+}
+
+int cmd_node(const Args& a) {
+  auto l = open_site_ledger(a, sq::Ledger::Mode::kReadOnly);
+  json open = json::array(), decisions = json::array();
+  for (auto& v : l.open_verdicts_on(a.node, {})) open.push_back(verdict_json(v));
+  for (auto& g : l.node_gating(a.node)) decisions.push_back(gating_json(g));
+  if (a.json) {
+    std::puts(json{{"node", a.node}, {"open_verdicts", open}, {"decisions", decisions}}.dump(2).c_str());
+    return kExitOk;
+  }
+  if (open.empty()) std::printf("node %s: no open verdicts\n", a.node.c_str());
+  else {
+    std::printf("node %s: %zu open verdict(s)\n", a.node.c_str(), open.size());
+    std::fputs(sd::render_verdicts_text(open).c_str(), stdout);
+  }
+  if (!decisions.empty()) {
+    std::printf("\n%-24s  %-8s  %-9s  %-28s  %s\n", "DECIDED", "DECISION", "JOB", "BY", "REASON");
+    for (auto& d : decisions)
+      std::printf("%-24s  %-8s  %-9s  %-28s  %s\n", d["decided_at"].get<std::string>().c_str(),
+                  d["decision"].get<std::string>().c_str(),
+                  d["job"].is_null() ? "-" : d["job"].get<std::string>().c_str(),
+                  d["decided_by"].get<std::string>().c_str(), d["reason"].get<std::string>().c_str());
+  }
+  return kExitOk;
+}
+
+int cmd_clear(const Args& a) {
+  if (a.reason.empty())
+    die(kExitUsage, "clear: --reason TEXT is required (what was repaired or tested; kept for audit)");
+  auto l = open_site_ledger(a, sq::Ledger::Mode::kReadWrite);
+  auto open = l.open_verdicts_on(a.node, {});
+  const char* user = std::getenv("SUDO_USER") ? std::getenv("SUDO_USER") : std::getenv("USER");
+  std::string who = fmt::format("scoutctl uid {}{}", getuid(), user ? fmt::format(" ({})", user) : "");
+  std::string closed;
+  for (auto& v : open) closed += fmt::format("{}{} {} job {}", closed.empty() ? "" : ", ", v.kind, v.id, v.job_id);
+  try {
+    l.insert_gating({"", a.node, "clear", a.reason + (closed.empty() ? "" : " [closes " + closed + "]"), who, ""});
+  } catch (const sq::LedgerError& e) {
+    die(kExitLedger, fmt::format("clear: {} (the site ledger is written by root)", e.what()));
+  }
+  if (a.json) {
+    json o = json::array();
+    for (auto& v : open) o.push_back(verdict_json(v));
+    std::puts(json{{"node", a.node}, {"cleared", o}, {"reason", a.reason}, {"decided_by", who}}.dump(2).c_str());
+  } else {
+    std::printf("node %s: cleared %zu open verdict(s)%s\n", a.node.c_str(), open.size(),
+                closed.empty() ? "" : (" (" + closed + ")").c_str());
+    std::printf("return it to service with: scontrol update nodename=%s state=resume\n", a.node.c_str());
+  }
+  return kExitOk;
+}
+
+// The control sockets of a job's scoutds, sorted; dies with exit 5 (naming
+// the command) when there is none.
+std::vector<std::string> job_sockets(const Args& a, std::string& dir) {
+  std::string root = a.runtime_dir.empty() ? sd::default_runtime_root() : a.runtime_dir;
+  dir = sd::job_runtime_dir(root, a.job);
+  auto sockets = sd::list_control_sockets(dir);
+  if (sockets.empty())
+    die(kExitUnreachable, fmt::format("{}: job {} has no running scoutd (no sockets in {})", a.command, a.job, dir));
+  return sockets;
+}
+
+json fetch_status(const Args& a) {
+  std::string dir;
+  const auto sockets = job_sockets(a, dir);
+  json merged = json::object();
+  json ranks = json::array();
+  int answered = 0;
+  for (auto& path : sockets) {
+    try {
+      cli::ControlConnection c(path);
+      c.request("SET FORMAT json");
+      auto lines = c.request("STATUS");
+      json s = json::parse(lines.empty() ? "{}" : lines.front());
+      if (merged.empty()) merged = s;
+      for (auto& r : s["ranks"]) ranks.push_back(r);
+      ++answered;
+      c.quit();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "scoutctl: status: %s: %s\n", path.c_str(), e.what());
+    }
+  }
+  if (answered == 0)
+    die(kExitUnreachable, fmt::format("status: no scoutd of job {} answered ({} sockets in {})", a.job,
+                                      sockets.size(), dir));
+  std::sort(ranks.begin(), ranks.end(), [](auto& x, auto& y) { return x["rank"] < y["rank"]; });
+  merged["ranks"] = ranks;
+  merged["node"] = fmt::format("{} of {} answered", answered, sockets.size());
+  return merged;
+}
+
+int cmd_replay(const Args& a) {
+  std::string dir;
+  const auto sockets = job_sockets(a, dir);
+  for (auto& path : sockets) {
+    try {
+      cli::ControlConnection c(path);
+      c.request("REPLAY");
+      c.quit();
+      if (a.json) std::puts(json{{"job", a.job}, {"replay", "requested"}, {"via", path}}.dump().c_str());
+      else std::printf("job %s: replay cycle requested\n", a.job.c_str());
+      return kExitOk;
+    } catch (const std::exception& e) {
+      std::string msg = e.what();
+      if (msg.rfind("ERROR:", 0) == 0) die(kExitUsage, fmt::format("replay: {}", msg.substr(7)));
+      std::fprintf(stderr, "scoutctl: replay: %s: %s\n", path.c_str(), e.what());
+    }
+  }
+  die(kExitUnreachable, fmt::format("replay: no scoutd of job {} answered ({} sockets in {})", a.job,
+                                    sockets.size(), dir));
+}
+
+int cmd_status(const Args& a) {
+  json merged = fetch_status(a);
+  if (a.json) std::puts(merged.dump(2).c_str());
+  else std::fputs(sd::render_status_text(merged).c_str(), stdout);
+  return kExitOk;
+}
+
+// Raw keyboard for `top`: restored on every exit path.
+struct RawTerminal {
+  termios saved{};
+  bool active = false;
+  RawTerminal() {
+    if (!isatty(0) || tcgetattr(0, &saved) != 0) return;
+    termios raw = saved;
+    raw.c_lflag &= static_cast<tcflag_t>(~(ICANON | ECHO));
+    raw.c_cc[VMIN] = 0;
+    raw.c_cc[VTIME] = 0;
+    active = tcsetattr(0, TCSANOW, &raw) == 0;
+  }
+  ~RawTerminal() {
+    if (active) tcsetattr(0, TCSANOW, &saved);
+  }
+};
+
+int cmd_top(const Args& a) {
+  RawTerminal term;
+  const bool tty = isatty(1) && !a.json;
+  for (long n = 0; a.count <= 0 || n < a.count; ++n) {
+    json s = fetch_status(a);
+    auto& ranks = s["ranks"];
+    std::stable_sort(ranks.begin(), ranks.end(), [](auto& x, auto& y) {
+      return x.value("score", 0.0) > y.value("score", 0.0);
+    });
+    if (a.json) {
+      std::puts(s.dump().c_str());  // one JSON object per refresh
+    } else {
+      std::string text = sd::render_status_text(s);
+      if (tty) {
+        // Suspects (score at or above the relative threshold 1.2) in bold red.
+        std::string out, line;
+        std::istringstream is(text);
+        std::size_t i = 0;
+        while (std::getline(is, line)) {
+          bool suspect = i >= 2 && i - 2 < ranks.size() && ranks[i - 2].value("score", 0.0) >= 1.2;
+          out += suspect ? "\033[1;31m" + line + "\033[0m\n" : line + "\n";
+          ++i;
+        }
+        std::printf("\033[H\033[2J%s\n(sorted by score; q to quit)\n", out.c_str());
+      } else {
+        std::printf("%s\n", text.c_str());
+      }
+    }
+    std::fflush(stdout);
+    if (a.count > 0 && n + 1 >= a.count) break;
+    pollfd p{0, POLLIN, 0};
+    if (term.active && poll(&p, 1, static_cast<int>(a.interval * 1000)) > 0) {
+      char c = 0;
+      if (::read(0, &c, 1) == 1 && (c == 'q' || c == 'Q')) break;
+    } else if (!term.active) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(a.interval));
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+// The one table of scoutctl's options: parser and --help.
+scout::opts::Table make_table(Args& a) {
+  scout::opts::Table t(
+      "scoutctl",
+      "scoutctl COMMAND JOBID [OPTIONS]\n"
+      "       scoutctl node NODE [OPTIONS]\n"
+      "       scoutctl clear NODE --reason TEXT [OPTIONS]",
+      "Read scout verdicts and live state; review and clear a node's health.\n\n"
+      "Commands:\n"
+      "  query JOBID     verdicts of a job from the ledger (during and after the job)\n"
+      "  status JOBID    live per-rank view from the job's scoutds: collective position,\n"
+      "                  step time, compute/wait split and straggler score\n"
+      "  top JOBID       status refreshed like top(1), ranks sorted by score, suspects\n"
+      "                  highlighted; q quits (--count N, --interval S; --json: one\n"
+      "                  JSON object per refresh)\n"
+      "  replay JOBID    ask the job's scoutds for a replay cycle now (silent data\n"
+      "                  corruption check on every device)\n"
+      "  checkpoints JOBID  the job's checkpoints: path, time, trust state, reason\n"
+      "  recovery JOBID  the newest recovery_verified checkpoint's path (exit 1 and a\n"
+      "                  message when there is none), for restart scripts\n"
+      "  node NODE       the node's open attributed verdicts (since its last clear) and\n"
+      "                  its health decisions (drain, keep, refuse, clear)\n"
+      "  clear NODE      after repair: record a clear decision (who, when, --reason),\n"
+      "                  which closes the node's open verdicts so that scout-prolog\n"
+      "                  accepts it again (writes the site ledger: root)\n\n"
+      "Options:",
+      "Exit status: 0 ok, 1 internal error (recovery: no verified checkpoint),\n"
+      "2 usage or malformed job id,\n"
+      "3 unknown job, 4 ledger missing/unreadable/not a scout ledger, 5 no scoutd answers.\n");
+  t.text("ledger", "PATH", a.ledger,
+         "ledger file (default $SCOUT_LEDGER, then\n${XDG_STATE_HOME:-~/.local/state}/scout/ledger.db)");
+  t.text("runtime-dir", "DIR", a.runtime_dir,
+         "runtime root holding <jobid>/ sockets (default\n$SCOUT_RUNTIME_DIR, $XDG_RUNTIME_DIR/scout, /tmp/scout-UID)");
+  t.text("spool", "DIR", a.spool,
+         "Slurm spool of per-job ledgers (default $SCOUT_SPOOL): a\nrunning job's verdicts are read there");
+  t.text("reason", "TEXT", a.reason, "clear: why the node is healthy again (kept for audit)");
+  t.integer("count", "N", a.count, 1, 1 << 30, "top: refreshes, then exit (default: until q)");
+  t.seconds("interval", a.interval, 0.1, 3600, "top: seconds between refreshes");
+  t.flag("json", a.json, "machine-readable output");
+  return t;
+}
+
+int main(int argc, char** argv) {
+  Args a;
+  std::vector<std::string> pos;
+  try {
+    if (make_table(a).parse_mixed(argc, argv, pos) == scout::opts::Table::Outcome::kPrinted) return kExitOk;
+  } catch (const scout::opts::ConfigError& e) {
+    die(kExitUsage, e.what());
+  }
+  if (a.spool.empty())
+    if (const char* e = std::getenv("SCOUT_SPOOL")) a.spool = e;
+  if (pos.empty()) die(kExitUsage, "missing command; expected 'query JOBID' or 'status JOBID' (see scoutctl --help)");
+  a.command = pos[0];
+  static const char* kCommands[] = {"query", "status", "top", "replay", "checkpoints", "recovery", "node", "clear"};
+  if (std::none_of(std::begin(kCommands), std::end(kCommands), [&](const char* c) { return a.command == c; }))
+    die(kExitUsage, fmt::format("unknown command '{}'; expected query, status, top, replay, checkpoints, "
+                                "recovery, node or clear", a.command));
+  if (a.command == "node" || a.command == "clear") {
+    if (pos.size() != 2) die(kExitUsage, fmt::format("{}: expected exactly one NODE", a.command));
+    a.node = pos[1];
+    if (a.node.empty() || a.node.size() > 64 ||
+        a.node.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") !=
+            std::string::npos)
+      die(kExitUsage, fmt::format("{}: '{}' is not a node name; expected letters, digits, '.', '_' or '-'",
+                                  a.command, a.node));
+    try {
+      return a.command == "node" ? cmd_node(a) : cmd_clear(a);
+    } catch (const std::exception& e) {
+      die(kExitInternal, fmt::format("{}: {}", a.command, e.what()));
+    }
+  }
+  if (pos.size() != 2) die(kExitUsage, fmt::format("{}: expected exactly one JOBID", a.command));
+  a.job = pos[1];
+  if (!scout::c3::valid_job_id(a.job))
+    die(kExitUsage, fmt::format("{}: '{}' is not a job id; expected a decimal number like 1000001", a.command, a.job));
+  try {
+    if (a.command == "query") return cmd_query(a);
+    if (a.command == "top") return cmd_top(a);
+    if (a.command == "replay") return cmd_replay(a);
+    if (a.command == "checkpoints") return cmd_checkpoints(a);
+    if (a.command == "recovery") return cmd_recovery(a);
+    return cmd_status(a);
+  } catch (const std::exception& e) {
+    die(kExitInternal, fmt::format("{}: {}", a.command, e.what()));
+  }
+}

@@ -1,0 +1,47 @@
+// The one list of verdict kinds and statuses. The detectors draft them, the
+// ledger's CHECK constraint admits them (a unit test compares the two), the
+// plugstack keys drain_kinds/prolog_kinds parse them and scoutctl prints
+// them: all through this header. Pure data, no I/O.
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace scout::c3 {
+
+enum class VerdictKind {
+  kHang,              // progress stopped; the culprit is behind the majority
+  kStall,             // the culprit's process is stopped, in D state or gone
+  kCrash,             // a rank died first while its peers lived on
+  kDivergence,        // same position, different collective fingerprint
+  kStraggler,         // compute, communication or I/O slower than its peers
+  kSdc,               // replay or output signature disagrees, recurring
+  kObserverLost,      // a scoutd (node) stopped answering
+  kTelemetryAnomaly,  // advisory, from the federated detector
+  kTransient,         // a replay dissent that did not recur (advisory)
+};
+inline constexpr std::array kAllVerdictKinds = {
+    VerdictKind::kHang, VerdictKind::kStall, VerdictKind::kCrash, VerdictKind::kDivergence,
+    VerdictKind::kStraggler, VerdictKind::kSdc, VerdictKind::kObserverLost,
+    VerdictKind::kTelemetryAnomaly, VerdictKind::kTransient};
+
+enum class VerdictStatus { kAttributed, kInconclusive, kAdvisory };
+inline constexpr std::array kAllVerdictStatuses = {VerdictStatus::kAttributed, VerdictStatus::kInconclusive,
+                                                   VerdictStatus::kAdvisory};
+
+const char* to_string(VerdictKind k) noexcept;
+const char* to_string(VerdictStatus s) noexcept;
+std::optional<VerdictKind> verdict_kind_from(std::string_view name) noexcept;
+std::optional<VerdictStatus> verdict_status_from(std::string_view name) noexcept;
+
+// Kinds the epilog and prolog may act on (drain_kinds, prolog_kinds): the
+// ones that name a failing node rather than an advisory or the observer.
+bool drainable(VerdictKind k) noexcept;
+// "stall, crash, sdc, hang or divergence": for error messages.
+std::string drainable_kinds_text();
+// "'hang','stall',...": the SQL CHECK list, for the test that compares them.
+std::string verdict_kinds_sql_list();
+
+}  // namespace scout::c3

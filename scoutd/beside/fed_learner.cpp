@@ -1,0 +1,321 @@
+// Federated telemetry outlier detection (see fed_learner.hpp).
+#include "scoutd/beside/fed_learner.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "learn/aggregate.hpp"
+#include "libc3/signature.hpp"
+
+namespace scout::scoutd {
+
+using nlohmann::json;
+using learn::Mat;
+using learn::Vec;
+
+namespace {
+constexpr int D = kTelemetryFeatures;
+constexpr std::size_t kHistWindows = 400;  // windows scored for the histogram
+constexpr double kZClamp = 8;              // standardised features are clamped: heavy tails
+inline double zs(double x, double m, double sd) { return std::clamp((x - m) / sd, -kZClamp, kZClamp); }
+
+int score_bin(double s) {
+  const double l = std::log10(std::max(s, 1e-12));
+  return std::clamp(static_cast<int>(std::floor((l + 4.0) / 8.0 * kScoreBins)), 0, kScoreBins - 1);
+}
+double bin_upper(int b) { return std::pow(10.0, -4.0 + 8.0 * (b + 1) / kScoreBins); }
+}  // namespace
+
+void to_json(json& j, const AnomalyFlag& f) {
+  json top = json::array();
+  for (auto& [n, v] : f.top) top.push_back({{"feature", n}, {"share", v}});
+  j = json{{"rank", f.rank}, {"node", f.node}, {"score", f.score}, {"threshold", f.threshold},
+           {"consecutive", f.consecutive}, {"round", f.round}, {"top_features", top}};
+}
+void from_json(const json& j, AnomalyFlag& f) {
+  f.rank = j.at("rank").get<int>();
+  f.node = j.at("node").get<std::string>();
+  f.score = j.at("score").get<double>();
+  f.threshold = j.at("threshold").get<double>();
+  f.consecutive = j.at("consecutive").get<int>();
+  f.round = j.value("round", 0L);
+  for (auto& t : j.value("top_features", json::array()))
+    f.top.emplace_back(t.at("feature").get<std::string>(), t.at("share").get<double>());
+}
+
+void append_record(std::vector<double>& acc, const std::vector<double>& rec) {
+  acc.push_back(static_cast<double>(rec.size()));
+  acc.insert(acc.end(), rec.begin(), rec.end());
+}
+
+VerdictDraft telemetry_anomaly_draft(const AnomalyFlag& f) {
+  VerdictDraft d;
+  d.kind = c3::VerdictKind::kTelemetryAnomaly;
+  d.status = c3::VerdictStatus::kAdvisory;
+  d.ranks = {f.rank};
+  d.hosts = {f.node};
+  json top = json::array();
+  for (auto& [n, v] : f.top) top.push_back({{"feature", n}, {"share", v}});
+  d.evidence = {{"source", "telemetry"},
+                {"rule", fmt::format("reconstruction error above the federated threshold for {} "
+                                     "consecutive windows", f.consecutive)},
+                {"score", f.score}, {"threshold", f.threshold}, {"windows", f.consecutive},
+                {"round", f.round}, {"top_features", top},
+                {"culprits", json::array({{{"rank", f.rank}, {"node", f.node}}})}};
+  d.key = fmt::format("telemetry:{}", f.rank);
+  return d;
+}
+
+std::vector<std::vector<double>> split_records(const std::vector<double>& acc) {
+  std::vector<std::vector<double>> out;
+  std::size_t i = 0;
+  while (i < acc.size()) {
+    const double n = acc[i++];
+    if (!(n >= 0) || i + static_cast<std::size_t>(n) > acc.size()) break;  // malformed: stop
+    out.emplace_back(acc.begin() + static_cast<long>(i), acc.begin() + static_cast<long>(i + static_cast<std::size_t>(n)));
+    i += static_cast<std::size_t>(n);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- client --
+
+FedClient::FedClient(LearnOptions o, learn::MemAEShape shape)
+    : opt_(o), shape_(shape), new_sum_(D, 0.0), new_sumsq_(D, 0.0) {
+  thread_ = std::thread([this] { train_loop(); });
+}
+
+FedClient::~FedClient() {
+  {
+    std::lock_guard lk(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void FedClient::add_windows(const std::vector<TelemetryWindow>& ws) {
+  std::lock_guard lk(mu_);
+  for (auto& w : ws) {
+    if (w.x.size() != static_cast<std::size_t>(D)) continue;
+    windows_.push_back(w.x);
+    for (int k = 0; k < D; ++k) {
+      new_sum_[static_cast<std::size_t>(k)] += w.x[static_cast<std::size_t>(k)];
+      new_sumsq_[static_cast<std::size_t>(k)] += w.x[static_cast<std::size_t>(k)] * w.x[static_cast<std::size_t>(k)];
+    }
+    new_count_ += 1;
+    if (!have_global_ || round_ < opt_.warmup_rounds || threshold_ <= 0) continue;
+    Mat x(D, 1);
+    for (int k = 0; k < D; ++k) x(k, 0) = zs(w.x[static_cast<std::size_t>(k)], mean_(k), sd_(k));
+    const Mat xr = global_.reconstruct(x);
+    const Vec err = (xr - x).col(0).cwiseAbs2();
+    const double s = err.sum() / D;
+    int& run = above_[w.rank];
+    if (s > threshold_) {
+      ++run;
+    } else {
+      run = 0;
+      flagged_[w.rank] = false;
+    }
+    if (run >= opt_.consecutive && !flagged_[w.rank]) {
+      flagged_[w.rank] = true;
+      AnomalyFlag f{w.rank, w.node, s, threshold_, run, round_, {}};
+      std::vector<int> idx(D);
+      for (int k = 0; k < D; ++k) idx[static_cast<std::size_t>(k)] = k;
+      std::sort(idx.begin(), idx.end(), [&](int a, int b) { return err(a) > err(b); });
+      for (int k = 0; k < 3; ++k)
+        f.top.emplace_back(kTelemetryFeatureNames[idx[static_cast<std::size_t>(k)]],
+                           err(idx[static_cast<std::size_t>(k)]) / std::max(1e-12, err.sum()));
+      flags_.push_back(std::move(f));
+    }
+  }
+  if (windows_.size() > opt_.max_windows)
+    windows_.erase(windows_.begin(), windows_.end() - static_cast<long>(opt_.max_windows));
+}
+
+std::vector<double> FedClient::contribution() {
+  std::lock_guard lk(mu_);
+  std::vector<double> c;
+  c.push_back(1.0);  // layout version
+  c.push_back(new_count_);
+  c.insert(c.end(), new_sum_.begin(), new_sum_.end());
+  c.insert(c.end(), new_sumsq_.begin(), new_sumsq_.end());
+  std::fill(new_sum_.begin(), new_sum_.end(), 0.0);
+  std::fill(new_sumsq_.begin(), new_sumsq_.end(), 0.0);
+  new_count_ = 0;
+  std::vector<double> hist(kScoreBins, 0.0);
+  if (have_global_ && !windows_.empty()) {
+    const std::size_t n = std::min(windows_.size(), kHistWindows);
+    Mat x(D, static_cast<Eigen::Index>(n));
+    for (std::size_t i = 0; i < n; ++i)
+      for (int k = 0; k < D; ++k)
+        x(k, static_cast<Eigen::Index>(i)) = zs(windows_[windows_.size() - n + i][static_cast<std::size_t>(k)], mean_(k), sd_(k));
+    const Vec s = global_.score(x);
+    for (Eigen::Index i = 0; i < s.size(); ++i) hist[static_cast<std::size_t>(score_bin(s(i)))] += 1;
+  }
+  c.insert(c.end(), hist.begin(), hist.end());
+  if (update_) {
+    c.push_back(1.0);
+    c.push_back(update_samples_);
+    c.insert(c.end(), update_usage_.data(), update_usage_.data() + update_usage_.size());
+    auto p = learn::to_wire(*update_);
+    c.insert(c.end(), p.begin(), p.end());
+    update_.reset();
+  } else {
+    c.push_back(0.0);
+  }
+  return c;
+}
+
+void FedClient::apply_global(const std::vector<double>& down) {
+  std::lock_guard lk(mu_);
+  learn::MemAE proto(shape_, {}, opt_.seed);
+  const std::size_t need = 2 + 2 * static_cast<std::size_t>(D) + proto.param_count();
+  if (down.size() != need) return;  // malformed or no model yet
+  round_ = static_cast<long>(down[0]);
+  threshold_ = down[1];
+  mean_ = Eigen::Map<const Vec>(down.data() + 2, D);
+  sd_ = Eigen::Map<const Vec>(down.data() + 2 + D, D);
+  global_ = proto;
+  global_.set_params(Eigen::Map<const Vec>(down.data() + 2 + 2 * D, static_cast<Eigen::Index>(proto.param_count())));
+  have_global_ = true;
+  update_.reset();  // an update for an older global is stale
+  train_requested_ = true;
+  cv_.notify_all();
+}
+
+void FedClient::train_loop() {
+  for (;;) {
+    learn::MemAE model;
+    Mat data;
+    long round = 0;
+    {
+      std::unique_lock lk(mu_);
+      cv_.wait(lk, [this] { return stop_ || train_requested_; });
+      if (stop_) return;
+      train_requested_ = false;
+      if (windows_.empty()) continue;
+      model = global_;
+      round = round_;
+      data.resize(static_cast<Eigen::Index>(windows_.size()), D);
+      for (std::size_t i = 0; i < windows_.size(); ++i)
+        for (int k = 0; k < D; ++k)
+          data(static_cast<Eigen::Index>(i), k) = zs(windows_[i][static_cast<std::size_t>(k)], mean_(k), sd_(k));
+    }
+    learn::Adam adam;
+    learn::TrainOptions to;
+    to.epochs = opt_.local_epochs;
+    to.batch = 32;
+    to.lr = 3e-3;
+    to.seed = opt_.seed + static_cast<std::uint64_t>(round) * 7919;
+    learn::train(model, data, to, adam);
+    Vec usage = model.usage(data.transpose());
+    std::lock_guard lk(mu_);
+    if (round != round_) continue;  // a newer global arrived meanwhile
+    update_ = std::move(model);
+    update_samples_ = static_cast<double>(data.rows());
+    update_usage_ = usage;
+  }
+}
+
+std::vector<AnomalyFlag> FedClient::take_flags() {
+  std::lock_guard lk(mu_);
+  return std::exchange(flags_, {});
+}
+
+std::size_t FedClient::pending_flags() const {
+  std::lock_guard lk(mu_);
+  return flags_.size();
+}
+
+std::uint64_t FedClient::model_signature() const {
+  std::lock_guard lk(mu_);
+  if (!have_global_) return 0;
+  auto p = learn::to_wire(global_);
+  return c3::signature(p.data(), p.size() * sizeof(double));
+}
+
+long FedClient::round() const {
+  std::lock_guard lk(mu_);
+  return round_;
+}
+
+json FedClient::status() const {
+  const std::uint64_t sig = model_signature();
+  std::lock_guard lk(mu_);
+  return {{"round", round_}, {"model", fmt::format("{:016x}", sig)}, {"threshold", threshold_},
+          {"windows", windows_.size()}, {"scoring", have_global_ && round_ >= opt_.warmup_rounds && threshold_ > 0}};
+}
+
+// ---------------------------------------------------------------- server --
+
+FedServer::FedServer(LearnOptions o, learn::MemAEShape shape)
+    : opt_(o), shape_(shape), global_(shape, {}, o.seed), sum_(D, 0.0), sumsq_(D, 0.0) {}
+
+std::vector<double> FedServer::round(const std::vector<std::vector<double>>& contributions, std::string& summary) {
+  const std::size_t P = global_.param_count(), N = static_cast<std::size_t>(shape_.slots);
+  std::vector<learn::MemAE> models;
+  std::vector<double> samples;
+  std::vector<Vec> usages;
+  std::vector<double> hist(kScoreBins, 0.0);
+  int updates = 0, clients = 0;
+  for (auto& c : contributions) {
+    const std::size_t base = 2 + 2 * static_cast<std::size_t>(D);
+    if (c.size() < base + kScoreBins + 1 || c[0] != 1.0) continue;  // malformed: left out
+    ++clients;
+    if (round_ < opt_.warmup_rounds) {  // the scaler settles during warm-up
+      count_ += c[1];
+      for (int k = 0; k < D; ++k) {
+        sum_[static_cast<std::size_t>(k)] += c[2 + static_cast<std::size_t>(k)];
+        sumsq_[static_cast<std::size_t>(k)] += c[2 + D + static_cast<std::size_t>(k)];
+      }
+    }
+    for (int b = 0; b < kScoreBins; ++b) hist[static_cast<std::size_t>(b)] += c[base + static_cast<std::size_t>(b)];
+    const std::size_t u = base + kScoreBins;
+    if (c[u] == 1.0 && c.size() == u + 2 + N + P) {
+      learn::MemAE m = global_;
+      m.set_params(Eigen::Map<const Vec>(c.data() + u + 2 + N, static_cast<Eigen::Index>(P)));
+      models.push_back(std::move(m));
+      samples.push_back(c[u + 1]);
+      usages.push_back(Eigen::Map<const Vec>(c.data() + u + 2, static_cast<Eigen::Index>(N)));
+      ++updates;
+    }
+  }
+  if (!models.empty()) {
+    std::vector<learn::ClientModel> cms;
+    for (std::size_t i = 0; i < models.size(); ++i) cms.push_back({&models[i], samples[i], usages[i]});
+    global_ = learn::attention_aware(global_, cms, opt_.seed + static_cast<std::uint64_t>(round_));
+  }
+  double total = 0;
+  for (double h : hist) total += h;
+  if (total >= 50 && round_ <= opt_.warmup_rounds) {  // settles during warm-up, then frozen
+    double cum = 0;
+    for (int b = 0; b < kScoreBins; ++b) {
+      cum += hist[static_cast<std::size_t>(b)];
+      if (cum >= opt_.quantile * total) {
+        threshold_ = bin_upper(b) * opt_.margin;
+        break;
+      }
+    }
+  }
+  ++round_;
+  summary = fmt::format("{} of {} clients, {} updates, {:.0f} windows scored, threshold {:.4g}", clients,
+                        contributions.size(), updates, total, threshold_);
+  if (count_ < 2) return {};  // no scaler yet: no model to broadcast
+  std::vector<double> down;
+  down.push_back(static_cast<double>(round_));
+  down.push_back(threshold_);
+  for (int k = 0; k < D; ++k) down.push_back(sum_[static_cast<std::size_t>(k)] / count_);
+  for (int k = 0; k < D; ++k) {
+    const double m = sum_[static_cast<std::size_t>(k)] / count_;
+    const double var = sumsq_[static_cast<std::size_t>(k)] / count_ - m * m;
+    down.push_back(std::sqrt(std::max(var, 0.0)) + 0.05);  // a floor: constant features stay finite
+  }
+  auto p = learn::to_wire(global_);
+  down.insert(down.end(), p.begin(), p.end());
+  return down;
+}
+
+}  // namespace scout::scoutd

@@ -1,0 +1,126 @@
+// Federated outlier detection on node telemetry. Every scoutd is a client:
+// it keeps its recent telemetry windows, trains the shared MemAE on them in a
+// background thread from the latest global model, and scores each new window
+// with the global model. Rounds run over the scoutd world: each client sends
+// what it has ready (a model update, or nothing if its training has not
+// finished: it is left out of that round, never waited on), the sums of its
+// new windows' features (a federated scaler) and a histogram of its windows'
+// scores (a federated threshold: a high quantile of the merged histogram,
+// times a margin). Scaler and threshold settle during the warm-up rounds and
+// are then frozen, so an anomaly cannot raise its own bar. The deciding observer aggregates with attention-aware
+// memory aggregation and broadcasts the global model, scaler and threshold.
+// A rank above the threshold for K consecutive windows is flagged.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "learn/memae.hpp"
+#include "scoutd/detect/verdict_draft.hpp"
+#include "scoutd/observe/telemetry.hpp"
+
+namespace scout::scoutd {
+
+struct LearnOptions {
+  bool on = true;
+  double window_s = 10;      // telemetry window
+  double round_s = 60;       // federated round period
+  int warmup_rounds = 3;     // rounds before windows are scored
+  int consecutive = 3;       // K windows above the threshold
+  double quantile = 0.995;   // of the merged score histogram
+  double margin = 1.5;       // threshold = quantile x margin
+  int local_epochs = 5;
+  std::size_t max_windows = 4000;  // kept per client
+  std::uint64_t seed = 1;
+};
+
+inline constexpr int kScoreBins = 64;  // log-spaced, 1e-4 .. 1e4
+
+struct AnomalyFlag {
+  int rank = -1;
+  std::string node;
+  double score = 0, threshold = 0;
+  int consecutive = 0;
+  long round = 0;
+  std::vector<std::pair<std::string, double>> top;  // feature, share of the error
+};
+void to_json(nlohmann::json& j, const AnomalyFlag& f);
+void from_json(const nlohmann::json& j, AnomalyFlag& f);
+// The advisory telemetry_anomaly verdict a flag stands for (never drains).
+VerdictDraft telemetry_anomaly_draft(const AnomalyFlag& f);
+
+class FedClient {
+ public:
+  FedClient(LearnOptions o, learn::MemAEShape shape);
+  ~FedClient();
+  FedClient(const FedClient&) = delete;
+  FedClient& operator=(const FedClient&) = delete;
+
+  // New windows: kept for training; scored once the model is warm.
+  void add_windows(const std::vector<TelemetryWindow>& ws);
+  // This client's contribution to a round (doubles).
+  std::vector<double> contribution();
+  // The round's result from the deciding observer.
+  void apply_global(const std::vector<double>& down);
+  std::vector<AnomalyFlag> take_flags();
+  std::size_t pending_flags() const;
+  nlohmann::json status() const;
+  std::uint64_t model_signature() const;
+  long round() const;
+
+ private:
+  void train_loop();
+  LearnOptions opt_;
+  learn::MemAEShape shape_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  learn::MemAE global_;
+  bool have_global_ = false;
+  long round_ = 0;
+  double threshold_ = 0;
+  learn::Vec mean_, sd_;
+  std::vector<std::vector<double>> windows_;     // raw features, newest last
+  std::vector<double> new_sum_, new_sumsq_;
+  double new_count_ = 0;
+  std::map<int, int> above_;                     // rank -> consecutive windows
+  std::map<int, bool> flagged_;
+  std::vector<AnomalyFlag> flags_;
+  std::optional<learn::MemAE> update_;           // trained, not yet sent
+  double update_samples_ = 0;
+  learn::Vec update_usage_;
+  bool train_requested_ = false, stop_ = false;
+  std::thread thread_;
+};
+
+// The deciding observer's side: merges contributions into the next global.
+class FedServer {
+ public:
+  FedServer(LearnOptions o, learn::MemAEShape shape);
+  // `contributions`: what each client sent (possibly empty). Returns the
+  // broadcast; `summary` says what happened (for the log).
+  std::vector<double> round(const std::vector<std::vector<double>>& contributions, std::string& summary);
+
+ private:
+  LearnOptions opt_;
+  learn::MemAEShape shape_;
+  learn::MemAE global_;
+  long round_ = 0;
+  std::vector<double> sum_, sumsq_;
+  double count_ = 0;
+  double threshold_ = 0;
+};
+
+// Concatenates contributions on the wire: each is prefixed by its length.
+void append_record(std::vector<double>& acc, const std::vector<double>& rec);
+std::vector<std::vector<double>> split_records(const std::vector<double>& acc);
+
+}  // namespace scout::scoutd

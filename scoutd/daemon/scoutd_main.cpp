@@ -1,0 +1,75 @@
+// scoutd: the per-node scout observer. main() reads as init calls and their
+// fini calls in reverse; signal handlers only set a flag.
+#include <mpi.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+
+#include <unistd.h>
+
+#include "libc3/log.hpp"
+#include "scoutd/daemon/config.hpp"
+#include "scoutd/daemon/daemon.hpp"
+#include "sql/ledger.hpp"
+#ifdef HAVE_CUDA
+#include "scoutd/beside/gpu_backend.hpp"
+#endif
+
+namespace {
+extern "C" void on_stop_signal(int) { scout::scoutd::g_stop_signal = 1; }
+
+void install_signals() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int s : {SIGINT, SIGTERM, SIGUSR1}) sigaction(s, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  scout::log::init("scoutd", {});  // options are checked before the daemon starts
+  scout::scoutd::ScoutdConfig cfg;
+  try {
+    if (!scout::scoutd::parse_scoutd_args(argc, argv, cfg)) return 0;
+    scout::scoutd::validate(cfg);
+  } catch (const std::exception& e) {
+    scout::log::error("config: {}", e.what());
+    return 2;
+  }
+  if (cfg.print_config) {
+    std::fputs(scout::scoutd::print_config(cfg).c_str(), stdout);
+    return 0;
+  }
+  // A daemon: time-stamped lines to its log file; under Slurm also syslog.
+  scout::log::init("scoutd", {false, true, cfg.slurm});
+  install_signals();
+#ifdef HAVE_CUDA
+  if (cfg.replay) scout::scoutd::install_gpu_backend();  // no GPU or driver: no devices, nothing runs
+#endif
+  int provided = 0;
+  if (MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+    scout::log::error("mpi: MPI_Init_thread failed");
+    return 1;
+  }
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  install_signals();  // MPI_Init may have installed its own
+  int rc = 0;
+  bool peers_lost = false;
+  try {
+    scout::scoutd::Daemon d(cfg);
+    rc = d.run();
+    peers_lost = d.peers_lost();
+  } catch (const std::exception& e) {
+    scout::log::error("{}", e.what());
+    rc = 1;
+  }
+  if (peers_lost) {
+    // Everything is committed; MPI_Finalize would wait for the dead member.
+    std::fflush(nullptr);
+    _exit(rc);
+  }
+  MPI_Finalize();
+  return rc;
+}

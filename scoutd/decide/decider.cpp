@@ -1,0 +1,123 @@
+// The decider (see decider.hpp).
+#include "scoutd/decide/decider.hpp"
+
+#include <fmt/format.h>
+
+namespace scout::scoutd {
+
+using nlohmann::json;
+
+Decider::Decider(std::string job, std::string step, IncidentBook& book, VerdictSink& sink, Hooks hooks)
+    : job_(std::move(job)), step_(std::move(step)), book_(book), sink_(sink), hooks_(std::move(hooks)) {}
+
+bool Decider::queued_new(const std::string& key) const {
+  for (auto& i : queue_)
+    if (!i.resolution && i.key == key) return true;
+  return false;
+}
+
+bool Decider::queued_resolution(const std::string& key) const {
+  for (auto& i : queue_)
+    if (i.resolution && i.key == key) return true;
+  return false;
+}
+
+void Decider::propose(const VerdictDraft& d) {
+  if (book_.is_open(d.key) || queued_new(d.key)) return;  // same incident
+  Item it;
+  it.key = d.key;
+  it.verdict = {d, hooks_.now_iso()};
+  queue_.push_back(std::move(it));
+}
+
+void Decider::propose_all(const std::vector<VerdictDraft>& drafts) {
+  std::vector<std::string> inconclusive;
+  for (auto& d : drafts)
+    if (d.status == c3::VerdictStatus::kInconclusive) inconclusive.push_back(d.key);
+  const auto ready = book_.debounce_inconclusive(inconclusive);
+  for (auto& d : drafts)
+    if (d.status != c3::VerdictStatus::kInconclusive || ready.count(d.key)) propose(d);
+}
+
+void Decider::resolve(const std::string& key) {
+  if (queued_resolution(key)) return;
+  if (!book_.is_open(key) && !queued_new(key)) return;
+  Item it;
+  it.resolution = true;
+  it.key = key;
+  it.at = hooks_.now_iso();
+  queue_.push_back(std::move(it));
+}
+
+void Decider::progress_resumed() {
+  for (auto& key : book_.open_keys({"behind", "hang", "divergence"})) resolve(key);
+  for (auto& i : std::deque<Item>(queue_))
+    if (!i.resolution && (i.key.rfind("behind", 0) == 0 || i.key.rfind("hang", 0) == 0 ||
+                          i.key.rfind("divergence", 0) == 0))
+      resolve(i.key);
+}
+
+std::set<std::string> Decider::open_or_queued(const std::string& prefix) const {
+  std::set<std::string> out;
+  for (auto& k : book_.open_keys({prefix})) out.insert(k);
+  for (auto& i : queue_)
+    if (!i.resolution && i.key.rfind(prefix, 0) == 0) out.insert(i.key);
+  for (auto& i : queue_)
+    if (i.resolution) out.erase(i.key);
+  return out;
+}
+
+std::size_t Decider::flush(json& events) {
+  std::size_t done = 0;
+  while (!queue_.empty()) {
+    Item& it = queue_.front();
+    json ev;
+    try {
+      if (!it.resolution) {
+        const std::int64_t id = sink_.commit_verdict(it.verdict);  // committed before anyone is told
+        const auto& v = it.verdict;
+        json vj = {{"id", id}, {"job", job_}, {"step", step_}, {"kind", c3::to_string(v.kind)},
+                   {"status", c3::to_string(v.status)}, {"ranks", v.ranks}, {"hosts", v.hosts},
+                   {"evidence", v.evidence}, {"detected_at", v.detected_at}, {"resolved_at", nullptr}};
+        ev = {{"op", "new"}, {"key", it.key}, {"verdict", vj}};
+        hooks_.log(fmt::format("verdict {}: {} {} ranks {} hosts {}", id, c3::to_string(v.kind),
+                               c3::to_string(v.status), json(v.ranks).dump(), json(v.hosts).dump()));
+      } else {
+        const std::int64_t id = book_.open_id(it.key);
+        if (id != 0) {
+          sink_.commit_resolution(id, it.at);
+          ev = {{"op", "resolve"}, {"key", it.key}, {"id", id}, {"at", it.at}};
+        }
+      }
+    } catch (const std::exception& e) {
+      // Kept at the head of the queue; the next round tries again.
+      if (failures_logged_++ < 20 || failures_logged_ % 100 == 0)
+        hooks_.log(fmt::format("ledger: {} {} not committed yet ({} pending), will retry: {}",
+                               it.resolution ? "resolution of" : "verdict", it.key, queue_.size(), e.what()));
+      break;
+    }
+    if (!ev.is_null()) {
+      book_.apply(json::array({ev}));
+      events.push_back(std::move(ev));
+    }
+    queue_.pop_front();
+    ++done;
+  }
+  if (queue_.empty()) failures_logged_ = 0;
+  return done;
+}
+
+VerdictDraft observer_lost_draft(const ObserverFacts& o, double round_timeout_s) {
+  VerdictDraft d;
+  d.kind = c3::VerdictKind::kObserverLost;
+  d.status = c3::VerdictStatus::kAttributed;
+  d.ranks = o.ranks;
+  d.hosts = {o.node};
+  d.evidence = {{"rule", "observer missed its consensus round deadline"},
+                {"observer", o.observer}, {"node", o.node}, {"scoutd_pid", o.pid},
+                {"unobserved_ranks", d.ranks}, {"round_timeout_s", round_timeout_s}};
+  d.key = fmt::format("observer_lost:{}", o.observer);
+  return d;
+}
+
+}  // namespace scout::scoutd

@@ -1,0 +1,76 @@
+// The incident book (see incident_book.hpp).
+#include "scoutd/decide/incident_book.hpp"
+
+namespace scout::scoutd {
+
+using nlohmann::json;
+
+void IncidentBook::apply(const json& events) {
+  if (!events.is_array()) return;
+  for (auto& e : events) {
+    if (!e.is_object() || !e.contains("op") || !e["op"].is_string() || !e.contains("key") ||
+        !e["key"].is_string()) {
+      ++malformed_;
+      continue;
+    }
+    const std::string op = e["op"].get<std::string>(), key = e["key"].get<std::string>();
+    if (op == "new") {
+      if (!e.contains("verdict") || !e["verdict"].is_object() || !e["verdict"].contains("id") ||
+          !e["verdict"]["id"].is_number_integer()) {
+        ++malformed_;
+        continue;
+      }
+      const auto& v = e["verdict"];
+      const auto id = v["id"].get<std::int64_t>();
+      if (!ids_.insert(id).second) continue;  // already applied
+      open_[key] = id;
+      verdicts_.push_back(v);
+      if (v.value("kind", "") == "observer_lost" && v.contains("evidence") && v["evidence"].is_object() &&
+          v["evidence"].contains("observer") && v["evidence"]["observer"].is_number_integer())
+        lost_unrecorded_.erase(v["evidence"]["observer"].get<int>());
+    } else if (op == "resolve") {
+      if (!e.contains("id") || !e["id"].is_number_integer()) {
+        ++malformed_;
+        continue;
+      }
+      const auto id = e["id"].get<std::int64_t>();
+      for (auto& v : verdicts_)
+        if (v.value("id", std::int64_t{0}) == id && v["resolved_at"].is_null()) v["resolved_at"] = e.value("at", "");
+      auto it = open_.find(key);
+      if (it != open_.end() && it->second == id) open_.erase(it);
+    } else {
+      ++malformed_;
+    }
+  }
+}
+
+std::int64_t IncidentBook::open_id(const std::string& key) const {
+  auto it = open_.find(key);
+  return it == open_.end() ? 0 : it->second;
+}
+
+std::vector<std::string> IncidentBook::open_keys(const std::vector<std::string>& prefixes) const {
+  std::vector<std::string> out;
+  for (auto& [key, id] : open_)
+    for (auto& p : prefixes)
+      if (key.rfind(p, 0) == 0) {
+        out.push_back(key);
+        break;
+      }
+  return out;
+}
+
+std::set<std::string> IncidentBook::debounce_inconclusive(const std::vector<std::string>& keys, int needed) {
+  std::map<std::string, int> seen;
+  std::set<std::string> ready;
+  for (auto& k : keys) {
+    if (seen.count(k)) continue;
+    auto it = inconclusive_seen_.find(k);
+    const int n = seen[k] = (it == inconclusive_seen_.end() ? 0 : it->second) + 1;
+    if (n >= needed) ready.insert(k);
+  }
+  inconclusive_seen_ = std::move(seen);
+  return ready;
+}
+
+}  // namespace scout::scoutd

@@ -1,0 +1,53 @@
+// The incident book: every verdict of the job and which incidents are still
+// open (incident key -> verdict id), kept alike by every observer from the
+// events on the round's down messages, so a new deciding observer carries on
+// where a lost one stopped. Also the observer-loss bookkeeping (observers
+// lost and not yet covered by a verdict) and the inconclusive debounce.
+// Plain data: no MPI, no threads, no SQLite; the daemon serialises access.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace scout::scoutd {
+
+class IncidentBook {
+ public:
+  // Applies the events of a down message ({"op":"new","key","verdict"} and
+  // {"op":"resolve","key","id","at"}). Idempotent: an event already applied
+  // (the deciding observer applies its own on commit) changes nothing.
+  // Malformed events are skipped and counted.
+  void apply(const nlohmann::json& events);
+
+  bool is_open(const std::string& key) const { return open_.count(key) != 0; }
+  std::int64_t open_id(const std::string& key) const;
+  // Keys of open incidents starting with any of `prefixes`.
+  std::vector<std::string> open_keys(const std::vector<std::string>& prefixes) const;
+  const std::vector<nlohmann::json>& verdicts() const { return verdicts_; }
+  std::size_t malformed_events() const { return malformed_; }
+
+  // Observers that missed a round: each gets one observer_lost verdict.
+  void note_lost(int observer) { lost_unrecorded_.insert(observer); }
+  const std::set<int>& lost_unrecorded() const { return lost_unrecorded_; }
+
+  // Inconclusive drafts name nobody, so one must be seen in `needed`
+  // consecutive gathers before it is recorded (a snapshot taken while
+  // progress resumes is not reported). Call once per gather with the keys
+  // of that gather's inconclusive drafts; returns those seen often enough.
+  std::set<std::string> debounce_inconclusive(const std::vector<std::string>& keys, int needed = 2);
+
+ private:
+  std::vector<nlohmann::json> verdicts_;
+  std::set<std::int64_t> ids_;
+  std::map<std::string, std::int64_t> open_;
+  std::set<int> lost_unrecorded_;
+  std::map<std::string, int> inconclusive_seen_;
+  std::size_t malformed_ = 0;
+};
+
+}  // namespace scout::scoutd

@@ -1,0 +1,29 @@
+// Where decided verdicts go: the deciding observer commits each one through
+// this interface before anyone is told about it. The ledger implements it in
+// the daemon (daemon/ledger_sink.hpp); tests implement it with sinks that
+// fail on purpose. Nothing here knows SQLite, MPI or threads.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "scoutd/detect/verdict_draft.hpp"
+
+namespace scout::scoutd {
+
+// A draft the decider accepted, stamped when it was first decided.
+struct VerdictToCommit : VerdictDraft {
+  std::string detected_at;  // ISO-8601 UTC
+};
+
+class VerdictSink {
+ public:
+  virtual ~VerdictSink() = default;
+  // Commits the verdict and returns its id; throws on failure (nothing
+  // committed, the caller retries later).
+  virtual std::int64_t commit_verdict(const VerdictToCommit& v) = 0;
+  // Marks verdict `id` resolved at `at`; throws on failure.
+  virtual void commit_resolution(std::int64_t id, const std::string& at) = 0;
+};
+
+}  // namespace scout::scoutd

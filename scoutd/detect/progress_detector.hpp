@@ -1,0 +1,31 @@
+// The progress detectors of scoutd, as pure functions over the evidence the
+// observers gathered: hang (culprit behind the position a strict majority
+// reached), stall (the culprit's process is stopped, in D state or a
+// zombie), divergence (same position, different collective fingerprint),
+// communication hang (everyone waiting in the same collective: inconclusive,
+// scoped to that communicator), crash (a rank died first while its peers
+// lived on), I/O straggler (the rank behind is blocked inside a read/write
+// system call). Never guesses: no strict majority means inconclusive.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "scoutd/detect/verdict_draft.hpp"
+#include "scoutd/observe/rank_evidence.hpp"
+
+namespace scout::scoutd {
+
+struct DetectorOptions {
+  double stall_threshold_s = 10.0;
+  double death_margin_s = 0.2;  // deaths this close to the first one count as one event
+};
+
+// Crash rule over ranks whose process vanished without MPI_Finalize.
+std::optional<VerdictDraft> detect_crash(const std::vector<RankEvidence>& ranks,
+                                         const DetectorOptions& opt);
+// Hang / stall / divergence / communication hang over the live ranks.
+std::vector<VerdictDraft> detect_progress(const std::vector<RankEvidence>& ranks,
+                                          const DetectorOptions& opt);
+
+}  // namespace scout::scoutd

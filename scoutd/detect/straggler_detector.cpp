@@ -1,0 +1,228 @@
+// Compute straggler detection (see straggler_detector.hpp).
+#include "scoutd/detect/straggler_detector.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace scout::scoutd {
+
+using nlohmann::json;
+
+std::string StragglerTracker::key_for(int rank) { return fmt::format("straggler:compute:{}", rank); }
+
+StragglerTracker::Result StragglerTracker::update(const std::vector<RankEvidence>& ranks,
+                                                  const std::set<std::string>& open) {
+  Result res;
+  std::vector<const RankEvidence*> el;
+  for (auto& e : ranks)
+    if (e.attached && e.alive && !e.finalized && e.steps >= opt_.min_steps) el.push_back(&e);
+  if (el.size() < 3) {  // two peers cannot name a culprit
+    confirm_.clear();
+    return res;
+  }
+  std::vector<double> v;
+  for (auto* e : el) v.push_back(e->compute_s);
+  c3::StatResult st;
+  try {
+    st = c3::statistical_outliers(v, {opt_.absolute_s, opt_.relative, 3.0});
+  } catch (const c3::BadSample&) {
+    return res;  // a timing we cannot trust: no verdict this round
+  }
+  res.compared = true;
+  res.median_compute_s = st.median;
+  std::set<int> outliers;
+  for (auto i : st.outliers) outliers.insert(el[i]->rank);
+  for (std::size_t i = 0; i < el.size(); ++i) {
+    const auto& e = *el[i];
+    const std::string key = key_for(e.rank);
+    if (!outliers.count(e.rank)) {
+      confirm_.erase(e.rank);
+      if (open.count(key) && ++healthy_[e.rank] >= opt_.confirmations) {
+        res.resolved.push_back(key);
+        healthy_.erase(e.rank);
+      }
+      continue;
+    }
+    healthy_.erase(e.rank);
+    if (e.steps > last_steps_[e.rank]) {  // a confirmation needs new steps
+      last_steps_[e.rank] = e.steps;
+      ++confirm_[e.rank];
+    }
+    if (confirm_[e.rank] < opt_.confirmations || open.count(key)) continue;
+    // Scores of the slowest ranks (bounded: jobs have thousands of ranks).
+    std::vector<std::size_t> order(el.size());
+    for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::sort(order.begin(), order.end(), [&](auto a, auto b) { return st.scores[a] > st.scores[b]; });
+    json scores = json::object();
+    for (std::size_t k = 0; k < order.size() && k < 16; ++k)
+      scores[std::to_string(el[order[k]]->rank)] = st.scores[order[k]];
+    VerdictDraft d;
+    d.kind = c3::VerdictKind::kStraggler;
+    d.status = c3::VerdictStatus::kAttributed;
+    d.ranks = {e.rank};
+    d.hosts = {e.node};
+    d.evidence = {{"rule", "compute time per step above the peer median by the absolute and relative "
+                           "thresholds, confirmed"},
+                  {"type", "compute"},
+                  {"culprits", json::array({{{"rank", e.rank}, {"host", e.node}, {"pid", e.pid},
+                                             {"score", st.scores[i]}, {"compute_s", e.compute_s},
+                                             {"wait_s", e.wait_s}, {"step_s", e.step_s},
+                                             {"steps", e.steps}}})},
+                  {"median_compute_s", st.median},
+                  {"scale_s", st.scale},
+                  {"scale", c3::to_string(st.scale_kind)},
+                  {"threshold_absolute_s", opt_.absolute_s},
+                  {"threshold_relative", opt_.relative},
+                  {"confirmations", confirm_[e.rank]},
+                  {"peers", el.size()},
+                  {"scores", scores}};
+    d.key = key;
+    res.verdicts.push_back(std::move(d));
+  }
+  return res;
+}
+
+}  // namespace scout::scoutd
+
+namespace scout::scoutd {
+
+CommTracker::Result CommTracker::update(const std::vector<RankEvidence>& ranks,
+                                        const std::set<std::string>& open) {
+  Result res;
+  std::map<std::uint64_t, std::vector<const RankEvidence*>> members;
+  for (auto& e : ranks)
+    if (e.attached && e.alive && !e.finalized)
+      for (auto& [c, w] : e.comm_wait) members[c].push_back(&e);
+  // Equivalent communicators: same size and pairwise disjoint (the rows of
+  // a grid form one family, its columns another).
+  // Membership: as the probe published it (by identity); for a
+  // communicator too large to list, the ranks seen using it.
+  std::map<std::uint64_t, std::set<int>> mset;
+  for (auto& [c, m] : members) {
+    for (auto* e : m) {
+      auto it = e->comm_members.find(c);
+      if (it != e->comm_members.end()) {
+        mset[c] = std::set<int>(it->second.begin(), it->second.end());
+        break;
+      }
+    }
+    if (mset[c].empty())
+      for (auto* e : m) mset[c].insert(e->rank);
+  }
+  std::vector<std::vector<std::uint64_t>> families;
+  for (auto& [c, m] : members) {
+    if (mset[c].size() < 2) continue;
+    bool placed = false;
+    for (auto& f : families) {
+      if (mset[f.front()].size() != mset[c].size()) continue;
+      bool disjoint = true;
+      for (auto other : f)
+        for (int r : mset[c])
+          if (mset[other].count(r)) disjoint = false;
+      if (disjoint) {
+        f.push_back(c);
+        placed = true;
+        break;
+      }
+    }
+    if (!placed) families.push_back({c});
+  }
+  std::set<std::uint64_t> slow, compared;
+  std::map<std::uint64_t, double> duration;
+  for (auto& comms : families) {
+    if (comms.size() < 3) continue;
+    std::vector<double> v;
+    for (auto c : comms) {
+      std::vector<double> w;
+      for (auto* e : members[c]) w.push_back(e->comm_wait.at(c));
+      std::sort(w.begin(), w.end());
+      duration[c] = w[w.size() / 2];
+      v.push_back(duration[c]);
+      compared.insert(c);
+    }
+    try {
+      // Few communicators per family: the absolute and relative thresholds
+      // decide (a robust scale of three values is mostly the outlier itself).
+      for (auto i : c3::statistical_outliers(v, {opt_.absolute_s, opt_.relative, 0.0}).outliers)
+        slow.insert(comms[i]);
+    } catch (const c3::BadSample&) {
+      return res;
+    }
+  }
+  std::vector<std::string> open_comm;
+  for (auto& k : open)
+    if (k.rfind("straggler:comm", 0) == 0) open_comm.push_back(k);
+  if (slow.empty()) {
+    confirm_ = 0;
+    last_set_.clear();
+    if (!open_comm.empty() && ++healthy_ >= opt_.confirmations) {
+      res.resolved = open_comm;
+      healthy_ = 0;
+    }
+    return res;
+  }
+  healthy_ = 0;
+  std::string set;
+  for (auto c : slow) set += fmt::format("{:016x},", c);
+  confirm_ = set == last_set_ ? confirm_ + 1 : 1;
+  last_set_ = set;
+  if (confirm_ < opt_.confirmations) return res;
+  // Intersect the members of every slow communicator.
+  std::set<int> inter;
+  bool first = true;
+  json slow_list = json::array();
+  for (auto c : slow) {
+    const std::set<int>& m = mset[c];
+    json mj = json::array();
+    for (int r : m) mj.push_back(r);
+    slow_list.push_back({{"communicator", fmt::format("{:016x}", c)}, {"members", mj},
+                         {"duration_s", duration[c]}});
+    if (first) inter = m;
+    else {
+      std::set<int> keep;
+      for (int r : inter)
+        if (m.count(r)) keep.insert(r);
+      inter = keep;
+    }
+    first = false;
+  }
+  bool contradicted = false;
+  if (inter.size() == 1) {
+    for (auto c : compared) {
+      if (slow.count(c)) continue;
+      if (mset[c].count(*inter.begin())) contradicted = true;
+    }
+  }
+  VerdictDraft d;
+  d.kind = c3::VerdictKind::kStraggler;
+  json ev = {{"type", "communication"}, {"slow_communicators", slow_list},
+             {"confirmations", confirm_}, {"threshold_absolute_s", opt_.absolute_s},
+             {"threshold_relative", opt_.relative}};
+  if (inter.size() == 1 && !contradicted) {
+    const int x = *inter.begin();
+    const RankEvidence* xe = nullptr;
+    for (auto& e : ranks)
+      if (e.rank == x) xe = &e;
+    d.status = c3::VerdictStatus::kAttributed;
+    d.ranks = {x};
+    d.hosts = {xe ? xe->node : "?"};
+    ev["rule"] = "the slow communicators meet at one rank and no healthy communicator contains it";
+    ev["culprits"] = json::array({{{"rank", x}, {"host", d.hosts[0]}, {"pid", xe ? xe->pid : 0}}});
+    d.key = fmt::format("straggler:comm:{}", x);
+  } else {
+    d.status = c3::VerdictStatus::kInconclusive;
+    ev["rule"] = inter.empty() ? "slow communicators without a common rank"
+                 : contradicted ? "the common rank is also in a healthy communicator"
+                                : "the slow communicators share several ranks";
+    json common = json::array();
+    for (int r : inter) common.push_back(r);
+    ev["common_ranks"] = common;
+    d.key = "straggler:comm-inconclusive:" + set;
+  }
+  d.evidence = ev;
+  if (!open.count(d.key)) res.verdicts.push_back(std::move(d));
+  return res;
+}
+
+}  // namespace scout::scoutd

@@ -1,0 +1,34 @@
+// What /proc says about a rank's process: its state letter (R, S, D, T, Z...),
+// the kernel function it waits in, and its I/O counters. Read by scoutd only
+// when evidence is gathered, never on the training process's side.
+#pragma once
+
+#include <string>
+#include <sys/types.h>
+
+namespace scout::scoutd {
+
+struct ProcInfo {
+  bool exists = false;
+  char state = '?';        // from /proc/<pid>/stat; 'X' when gone
+  std::string wchan;       // /proc/<pid>/wchan (may be empty)
+  long long read_bytes = -1, write_bytes = -1;  // /proc/<pid>/io (if readable)
+  long long rchar = -1, wchar = -1;              // bytes through read/write calls
+  long syscall = -1;  // /proc/<pid>/syscall: the call it blocks in (-1 running/unknown)
+};
+
+// The process is blocked inside a read/write-family system call (read,
+// write, pread, pwrite, readv, writev, fsync, fdatasync, sendfile,
+// copy_file_range, splice, sync_file_range) on x86-64.
+bool in_io_syscall(long nr);
+const char* syscall_name(long nr);
+
+ProcInfo read_proc_info(pid_t pid);
+// The fields of /proc/<pid>/stat after the command name (which may hold
+// spaces and parentheses: they follow the last ')'), starting with the
+// state letter; empty when the process is gone or the line is malformed.
+std::string proc_stat_fields(pid_t pid);
+// Human text for a state letter: "stopped (T)" etc.
+std::string describe_state(char state);
+
+}  // namespace scout::scoutd

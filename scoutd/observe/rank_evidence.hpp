@@ -1,0 +1,54 @@
+// What one observer saw of one rank at a gather: its record's live part,
+// its process state from /proc, step timing, communicators and output
+// signatures. Produced by observe/ (RankWatcher), carried to the deciding
+// observer by the gather (JSON, wire/peer_messages.hpp), read by detect/.
+// Plain data; from_json must reject what it cannot trust (a peer's bytes).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace scout::scoutd {
+
+struct RankEvidence {
+  int rank = -1;
+  std::string node;
+  int pid = 0;
+  bool attached = false;     // its record has been seen
+  bool alive = true;
+  bool finalized = false;
+  std::uint64_t seq = 0;
+  std::uint64_t fingerprint = 0;
+  std::uint64_t comm_id = 0;
+  std::uint32_t kind = 0;
+  bool in_collective = false;
+  double stalled_s = 0;      // since its record last showed progress
+  char state = '?';          // /proc state letter; 'X' gone
+  std::string wchan;
+  std::int64_t death_ns = 0; // CLOCK_MONOTONIC when its process went away
+  long syscall = -1;         // blocking system call, from /proc (-1 none)
+  long long rchar = -1, wchar = -1;  // /proc/<pid>/io
+  int steps = 0;             // training steps seen (see step_timing.hpp)
+  double step_s = 0, compute_s = 0, wait_s = 0;  // medians over recent steps
+  // Median duration of this rank's recent collectives per communicator.
+  std::map<std::uint64_t, double> comm_wait;
+  // Memberships (world ranks) of its communicators, as the probe published.
+  std::map<std::uint64_t, std::vector<int>> comm_members;
+  // Its most recent collective-output signatures.
+  struct OutSig {
+    std::uint64_t comm = 0, call = 0, kind = 0, sig = 0;
+  };
+  std::vector<OutSig> outsigs;
+};
+
+void to_json(nlohmann::json& j, const RankEvidence& e);
+void from_json(const nlohmann::json& j, RankEvidence& e);
+
+void to_json(nlohmann::json& j, const RankEvidence& e);
+void from_json(const nlohmann::json& j, RankEvidence& e);
+
+}  // namespace scout::scoutd

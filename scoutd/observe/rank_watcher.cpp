@@ -1,0 +1,325 @@
+// Local rank observation (see rank_watcher.hpp).
+#include "scoutd/observe/rank_watcher.hpp"
+
+#include "libc3/log.hpp"
+
+#include <utility>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+
+#include <fmt/format.h>
+
+#include "scoutd/observe/proc_info.hpp"
+
+namespace scout::scoutd {
+
+int compute_bin(double seconds) {
+  if (!(seconds > 1e-4)) return 0;
+  int b = static_cast<int>(std::floor(2.0 * std::log2(seconds / 1e-4))) + 1;
+  return std::min(b, kComputeBins - 1);
+}
+
+double compute_bin_upper(int bin) { return 1e-4 * std::pow(2.0, bin / 2.0); }
+
+std::int64_t monotonic_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+}
+
+RankWatcher::RankWatcher(std::string job, std::string step, int first_rank, int last_rank,
+                         std::string node, double tick_s, std::string match_host,
+                         std::uint32_t step_kind)
+    : job_(std::move(job)), step_(std::move(step)), node_(std::move(node)),
+      match_host_(std::move(match_host)), step_kind_(step_kind), first_(first_rank),
+      last_(last_rank), tick_s_(tick_s) {
+  for (int r = first_; r <= last_; ++r) {
+    Slot s;
+    s.rank = r;
+    slots_.push_back(std::move(s));
+  }
+}
+
+RankWatcher::~RankWatcher() {
+  stop();
+  for (auto& s : slots_) {
+    if (s.pidfd >= 0) close(s.pidfd);
+    if (s.rec) munmap(s.rec, sizeof(c3::RankRecord));
+  }
+}
+
+void RankWatcher::start() { thread_ = std::thread([this] { loop(); }); }
+
+void RankWatcher::stop() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+void RankWatcher::loop() {
+  const int tick_ms = static_cast<int>(tick_s_ * 1000);
+  while (!stop_) {
+    tick();
+    poll_deaths(tick_ms);
+  }
+}
+
+void RankWatcher::try_attach(Slot& s) {
+  const std::string name = c3::record_shm_name(job_, step_, s.rank);
+  int fd = shm_open(name.c_str(), O_RDONLY, 0);
+  if (fd < 0) return;  // not there yet
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || st.st_size < static_cast<off_t>(sizeof(c3::RankRecord))) {
+    close(fd);
+    return;  // being created
+  }
+  if (st.st_uid != geteuid()) {
+    if (s.bad_record.empty()) {
+      s.bad_record = fmt::format("owned by uid {}, not by this job's user", st.st_uid);
+      log::warning("{}: record {} refused: {}", node_, name, s.bad_record);
+    }
+    close(fd);
+    return;
+  }
+  void* p = mmap(nullptr, sizeof(c3::RankRecord), PROT_READ, MAP_SHARED, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) return;
+  auto* rec = static_cast<c3::RankRecord*>(p);
+  if (__atomic_load_n(&rec->magic, __ATOMIC_ACQUIRE) == 0) {  // not yet published
+    munmap(p, sizeof(c3::RankRecord));
+    return;
+  }
+  std::string why = c3::record_check_header(*rec, static_cast<std::size_t>(st.st_size));
+  if (why.empty() && !match_host_.empty() &&
+      std::string(rec->host, strnlen(rec->host, sizeof rec->host)) != match_host_) {
+    s.foreign = true;  // stable for the rank's lifetime: never looked at again
+    munmap(p, sizeof(c3::RankRecord));
+    return;
+  }
+  if (why.empty() && rec->world_rank != s.rank)
+    why = fmt::format("claims rank {}; expected rank {}", rec->world_rank, s.rank);
+  if (!why.empty()) {
+    if (why != s.bad_record) {
+      log::warning("{}: record {} refused: {}", node_, name, why);
+      s.bad_record = why;
+    }
+    munmap(p, sizeof(c3::RankRecord));
+    return;
+  }
+  s.rec = rec;
+  s.pid = rec->pid;
+  s.pidfd = static_cast<int>(syscall(SYS_pidfd_open, s.pid, 0));
+  if (s.pidfd < 0 && errno == ESRCH) s.death_ns = monotonic_ns();  // gone already
+  s.last_progress_ns = monotonic_ns();
+}
+
+void RankWatcher::tick() {
+  std::lock_guard lk(mu_);
+  const std::int64_t now = monotonic_ns();
+  // With host matching every rank of the step is a candidate: list /dev/shm
+  // once instead of trying every absent name each tick.
+  std::vector<bool> present;
+  if (!match_host_.empty()) {
+    bool missing = false;
+    for (auto& s : slots_) missing |= !s.rec && !s.foreign;
+    if (missing) {
+      present.assign(slots_.size(), false);
+      const std::string prefix = c3::record_shm_prefix(job_, step_);
+      if (DIR* d = opendir("/dev/shm")) {
+        while (dirent* e = readdir(d)) {
+          std::string n = e->d_name;
+          if (n.rfind(prefix, 0) != 0) continue;
+          char* end = nullptr;
+          long r = std::strtol(n.c_str() + prefix.size(), &end, 10);
+          if (*end == '\0' && r >= first_ && r <= last_) present[static_cast<std::size_t>(r - first_)] = true;
+        }
+        closedir(d);
+      }
+    }
+  }
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    auto& s = slots_[i];
+    if (s.foreign) continue;
+    if (!s.rec && (present.empty() || present[i])) try_attach(s);
+    if (!s.rec) continue;
+    c3::RecordLive live;
+    if (!c3::record_read(*s.rec, live)) continue;  // writer busy: next tick
+    // Progress: a collective entered or completed.
+    std::uint64_t key = live.seq * 0x9E3779B97F4A7C15ULL ^ live.exit_ns ^ (live.in_collective << 63);
+    if (!s.have_last || key != s.progress_key) {
+      s.progress_key = key;
+      s.last_progress_ns = now;
+    }
+    s.last = live;
+    s.have_last = true;
+    // Merge the ring into the history and recompute the step statistics.
+    if (live.seq > 0) {
+      c3::CollEvent ev[c3::kRingSize];
+      std::uint64_t from = live.seq >= c3::kRingSize ? live.seq - c3::kRingSize + 1 : 1;
+      std::size_t n = c3::ring_read(*s.rec, from, live.seq, ev);
+      auto& h = s.history;
+      while (!h.empty() && h.back().seq >= from) h.pop_back();  // re-read: exits may be newer
+      for (std::size_t i = 0; i < n; ++i) h.push_back(ev[i]);
+      constexpr std::size_t kKeep = 256;
+      if (h.size() > kKeep) h.erase(h.begin(), h.end() - kKeep);
+      s.steps = analyse_steps(h, step_kind_);
+      s.comm_wait = comm_durations(h);
+    }
+    // New communicators this rank published (append-only table).
+    const std::uint64_t nc = std::min<std::uint64_t>(
+        __atomic_load_n(const_cast<std::uint64_t*>(&s.rec->comm_count), __ATOMIC_ACQUIRE), c3::kCommTable);
+    for (; s.comms_read < nc; ++s.comms_read) {
+      const c3::CommEntry& ce = s.rec->comms[s.comms_read];
+      if (ce.stored != ce.size || ce.size < 2) continue;  // too large to list, or SELF
+      s.comm_members[ce.id] = std::vector<int>(ce.members, ce.members + ce.stored);
+    }
+    // New collective-output signatures.
+    c3::OutSig os[c3::kOutSigRing];
+    std::size_t no = c3::outsig_read(*s.rec, s.outsig_next, os, &s.outsig_next);
+    for (std::size_t k = 0; k < no; ++k) s.outsigs.push_back({os[k].comm, os[k].call, os[k].kind, os[k].sig});
+    outsig_new_ += no;
+    constexpr std::size_t kKeepSigs = 1024;  // undelivered, per rank: the oldest go first
+    if (s.outsigs.size() > kKeepSigs) s.outsigs.erase(s.outsigs.begin(), s.outsigs.end() - kKeepSigs);
+  }
+}
+
+void RankWatcher::poll_deaths(int timeout_ms) {
+  std::vector<pollfd> fds;
+  std::vector<std::size_t> idx;
+  {
+    std::lock_guard lk(mu_);
+    for (std::size_t i = 0; i < slots_.size(); ++i)
+      if (slots_[i].pidfd >= 0 && slots_[i].death_ns == 0) {
+        fds.push_back({slots_[i].pidfd, POLLIN, 0});
+        idx.push_back(i);
+      }
+  }
+  if (fds.empty()) {
+    timespec ts{timeout_ms / 1000, (timeout_ms % 1000) * 1000000L};
+    nanosleep(&ts, nullptr);
+    return;
+  }
+  int n = poll(fds.data(), fds.size(), timeout_ms);
+  if (n <= 0) return;
+  const std::int64_t now = monotonic_ns();
+  std::lock_guard lk(mu_);
+  for (std::size_t k = 0; k < fds.size(); ++k)
+    if (fds[k].revents & (POLLIN | POLLHUP | POLLERR)) slots_[idx[k]].death_ns = now;
+}
+
+LocalSummary RankWatcher::summary() const {
+  std::lock_guard lk(mu_);
+  LocalSummary sum;
+  sum.outsig_new = static_cast<std::uint32_t>(std::min<std::uint64_t>(outsig_new_, 1u << 30));
+  const std::int64_t now = monotonic_ns();
+  for (auto& s : slots_) {
+    if (!s.rec || !s.have_last) continue;
+    ++sum.attached;
+    bool finalized = (s.last.state & c3::kStateFinalized) != 0;
+    if (finalized) {
+      ++sum.finalized;
+      continue;
+    }
+    if (s.death_ns) {
+      if (!s.death_reported) ++sum.unreported_deaths;
+      continue;
+    }
+    sum.max_stall_s = std::max(sum.max_stall_s, (now - s.last_progress_ns) / 1e9);
+    if (s.last.in_collective) ++sum.waiting;
+    sum.min_seq = std::min(sum.min_seq, s.last.seq);
+    sum.max_seq = std::max(sum.max_seq, s.last.seq);
+    if (s.steps.steps >= 4) {
+      ++sum.compute_hist[compute_bin(s.steps.compute_s)];
+      sum.max_compute_s = std::max(sum.max_compute_s, s.steps.compute_s);
+    }
+    for (auto& [c, w] : s.comm_wait) {
+      ++sum.comm_hist[compute_bin(w)];
+      sum.max_comm_s = std::max(sum.max_comm_s, w);
+    }
+  }
+  return sum;
+}
+
+std::vector<RankEvidence> RankWatcher::evidence(bool for_gather) const {
+  std::lock_guard lk(mu_);
+  if (for_gather) outsig_new_ = 0;
+  std::vector<RankEvidence> out;
+  const std::int64_t now = monotonic_ns();
+  for (auto& s : slots_) {
+    if (s.foreign || (!match_host_.empty() && !s.rec)) continue;  // not (yet) ours
+    RankEvidence e;
+    e.rank = s.rank;
+    e.node = node_;
+    if (s.rec && s.have_last) {
+      e.attached = true;
+      e.pid = s.pid;
+      e.finalized = (s.last.state & c3::kStateFinalized) != 0;
+      e.alive = s.death_ns == 0;
+      e.death_ns = s.death_ns;
+      e.seq = s.last.seq;
+      e.fingerprint = s.last.fingerprint;
+      e.comm_id = s.last.comm_id;
+      e.kind = static_cast<std::uint32_t>(s.last.kind);
+      e.in_collective = s.last.in_collective != 0;
+      e.stalled_s = (now - s.last_progress_ns) / 1e9;
+      e.steps = s.steps.steps;
+      e.step_s = s.steps.step_s;
+      e.compute_s = s.steps.compute_s;
+      e.wait_s = s.steps.wait_s;
+      e.comm_wait = s.comm_wait;
+      e.comm_members = s.comm_members;
+      if (for_gather) e.outsigs = std::exchange(s.outsigs, {});
+      if (e.alive) {
+        ProcInfo p = read_proc_info(s.pid);
+        e.state = p.state;
+        e.wchan = p.wchan;
+        e.syscall = p.syscall;
+        e.rchar = p.rchar;
+        e.wchar = p.wchar;
+        if (!p.exists) e.alive = false;
+      } else {
+        e.state = 'X';
+      }
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+void RankWatcher::mark_deaths_reported(const std::vector<int>& ranks) {
+  std::lock_guard lk(mu_);
+  for (auto& s : slots_)
+    for (int r : ranks)
+      if (s.rank == r && s.death_ns) s.death_reported = true;
+}
+
+std::vector<std::pair<int, int>> RankWatcher::take_new_attachments() {
+  std::lock_guard lk(mu_);
+  std::vector<std::pair<int, int>> out;
+  for (auto& s : slots_)
+    if (s.rec && !s.announced) {
+      s.announced = true;
+      out.emplace_back(s.rank, s.pid);
+    }
+  return out;
+}
+
+void RankWatcher::unlink_records() {
+  for (int r = first_; r <= last_; ++r)
+    shm_unlink(c3::record_shm_name(job_, step_, r).c_str());
+}
+
+}  // namespace scout::scoutd

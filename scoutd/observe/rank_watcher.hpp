@@ -1,0 +1,113 @@
+// The local half of scoutd: attaches the shm records of this node's ranks,
+// polls them every tick, notes when each last made progress, and timestamps
+// process deaths the moment they happen (pidfd). Runs in its own thread so
+// that observation goes on while a consensus round waits on a deadline.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "libc3/rank_record.hpp"
+#include "scoutd/detect/progress_detector.hpp"
+#include "scoutd/observe/step_timing.hpp"
+
+namespace scout::scoutd {
+
+inline constexpr int kComputeBins = 32;  // half-octave bins from 0.1 ms
+
+struct LocalSummary {
+  double max_stall_s = 0;     // over live, unfinalized, attached ranks
+  std::uint32_t waiting = 0;  // of those, inside a collective
+  std::uint32_t attached = 0;
+  std::uint32_t finalized = 0;
+  std::uint32_t unreported_deaths = 0;
+  std::uint64_t min_seq = UINT64_MAX, max_seq = 0;
+  // Histogram of the ranks' median compute time per step, for the trigger
+  // (a fixed size, whatever the number of ranks), and its maximum.
+  std::uint32_t compute_hist[kComputeBins] = {};
+  double max_compute_s = 0;
+  // The same for every (rank, communicator) median collective duration.
+  std::uint32_t comm_hist[kComputeBins] = {};
+  double max_comm_s = 0;
+  std::uint32_t outsig_new = 0;  // collective-output signatures read since the last gather
+};
+
+int compute_bin(double seconds);
+double compute_bin_upper(int bin);
+
+class RankWatcher {
+ public:
+  // With a non-empty match_host, only records whose host field equals it
+  // are observed (Slurm: ranks find their node by SLURMD_NODENAME; several
+  // nodes may share one /dev/shm in a test cluster).
+  RankWatcher(std::string job, std::string step, int first_rank, int last_rank, std::string node,
+              double tick_s, std::string match_host = "", std::uint32_t step_kind = 0);
+  ~RankWatcher();
+  RankWatcher(const RankWatcher&) = delete;
+  RankWatcher& operator=(const RankWatcher&) = delete;
+
+  void start();
+  void stop();
+
+  LocalSummary summary() const;
+  // Full evidence for each local rank, /proc state included.
+  // `for_gather`: the output signatures read so far count as delivered.
+  std::vector<RankEvidence> evidence(bool for_gather = false) const;
+  // Deaths included in an evidence gather that completed are reported.
+  void mark_deaths_reported(const std::vector<int>& ranks);
+  // Ranks seen for the first time since the last call (for the ledger).
+  std::vector<std::pair<int, int>> take_new_attachments();
+  // Removes the shm names of this node's ranks (crashed ranks leave theirs).
+  void unlink_records();
+  const std::string& node() const noexcept { return node_; }
+  int first_rank() const noexcept { return first_; }
+  int last_rank() const noexcept { return last_; }
+
+ private:
+  struct Slot {
+    int rank = 0;
+    c3::RankRecord* rec = nullptr;  // mapping (kept after the name is unlinked)
+    std::string bad_record;         // why the record was refused, once
+    int pidfd = -1;
+    int pid = 0;
+    bool announced = false;
+    c3::RecordLive last{};
+    bool have_last = false;
+    std::uint64_t progress_key = 0;
+    std::int64_t last_progress_ns = 0;
+    std::int64_t death_ns = 0;
+    bool death_reported = false;
+    bool foreign = false;  // a rank of another node
+    std::vector<c3::CollEvent> history;  // recent collectives, by seq
+    StepStats steps;
+    std::map<std::uint64_t, double> comm_wait;
+    std::map<std::uint64_t, std::vector<int>> comm_members;  // published, complete ones
+    std::uint64_t comms_read = 0;
+    mutable std::vector<RankEvidence::OutSig> outsigs;  // undelivered, newest last
+    std::uint64_t outsig_next = 0;
+  };
+  void loop();
+  void tick();
+  void try_attach(Slot& s);
+  void poll_deaths(int timeout_ms);
+
+  std::string job_, step_, node_, match_host_;
+  std::uint32_t step_kind_ = 0;
+  int first_, last_;
+  double tick_s_;
+  mutable std::mutex mu_;
+  std::vector<Slot> slots_;
+  mutable std::uint64_t outsig_new_ = 0;  // since the last evidence()
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+std::int64_t monotonic_ns();
+
+}  // namespace scout::scoutd

@@ -1,0 +1,182 @@
+// scoutd control protocol (see control_protocol.hpp).
+#include "scoutd/wire/control_protocol.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace scout::scoutd {
+
+using nlohmann::json;
+
+namespace {
+
+std::string printable(const std::string& s) {
+  std::string out;
+  for (char c : s.substr(0, 40)) out += std::isprint(static_cast<unsigned char>(c)) ? c : '?';
+  if (s.size() > 40) out += "...";
+  return out;
+}
+
+std::vector<std::string> words(const std::string& line) {
+  std::istringstream is(line);
+  std::vector<std::string> w;
+  for (std::string t; is >> t;) w.push_back(t);
+  return w;
+}
+
+std::string upper(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+ControlReply error(const std::string& msg, bool close = false) {
+  return {fmt::format("ERROR: {}\n", msg), close};
+}
+
+}  // namespace
+
+std::string render_status_text(const json& s) {
+  std::string out = fmt::format("job {} step {} | scoutd {} | observers alive {}/{} | round {}\n",
+                                s.value("job", "?"), s.value("step", "?"), s.value("node", "?"),
+                                s.value("observers_alive", 0), s.value("observers", 0),
+                                s.value("round", 0));
+  out += fmt::format("{:>6} {:>8} {:>8} {:>7} {:<14} {:>7} {:>9} {:>9} {:>9} {:>7} {:<18}\n", "RANK",
+                     "PID", "SEQ", "WAITING", "COLLECTIVE", "IDLE_S", "STEP_MS", "COMPUTE", "WAIT_MS",
+                     "SCORE", "PROCESS");
+  for (auto& r : s.value("ranks", json::array())) {
+    if (!r.value("attached", false)) {
+      out += fmt::format("{:>6} {:>8} {:>8} {:>7} {:<14} {:>7} {:>9} {:>9} {:>9} {:>7} {:<18}\n",
+                         r.value("rank", -1), "-", "-", "-", "-", "-", "-", "-", "-", "-",
+                         "not attached");
+      continue;
+    }
+    std::string proc = r.value("finalized", false) ? "finalized"
+                       : !r.value("alive", true)  ? "gone"
+                                                  : r.value("process", "?");
+    const bool timed = r.value("steps", 0) > 0;
+    auto ms = [&](const char* k) { return timed ? fmt::format("{:.1f}", r.value(k, 0.0) * 1e3) : std::string("-"); };
+    std::string score = timed && r.value("score", 0.0) > 0 ? fmt::format("{:.2f}", r.value("score", 0.0)) : "-";
+    out += fmt::format("{:>6} {:>8} {:>8} {:>7} {:<14} {:>7.1f} {:>9} {:>9} {:>9} {:>7} {:<18}\n",
+                       r.value("rank", -1), r.value("pid", 0), r.value("seq", 0),
+                       r.value("in_collective", false) ? "yes" : "no", r.value("collective", "-"),
+                       r.value("stalled_s", 0.0), ms("step_s"), ms("compute_s"), ms("wait_s"), score,
+                       proc);
+  }
+  return out;
+}
+
+namespace {
+// Fields of a ledger row are text a user's scoutd wrote: read them by type,
+// never assume one, and print control characters escaped.
+std::string escaped(const std::string& in) {
+  std::string out;
+  for (unsigned char c : in)
+    if (c < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", c);
+    else out += static_cast<char>(c);
+  return out;
+}
+std::string text_of(const json& o, const char* key, const std::string& fallback) {
+  if (!o.is_object() || !o.contains(key)) return fallback;
+  const json& v = o[key];
+  return escaped(v.is_string() ? v.get<std::string>() : v.dump());
+}
+long long int_of(const json& o, const char* key) {
+  return o.is_object() && o.contains(key) && o[key].is_number_integer() ? o[key].get<long long>() : 0;
+}
+std::string join(const json& a) {
+  if (!a.is_array()) return a.is_null() ? std::string("-") : escaped(a.dump());
+  std::string s;
+  for (auto& x : a) {
+    if (!s.empty()) s += ",";
+    s += escaped(x.is_string() ? x.get<std::string>() : x.dump());
+  }
+  return s.empty() ? std::string("-") : s;
+}
+}  // namespace
+
+std::string render_verdicts_text(const json& v) {
+  std::string out = fmt::format("{:<4} {:<14} {:<13} {:<10} {:<10} {:<24} {}\n", "ID", "KIND",
+                                "STATUS", "RANKS", "HOSTS", "DETECTED", "EVIDENCE");
+  if (!v.is_array()) return out;
+  for (auto& x : v) {
+    if (!x.is_object()) continue;
+    std::string status = text_of(x, "status", "?");
+    if (x.contains("resolved_at") && !x["resolved_at"].is_null()) status += "*";
+    const json e = x.contains("evidence") ? x["evidence"] : json();
+    std::string ev = e.is_object() ? text_of(e, "rule", "") : e.is_null() ? "" : text_of(x, "evidence", "");
+    if (e.is_object()) {
+      if (e.contains("culprits") && e["culprits"].is_array() && !e["culprits"].empty() &&
+          e["culprits"][0].is_object() && e["culprits"][0].contains("pid")) {
+        const auto& c = e["culprits"][0];
+        ev += fmt::format("; pid {} {}", int_of(c, "pid"), text_of(c, "process", ""));
+      }
+      const std::string src = text_of(e, "source", "");
+      if (src == "replay" && e.contains("device"))
+        ev += fmt::format("; {} {} cycle {}", text_of(e, "device", "?"), text_of(e, "recipe", "?"), int_of(e, "cycle"));
+      else if (src == "replay")
+        ev += fmt::format("; {} cycle {}", text_of(e, "recipe", "?"), int_of(e, "cycle"));
+      else if (src == "collective_output")
+        ev += fmt::format("; {} call {}", text_of(e, "collective", "?"), int_of(e, "call"));
+    }
+    out += fmt::format("{:<4} {:<14} {:<13} {:<10} {:<10} {:<24} {}\n", int_of(x, "id"), text_of(x, "kind", "?"),
+                       status, join(x.contains("ranks") ? x["ranks"] : json()),
+                       join(x.contains("hosts") ? x["hosts"] : json()), text_of(x, "detected_at", "?"), ev);
+  }
+  return out;
+}
+
+ControlReply handle_control_line(ControlState& st, const std::string& raw, const ControlProviders& p) {
+  std::string line = raw;
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  if (line.size() > kMaxLineBytes)
+    return error(fmt::format("line too long ({} bytes); expected at most {}", line.size(),
+                             kMaxLineBytes), true);
+  auto w = words(line);
+  if (w.empty()) return error("empty line; expected a command (HELLO, STATUS, VERDICTS, REPLAY, SET FORMAT, QUIT)");
+  std::string cmd = upper(w[0]);
+  if (cmd == "QUIT") return {"OK\n", true};
+  if (cmd == "HELLO") {
+    if (w.size() != 2) return error(fmt::format("expected 'HELLO {}'", kProtocolVersion));
+    if (w[1] != std::to_string(kProtocolVersion))
+      return error(fmt::format("unsupported protocol version '{}'; this scoutd speaks {}",
+                               printable(w[1]), kProtocolVersion), true);
+    st.greeted = true;
+    return {fmt::format("SCOUTD {} job {} node {}\nOK\n", kProtocolVersion, p.job, p.node), false};
+  }
+  if (!st.greeted)
+    return error(fmt::format("expected 'HELLO {}' first, got '{}'", kProtocolVersion,
+                             printable(w[0])));
+  if (cmd == "SET") {
+    if (w.size() == 3 && upper(w[1]) == "FORMAT") {
+      std::string f = w[2];
+      std::transform(f.begin(), f.end(), f.begin(), ::tolower);
+      if (f == "json" || f == "text") {
+        st.json = f == "json";
+        return {"OK\n", false};
+      }
+      return error(fmt::format("unknown format '{}'; expected json or text", printable(w[2])));
+    }
+    return error("expected 'SET FORMAT json' or 'SET FORMAT text'");
+  }
+  if (cmd == "STATUS" && w.size() == 1) {
+    json s = p.status();
+    return {(st.json ? s.dump() + "\n" : render_status_text(s)) + "OK\n", false};
+  }
+  if (cmd == "VERDICTS" && w.size() == 1) {
+    json v = p.verdicts();
+    return {(st.json ? v.dump() + "\n" : render_verdicts_text(v)) + "OK\n", false};
+  }
+  if (cmd == "REPLAY" && w.size() == 1) {
+    if (!p.replay) return error("replay is off for this job (scoutd --replay off)");
+    std::string r = p.replay();
+    if (!r.empty()) return error(r);
+    return {st.json ? "{\"replay\":\"requested\"}\nOK\n" : "replay cycle requested\nOK\n", false};
+  }
+  return error(fmt::format("unknown command '{}'; expected HELLO, STATUS, VERDICTS, REPLAY, "
+                           "SET FORMAT json|text or QUIT", printable(line)));
+}
+
+}  // namespace scout::scoutd

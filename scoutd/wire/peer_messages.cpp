@@ -1,0 +1,185 @@
+// scoutd peer messages (see peer_messages.hpp).
+#include "scoutd/wire/peer_messages.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace scout::scoutd::wire {
+
+using nlohmann::json;
+
+const char* to_string(Kind k) noexcept {
+  switch (k) {
+    case Kind::kHello: return "hello";
+    case Kind::kTriggerUp: return "trigger";
+    case Kind::kDecisionDown: return "decision";
+    case Kind::kGatherUp: return "gather";
+    case Kind::kLearnUp: return "learn-up";
+    case Kind::kLearnDown: return "learn-down";
+  }
+  return "?";
+}
+
+Stats& stats() noexcept {
+  static Stats s;
+  return s;
+}
+
+Bytes encode(Kind kind, const void* payload, std::size_t n) {
+  if (n > kMaxPayload) throw std::length_error(fmt::format("scoutd: wire: {} payload of {} bytes exceeds {}",
+                                                           to_string(kind), n, kMaxPayload));
+  Bytes b(kHeaderBytes + n);
+  const std::uint32_t magic = kMagic, len = static_cast<std::uint32_t>(n);
+  std::memcpy(b.data(), &magic, 4);
+  b[4] = kVersion;
+  b[5] = static_cast<std::uint8_t>(kind);
+  b[6] = b[7] = 0;
+  std::memcpy(b.data() + 8, &len, 4);
+  if (n) std::memcpy(b.data() + kHeaderBytes, payload, n);
+  return b;
+}
+
+std::optional<Bytes> decode(const Bytes& msg, Kind kind, std::string* why) {
+  auto refuse = [&](std::atomic<std::uint64_t>& counter, std::string what) -> std::optional<Bytes> {
+    ++counter;
+    if (why) *why = std::move(what);
+    return std::nullopt;
+  };
+  if (msg.empty()) return std::nullopt;
+  if (msg.size() < kHeaderBytes)
+    return refuse(stats().malformed, fmt::format("{} bytes; expected a {}-byte header", msg.size(), kHeaderBytes));
+  std::uint32_t magic = 0, len = 0;
+  std::memcpy(&magic, msg.data(), 4);
+  std::memcpy(&len, msg.data() + 8, 4);
+  if (magic != kMagic) return refuse(stats().malformed, fmt::format("magic {:08x}; expected {:08x}", magic, kMagic));
+  if (msg[4] != kVersion)
+    return refuse(stats().wrong_version, fmt::format("protocol version {}; expected {}", msg[4], kVersion));
+  if (msg[5] != static_cast<std::uint8_t>(kind))
+    return refuse(stats().malformed, fmt::format("message kind {}; expected {} ({})", msg[5],
+                                                 static_cast<int>(kind), to_string(kind)));
+  // Compared as sizes, never added: no overflow whatever the peer wrote.
+  if (len != msg.size() - kHeaderBytes)
+    return refuse(stats().malformed, fmt::format("length field {} but {} payload bytes", len, msg.size() - kHeaderBytes));
+  return Bytes(msg.begin() + kHeaderBytes, msg.end());
+}
+
+Bytes encode_hello(const std::string& node, int first, int last, int pid) {
+  Hello h{};
+  std::snprintf(h.node, sizeof h.node, "%s", node.c_str());
+  h.first_rank = first;
+  h.last_rank = last;
+  h.pid = pid;
+  return encode(Kind::kHello, &h, sizeof h);
+}
+
+std::optional<Hello> decode_hello(const Bytes& msg) {
+  auto p = decode(msg, Kind::kHello);
+  if (!p) return std::nullopt;
+  Hello h{};
+  if (p->size() != sizeof h || std::memchr(p->data(), 0, sizeof h.node) == nullptr) {
+    ++stats().malformed;
+    return std::nullopt;
+  }
+  std::memcpy(&h, p->data(), sizeof h);
+  return h;
+}
+
+Bytes encode_trigger(const Trigger& t) { return encode(Kind::kTriggerUp, &t, sizeof t); }
+
+std::optional<Trigger> decode_trigger(const Bytes& msg) {
+  auto p = decode(msg, Kind::kTriggerUp);
+  if (!p) return std::nullopt;
+  if (p->size() != sizeof(Trigger)) {
+    ++stats().malformed;
+    return std::nullopt;
+  }
+  Trigger t;
+  std::memcpy(&t, p->data(), sizeof t);
+  return t;
+}
+
+void combine_triggers(Bytes& acc, const Bytes& child) {
+  auto a = decode_trigger(acc);
+  if (!a) return;  // our own contribution always decodes
+  auto c = decode_trigger(child);
+  if (!c) {
+    if (!child.empty()) a->malformed += 1;
+    acc = encode_trigger(*a);
+    return;
+  }
+  a->max_stall_s = std::max(a->max_stall_s, c->max_stall_s);
+  a->waiting += c->waiting;
+  a->attached += c->attached;
+  a->finalized += c->finalized;
+  a->deaths += c->deaths;
+  a->stop |= c->stop;
+  a->malformed += c->malformed;
+  a->min_seq = std::min(a->min_seq, c->min_seq);
+  a->max_seq = std::max(a->max_seq, c->max_seq);
+  a->max_compute_s = std::max(a->max_compute_s, c->max_compute_s);
+  a->max_comm_s = std::max(a->max_comm_s, c->max_comm_s);
+  for (int b = 0; b < kComputeBins; ++b) {
+    a->compute_hist[b] += c->compute_hist[b];
+    a->comm_hist[b] += c->comm_hist[b];
+  }
+  a->replay_pending += c->replay_pending;
+  a->replay_demand |= c->replay_demand;
+  a->outsig_pending += c->outsig_pending;
+  a->learn_pending += c->learn_pending;
+  acc = encode_trigger(*a);
+}
+
+Bytes encode_json(Kind kind, const json& j) {
+  const std::string s = j.dump();
+  return encode(kind, s.data(), s.size());
+}
+
+std::optional<json> decode_json(const Bytes& msg, Kind kind) {
+  auto p = decode(msg, kind);
+  if (!p) return std::nullopt;
+  json j = json::parse(p->begin(), p->end(), nullptr, false);
+  if (j.is_discarded()) {
+    ++stats().malformed;
+    return std::nullopt;
+  }
+  return j;
+}
+
+void concat_gathers(Bytes& acc, const Bytes& child) {
+  auto a = decode_json(acc, Kind::kGatherUp);
+  auto c = decode_json(child, Kind::kGatherUp);
+  json out = a && a->is_array() ? *a : json::array();
+  if (c && c->is_array())
+    for (auto& x : *c) out.push_back(std::move(x));
+  else if (c)
+    ++stats().malformed;
+  acc = encode_json(Kind::kGatherUp, out);
+}
+
+Bytes encode_doubles(Kind kind, const std::vector<double>& v) {
+  return encode(kind, v.data(), v.size() * sizeof(double));
+}
+
+std::optional<std::vector<double>> decode_doubles(const Bytes& msg, Kind kind) {
+  auto p = decode(msg, kind);
+  if (!p) return std::nullopt;
+  if (p->size() % sizeof(double) != 0) {
+    ++stats().malformed;
+    return std::nullopt;
+  }
+  std::vector<double> v(p->size() / sizeof(double));
+  if (!v.empty()) std::memcpy(v.data(), p->data(), p->size());
+  return v;
+}
+
+void concat_doubles(Bytes& acc, const Bytes& child) {
+  auto a = decode_doubles(acc, Kind::kLearnUp);
+  auto c = decode_doubles(child, Kind::kLearnUp);
+  std::vector<double> out = a ? std::move(*a) : std::vector<double>{};
+  if (c) out.insert(out.end(), c->begin(), c->end());
+  acc = encode_doubles(Kind::kLearnUp, out);
+}
+
+}  // namespace scout::scoutd::wire

@@ -1,0 +1,93 @@
+// Every message scoutds exchange over the companion MPI world, in one place:
+// a 12-byte header (magic, protocol version, message kind, payload length)
+// and the payload of that kind. Encoders build them; decoders check the
+// magic, version, kind and every size (without overflow) and refuse the
+// rest: a malformed or wrong-version message is counted and dropped, never
+// trusted. Nothing here touches MPI: libc3's TreeRound moves the bytes.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "scoutd/observe/rank_watcher.hpp"
+
+namespace scout::scoutd::wire {
+
+using Bytes = std::vector<std::uint8_t>;
+
+inline constexpr std::uint32_t kMagic = 0x57544353;  // "SCTW" little-endian
+inline constexpr std::uint8_t kVersion = 1;
+inline constexpr std::size_t kHeaderBytes = 12;
+inline constexpr std::size_t kMaxPayload = std::size_t{1} << 30;
+
+enum class Kind : std::uint8_t {
+  kHello = 1,     // start-up allgather: who observes what (Hello)
+  kTriggerUp,     // each period, reduced up the tree (Trigger)
+  kDecisionDown,  // the root's decision after a trigger or gather (JSON object)
+  kGatherUp,      // the full evidence, concatenated up the tree (JSON array)
+  kLearnUp,       // federated learning contributions (doubles)
+  kLearnDown,     // the new global model (doubles)
+};
+const char* to_string(Kind k) noexcept;
+
+// Counts what the decoders refused, for the log and `scoutctl status`.
+struct Stats {
+  std::atomic<std::uint64_t> malformed{0};      // bad magic, kind or size
+  std::atomic<std::uint64_t> wrong_version{0};  // a peer of another version
+};
+Stats& stats() noexcept;
+
+Bytes encode(Kind kind, const void* payload, std::size_t n);
+// The payload of a message of `kind`, or nullopt (counted in stats(); `why`
+// says what was expected). An empty input (a lost or absent contribution)
+// is nullopt without being counted.
+std::optional<Bytes> decode(const Bytes& msg, Kind kind, std::string* why = nullptr);
+
+// --- Hello: fixed size, strings NUL-terminated inside their arrays --------
+struct Hello {
+  char node[64];
+  std::int32_t first_rank, last_rank, pid, reserved;
+};
+Bytes encode_hello(const std::string& node, int first, int last, int pid);
+std::optional<Hello> decode_hello(const Bytes& msg);
+
+// --- Trigger: the per-period reduction --------------------------------------
+struct Trigger {
+  double max_stall_s;
+  std::uint32_t waiting, attached, finalized, deaths, stop, malformed;
+  std::uint64_t min_seq, max_seq;
+  double max_compute_s;
+  std::uint32_t compute_hist[kComputeBins];
+  double max_comm_s;
+  std::uint32_t comm_hist[kComputeBins];
+  std::uint32_t replay_pending;  // replay reports waiting to be gathered
+  std::uint32_t replay_demand;   // someone asked for a replay cycle
+  std::uint32_t outsig_pending;  // new collective-output signatures
+  std::uint32_t learn_pending;   // telemetry anomaly flags to report
+};
+Bytes encode_trigger(const Trigger& t);
+std::optional<Trigger> decode_trigger(const Bytes& msg);
+// Combines a child's trigger into the accumulator. A child whose message
+// does not decode adds nothing but `malformed`, so the root asks for the
+// full evidence instead of reading it as "no trouble".
+void combine_triggers(Bytes& acc, const Bytes& child);
+
+// --- JSON messages ----------------------------------------------------------
+Bytes encode_json(Kind kind, const nlohmann::json& j);
+// The parsed payload, or nullopt when the message or its JSON is malformed.
+std::optional<nlohmann::json> decode_json(const Bytes& msg, Kind kind);
+// Gathers: the accumulator and each child are JSON arrays, concatenated.
+void concat_gathers(Bytes& acc, const Bytes& child);
+
+// --- doubles (federated learning) -------------------------------------------
+Bytes encode_doubles(Kind kind, const std::vector<double>& v);
+std::optional<std::vector<double>> decode_doubles(const Bytes& msg, Kind kind);
+// Learn contributions: appended payloads (each a self-delimiting record).
+void concat_doubles(Bytes& acc, const Bytes& child);
+
+}  // namespace scout::scoutd::wire

@@ -1,0 +1,76 @@
+// Every SQL statement of the ledger access layer, as named constants (each
+// is prepared once per connection in Ledger::stmt). The schema itself lives
+// in migrations/; this file holds no DDL.
+#pragma once
+
+namespace scout::sql::statements {
+
+inline constexpr const char* kInsertJob =
+    "INSERT OR REPLACE INTO jobs(job_id,user,uid,launcher,command,nodes,ranks,started_at) "
+    "VALUES(?,?,?,?,?,?,?,?)";
+inline constexpr const char* kMaxLocalJob =
+    "SELECT COALESCE(MAX(CAST(job_id AS INTEGER)),0) FROM jobs WHERE launcher='scout-run'";
+inline constexpr const char* kInsertCycle =
+    "INSERT OR REPLACE INTO replay_cycles(job_id,cycle,started_ms,finished_ms,observers,expected,"
+    "devices,outcome,cpu_s,detail) VALUES(?,?,?,?,?,?,?,?,?,?)";
+inline constexpr const char* kSelectCycles =
+    "SELECT job_id,cycle,started_ms,finished_ms,observers,expected,devices,outcome,cpu_s,detail "
+    "FROM replay_cycles WHERE job_id=? ORDER BY cycle";
+inline constexpr const char* kInsertCheckpoint =
+    "INSERT OR IGNORE INTO checkpoints(job_id,path,written_ms,seen_at,state,reason,updated_at) "
+    "VALUES(?,?,?,?,?,?,?)";
+inline constexpr const char* kImportCycle =
+    "INSERT OR IGNORE INTO replay_cycles(job_id,cycle,started_ms,finished_ms,observers,expected,"
+    "devices,outcome,cpu_s,detail) VALUES(?,?,?,?,?,?,?,?,?,?)";
+inline constexpr const char* kImportCheckpoint =
+    "INSERT OR REPLACE INTO checkpoints(job_id,path,written_ms,seen_at,state,reason,updated_at) "
+    "VALUES(?,?,?,?,?,?,?)";
+inline constexpr const char* kUpdateCheckpoint =
+    "UPDATE checkpoints SET state=?, reason=?, updated_at=? WHERE id=?";
+inline constexpr const char* kSelectCheckpoints =
+    "SELECT id,job_id,path,written_ms,seen_at,state,reason,updated_at FROM checkpoints "
+    "WHERE job_id=? ORDER BY written_ms, id";
+inline constexpr const char* kEndJob = "UPDATE jobs SET ended_at=?, exit_status=? WHERE job_id=?";
+inline constexpr const char* kSelectJob =
+    "SELECT job_id,user,uid,launcher,command,nodes,ranks,started_at,ended_at,exit_status "
+    "FROM jobs WHERE job_id=?";
+inline constexpr const char* kUpsertNode =
+    "INSERT OR REPLACE INTO nodes(job_id,node,scoutd_pid,first_rank,last_rank,joined_at) "
+    "VALUES(?,?,?,?,?,?)";
+inline constexpr const char* kSelectNodes =
+    "SELECT job_id,node,scoutd_pid,first_rank,last_rank,joined_at FROM nodes WHERE job_id=? "
+    "ORDER BY first_rank";
+inline constexpr const char* kUpsertRank =
+    "INSERT OR REPLACE INTO ranks(job_id,step,rank,node,pid) VALUES(?,?,?,?,?)";
+inline constexpr const char* kImportVerdict =
+    "INSERT OR IGNORE INTO verdicts(job_id,step,kind,status,ranks,hosts,evidence,detected_at,"
+    "resolved_at,origin,origin_id,origin_uid,imported_at) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)";
+inline constexpr const char* kInsertJobIfMissing =
+    "INSERT OR IGNORE INTO jobs(job_id,user,uid,launcher,command,nodes,ranks,started_at) "
+    "VALUES(?,?,?,?,?,?,?,?)";
+inline constexpr const char* kInsertGating =
+    "INSERT INTO gating(job_id,node,decision,reason,decided_by,decided_at) VALUES(?,?,?,?,?,?)";
+inline constexpr const char* kSelectGating =
+    "SELECT job_id,node,decision,reason,decided_by,decided_at FROM gating WHERE job_id=? ORDER BY id";
+inline constexpr const char* kSelectNodeGating =
+    "SELECT job_id,node,decision,reason,decided_by,decided_at FROM gating WHERE node=? ORDER BY id";
+// Open verdicts on a node: attributed, unresolved, of the given kinds (a JSON
+// array), naming the node, and detected or imported after its last clear.
+inline constexpr const char* kSelectOpenOnNode =
+    "SELECT id,job_id,step,kind,status,ranks,hosts,evidence,detected_at,resolved_at,origin FROM verdicts v "
+    "WHERE v.status='attributed' AND v.resolved_at IS NULL "
+    "AND (?1 = '[]' OR v.kind IN (SELECT value FROM json_each(?1))) "
+    "AND CASE WHEN json_valid(v.hosts) THEN EXISTS (SELECT 1 FROM json_each(v.hosts) WHERE value=?2) ELSE 0 END "
+    "AND max(v.detected_at, coalesce(v.imported_at, '')) > "
+    "coalesce((SELECT max(decided_at) FROM gating WHERE node=?2 AND decision='clear'), '') "
+    "ORDER BY v.id";
+inline constexpr const char* kRankPids = "SELECT pid FROM ranks WHERE job_id=? ORDER BY rank";
+inline constexpr const char* kInsertVerdict =
+    "INSERT INTO verdicts(job_id,step,kind,status,ranks,hosts,evidence,detected_at) "
+    "VALUES(?,?,?,?,?,?,?,?)";
+inline constexpr const char* kResolveVerdict =
+    "UPDATE verdicts SET resolved_at=? WHERE id=? AND resolved_at IS NULL";
+inline constexpr const char* kSelectVerdicts =
+    "SELECT id,job_id,step,kind,status,ranks,hosts,evidence,detected_at,resolved_at,origin "
+    "FROM verdicts WHERE job_id=? ORDER BY id";
+}  // namespace scout::sql::statements

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The test-only hooks exist only in a build configured with
+# --enable-fault-injection: a default build (CI's sanitizer build, a site's
+# ./configure && make install) cannot be made to corrupt or slow a job
+# through SCOUT_PROBE_TEST_* or SCOUT_REPLAY_FAULT.
+set -euo pipefail
+: "${top_builddir:?}"
+B=$top_builddir
+probe=$B/probe/.libs/libscout_probe.so
+scoutd=$B/scoutd/scoutd
+[ -f "$probe" ] && [ -x "$scoutd" ] || { echo "build the probe and scoutd first"; exit 1; }
+if grep -q '^FAULT_CPPFLAGS = -DSCOUT_FAULT_INJECTION' "$B/Makefile"; then expect=present; else expect=absent; fi
+fail=0
+for pair in "$probe:SCOUT_PROBE_TEST_DELAY" "$probe:SCOUT_PROBE_TEST_CORRUPT" "$scoutd:SCOUT_REPLAY_FAULT"; do
+  file=${pair%%:*} var=${pair##*:}
+  # Not "strings | grep -q": grep -q quits early and pipefail sees SIGPIPE.
+  if strings "$file" | grep -x "$var" >/dev/null; then got=present; else got=absent; fi
+  echo "$(basename "$file"): $var $got (expected $expect)"
+  [ "$got" = "$expect" ] || fail=1
+done
+exit $fail

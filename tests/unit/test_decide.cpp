@@ -1,0 +1,186 @@
+// The decision layer without MPI, threads or SQLite: the incident book's
+// replication and debounce rules, and the decider's commit-before-announce
+// queue with a sink that fails on purpose.
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+
+#include "libc3/verdict_kind.hpp"
+#include "scoutd/decide/decider.hpp"
+#include "scoutd/decide/incident_book.hpp"
+
+using namespace scout::scoutd;
+namespace c3 = scout::c3;
+using nlohmann::json;
+
+namespace {
+
+// A sink that fails the first `fail` commits, then assigns ids 1, 2, ...
+struct FlakySink : VerdictSink {
+  int fail = 0;
+  std::int64_t next = 1;
+  std::vector<VerdictToCommit> committed;
+  std::vector<std::pair<std::int64_t, std::string>> resolutions;
+  std::int64_t commit_verdict(const VerdictToCommit& v) override {
+    if (fail > 0) {
+      --fail;
+      throw std::runtime_error("database is locked");
+    }
+    committed.push_back(v);
+    return next++;
+  }
+  void commit_resolution(std::int64_t id, const std::string& at) override {
+    if (fail > 0) {
+      --fail;
+      throw std::runtime_error("disk I/O error");
+    }
+    resolutions.emplace_back(id, at);
+  }
+};
+
+VerdictDraft draft(const std::string& key, c3::VerdictKind kind = c3::VerdictKind::kStall,
+                   c3::VerdictStatus status = c3::VerdictStatus::kAttributed) {
+  VerdictDraft d;
+  d.kind = kind;
+  d.status = status;
+  d.ranks = {4};
+  d.hosts = {"n3"};
+  d.evidence = {{"rule", "test"}};
+  d.key = key;
+  return d;
+}
+
+struct Fixture {
+  IncidentBook book;
+  FlakySink sink;
+  std::vector<std::string> logs;
+  int clock = 0;
+  Decider decider{"17", "0", book, sink,
+                  Decider::Hooks{[this] { return "2026-12-01T00:00:0" + std::to_string(clock++) + ".000Z"; },
+                                 [this](const std::string& m) { logs.push_back(m); }}};
+};
+
+}  // namespace
+
+TEST_CASE("decider: a verdict the sink refuses is kept and committed on a later flush, announced once") {
+  Fixture f;
+  f.sink.fail = 3;
+  f.decider.propose(draft("behind:4"));
+  for (int round = 0; round < 3; ++round) {
+    json events = json::array();
+    CHECK(f.decider.flush(events) == 0);
+    CHECK(events.empty());                   // nothing announced before it is committed
+    CHECK_FALSE(f.book.is_open("behind:4"));
+    CHECK(f.decider.pending() == 1);
+  }
+  json events = json::array();
+  CHECK(f.decider.flush(events) == 1);
+  REQUIRE(events.size() == 1);
+  CHECK(events[0]["op"] == "new");
+  CHECK(events[0]["verdict"]["id"] == 1);
+  CHECK(events[0]["verdict"]["kind"] == "stall");
+  CHECK(events[0]["verdict"]["detected_at"] == "2026-12-01T00:00:00.000Z");  // when it was decided
+  CHECK(f.book.is_open("behind:4"));
+  CHECK(f.decider.pending() == 0);
+  CHECK(f.sink.committed.size() == 1);
+  // The same incident seen again is not recorded twice.
+  f.decider.propose(draft("behind:4"));
+  CHECK(f.decider.pending() == 0);
+}
+
+TEST_CASE("decider: the same incident proposed while queued is queued once") {
+  Fixture f;
+  f.sink.fail = 1;
+  f.decider.propose(draft("crash:2", c3::VerdictKind::kCrash));
+  f.decider.propose(draft("crash:2", c3::VerdictKind::kCrash));
+  json events = json::array();
+  f.decider.flush(events);
+  CHECK(f.decider.pending() == 1);
+  f.decider.flush(events);
+  CHECK(f.sink.committed.size() == 1);
+}
+
+TEST_CASE("decider: order is kept: a resolution waits for its verdict's commit") {
+  Fixture f;
+  f.sink.fail = 1;
+  f.decider.propose(draft("straggler:3", c3::VerdictKind::kStraggler));
+  f.decider.resolve("straggler:3");
+  CHECK(f.decider.pending() == 2);
+  json events = json::array();
+  CHECK(f.decider.flush(events) == 0);
+  CHECK(f.decider.flush(events) == 2);
+  REQUIRE(events.size() == 2);
+  CHECK(events[0]["op"] == "new");
+  CHECK(events[1]["op"] == "resolve");
+  CHECK(events[1]["id"] == 1);
+  CHECK_FALSE(f.book.is_open("straggler:3"));
+  REQUIRE(f.sink.resolutions.size() == 1);
+  CHECK(f.book.verdicts()[0]["resolved_at"] == f.sink.resolutions[0].second);
+}
+
+TEST_CASE("decider: progress resumed resolves hang, behind and divergence incidents, not stragglers") {
+  Fixture f;
+  f.decider.propose(draft("behind:4:100"));
+  f.decider.propose(draft("divergence:1:7", c3::VerdictKind::kDivergence));
+  f.decider.propose(draft("straggler:5", c3::VerdictKind::kStraggler));
+  json events = json::array();
+  f.decider.flush(events);
+  f.decider.progress_resumed();
+  events = json::array();
+  CHECK(f.decider.flush(events) == 2);
+  CHECK(f.book.open_keys({""}) == std::vector<std::string>{"straggler:5"});
+  CHECK(f.decider.open_or_queued("straggler") == std::set<std::string>{"straggler:5"});
+}
+
+TEST_CASE("decider: an inconclusive draft must be seen in two consecutive gathers") {
+  Fixture f;
+  auto inc = draft("hang-inconclusive:9", c3::VerdictKind::kHang, c3::VerdictStatus::kInconclusive);
+  f.decider.propose_all({inc});
+  CHECK(f.decider.pending() == 0);
+  f.decider.propose_all({});  // a gather without it: the count starts again
+  f.decider.propose_all({inc});
+  CHECK(f.decider.pending() == 0);
+  f.decider.propose_all({inc});
+  CHECK(f.decider.pending() == 1);
+  // Attributed drafts are not debounced.
+  f.decider.propose_all({draft("behind:1")});
+  CHECK(f.decider.pending() == 2);
+}
+
+TEST_CASE("incident book: replicated events are idempotent; malformed ones are counted, not trusted") {
+  IncidentBook book;
+  json v = {{"id", 7}, {"kind", "observer_lost"}, {"evidence", {{"observer", 2}}}, {"resolved_at", nullptr}};
+  book.note_lost(2);
+  book.note_lost(3);
+  json events = json::array({{{"op", "new"}, {"key", "observer_lost:2"}, {"verdict", v}}});
+  book.apply(events);
+  book.apply(events);  // the deciding observer applied it already
+  CHECK(book.verdicts().size() == 1);
+  CHECK(book.lost_unrecorded() == std::set<int>{3});
+  book.apply(json::array({{{"op", "new"}, {"key", 5}}, {{"op", "resolve"}, {"key", "observer_lost:2"}, {"id", "x"}},
+                          "garbage", {{"op", "explode"}, {"key", "k"}}}));
+  CHECK(book.malformed_events() == 4);
+  CHECK(book.is_open("observer_lost:2"));
+  book.apply(json::array({{{"op", "resolve"}, {"key", "observer_lost:2"}, {"id", 7}, {"at", "T"}}}));
+  CHECK_FALSE(book.is_open("observer_lost:2"));
+  CHECK(book.verdicts()[0]["resolved_at"] == "T");
+}
+
+TEST_CASE("observer_lost draft names the node and the ranks left unobserved") {
+  auto d = observer_lost_draft({2, "n3", 4242, {4, 5}}, 1.0);
+  CHECK(d.kind == c3::VerdictKind::kObserverLost);
+  CHECK(d.status == c3::VerdictStatus::kAttributed);
+  CHECK(d.hosts == std::vector<std::string>{"n3"});
+  CHECK(d.evidence["unobserved_ranks"] == json::array({4, 5}));
+  CHECK(d.key == "observer_lost:2");
+}
+
+TEST_CASE("verdict kinds: one list; names round-trip; drainable kinds") {
+  for (auto k : c3::kAllVerdictKinds) CHECK(c3::verdict_kind_from(c3::to_string(k)) == k);
+  for (auto s : c3::kAllVerdictStatuses) CHECK(c3::verdict_status_from(c3::to_string(s)) == s);
+  CHECK_FALSE(c3::verdict_kind_from("stalled").has_value());
+  CHECK(c3::drainable(c3::VerdictKind::kSdc));
+  CHECK_FALSE(c3::drainable(c3::VerdictKind::kTelemetryAnomaly));
+  CHECK_FALSE(c3::drainable(c3::VerdictKind::kObserverLost));
+  CHECK(c3::drainable_kinds_text() == "hang, stall, crash, divergence or sdc");
+}

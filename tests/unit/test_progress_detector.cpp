@@ -1,0 +1,145 @@
+// Detector rules over gathered evidence: who is behind, who diverged, who
+// died first; never a guess without a strict majority.
+#include <doctest/doctest.h>
+
+#include "libc3/rank_record.hpp"
+#include "scoutd/detect/progress_detector.hpp"
+
+using namespace scout::scoutd;
+namespace c3 = scout::c3;
+
+namespace {
+std::vector<RankEvidence> job(int n, std::uint64_t seq, bool waiting, double stalled) {
+  std::vector<RankEvidence> v;
+  for (int r = 0; r < n; ++r) {
+    RankEvidence e;
+    e.rank = r;
+    e.node = "n" + std::to_string(r / 2 + 1);
+    e.pid = 100 + r;
+    e.attached = true;
+    e.seq = seq;
+    e.fingerprint = 0xAAAA;
+    e.comm_id = 0xC0;
+    e.kind = scout::c3::kAllreduce;
+    e.in_collective = waiting;
+    e.stalled_s = stalled;
+    e.state = 'S';
+    v.push_back(e);
+  }
+  return v;
+}
+DetectorOptions opt() { return {.stall_threshold_s = 2.0}; }
+}  // namespace
+
+TEST_CASE("stopped rank behind the majority: stall naming it, host and pid") {
+  auto v = job(8, 41, true, 3.0);
+  v[5].seq = 40;
+  v[5].in_collective = false;
+  v[5].state = 'T';
+  auto d = detect_progress(v, opt());
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].kind == c3::VerdictKind::kStall);
+  CHECK(d[0].status == c3::VerdictStatus::kAttributed);
+  CHECK(d[0].ranks == std::vector<int>{5});
+  CHECK(d[0].hosts == std::vector<std::string>{"n3"});
+  CHECK(d[0].evidence["culprits"][0]["pid"] == 105);
+  CHECK(d[0].evidence["waiting"].size() == 7);
+}
+
+TEST_CASE("running rank behind the majority: hang") {
+  auto v = job(4, 10, true, 3.0);
+  v[2].seq = 9;
+  v[2].in_collective = false;
+  v[2].state = 'R';
+  auto d = detect_progress(v, opt());
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].kind == c3::VerdictKind::kHang);
+  CHECK(d[0].ranks == std::vector<int>{2});
+}
+
+TEST_CASE("below the stall threshold or nobody waiting: no verdict") {
+  auto v = job(4, 10, true, 1.0);
+  v[2].seq = 9;
+  CHECK(detect_progress(v, opt()).empty());
+  auto c = job(4, 10, false, 30.0);  // long compute phase everywhere
+  CHECK(detect_progress(c, opt()).empty());
+}
+
+TEST_CASE("same position, different fingerprint: divergence by strict majority") {
+  auto v = job(8, 41, true, 3.0);
+  v[3].fingerprint = 0xBBBB;
+  v[3].kind = scout::c3::kBarrier;
+  auto d = detect_progress(v, opt());
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].kind == c3::VerdictKind::kDivergence);
+  CHECK(d[0].status == c3::VerdictStatus::kAttributed);
+  CHECK(d[0].ranks == std::vector<int>{3});
+  CHECK(d[0].evidence["culprits"][0]["collective"] == "barrier");
+  CHECK(d[0].evidence["majority_collective"] == "allreduce");
+}
+
+TEST_CASE("everyone waits in the same collective: inconclusive communication hang") {
+  auto d = detect_progress(job(4, 7, true, 5.0), opt());
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].kind == c3::VerdictKind::kHang);
+  CHECK(d[0].status == c3::VerdictStatus::kInconclusive);
+  CHECK(d[0].ranks.empty());
+  CHECK(d[0].evidence["members"].size() == 4);
+}
+
+TEST_CASE("split positions without a strict majority: inconclusive, no culprit") {
+  auto v = job(4, 7, true, 5.0);
+  v[0].seq = v[1].seq = 6;
+  auto d = detect_progress(v, opt());
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].status == c3::VerdictStatus::kInconclusive);
+  CHECK(d[0].ranks.empty());
+}
+
+TEST_CASE("crash: the first death of a minority is attributed; a job-wide teardown is not") {
+  auto v = job(8, 20, true, 0.5);
+  v[4].alive = false;
+  v[4].death_ns = 1'000'000'000;
+  v[4].state = 'X';
+  for (int r : {0, 1, 2, 3, 5, 6, 7}) {  // mpirun kills the rest a second later
+    v[static_cast<std::size_t>(r)].alive = false;
+    v[static_cast<std::size_t>(r)].death_ns = 2'000'000'000;
+  }
+  auto d = detect_crash(v, opt());
+  REQUIRE(d.has_value());
+  CHECK(d->kind == c3::VerdictKind::kCrash);
+  CHECK(d->ranks == std::vector<int>{4});
+  CHECK(d->hosts == std::vector<std::string>{"n3"});
+  for (auto& e : v) e.death_ns = 5'000'000'000;  // all at once (Ctrl-C)
+  CHECK_FALSE(detect_crash(v, opt()).has_value());
+  auto ok = job(8, 20, false, 0.0);
+  for (auto& e : ok) { e.alive = false; e.finalized = true; e.death_ns = 1; }
+  CHECK_FALSE(detect_crash(ok, opt()).has_value());  // clean exit
+}
+
+TEST_CASE("evidence round-trips through JSON") {
+  auto v = job(1, 3, true, 1.5)[0];
+  v.fingerprint = 0xFFFFFFFFFFFFFFFFULL;
+  nlohmann::json j = v;
+  auto back = j.get<RankEvidence>();
+  CHECK(back.fingerprint == v.fingerprint);
+  CHECK(back.seq == 3);
+  CHECK(back.node == "n1");
+}
+
+TEST_CASE("the rank behind blocked inside a write is an I/O straggler") {
+  auto v = job(8, 41, true, 3.0);
+  v[6].seq = 40;
+  v[6].in_collective = false;
+  v[6].state = 'S';
+  v[6].syscall = 1;  // write
+  auto d = detect_progress(v, opt());
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].kind == c3::VerdictKind::kStraggler);
+  CHECK(d[0].evidence["type"] == "io");
+  CHECK(d[0].ranks == std::vector<int>{6});
+  CHECK(d[0].evidence["culprits"][0]["syscall"] == "write");
+  v[6].state = 'D';  // uninterruptible, but not in a read/write: a stall
+  v[6].syscall = -1;
+  CHECK(detect_progress(v, opt())[0].kind == c3::VerdictKind::kStall);
+}
