@@ -13,6 +13,7 @@
 #include <cstring>
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 #include <thread>
 #include <string>
@@ -22,6 +23,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/control_client.hpp"
+#include "cli/scoutctl.hpp"
+#include "ledgerd/client.hpp"
+#include "ledgerd/site_config.hpp"
 #include "libc3/options.hpp"
 #include "libc3/rank_record.hpp"
 #include "scoutd/wire/control_protocol.hpp"
@@ -32,24 +36,11 @@ using nlohmann::json;
 namespace sd = scout::scoutd;
 namespace sq = scout::sql;
 namespace cli = scout::cli;
+namespace ld = scout::ledgerd;
+
+using namespace scout::cli;
 
 namespace {
-
-constexpr int kExitOk = 0, kExitInternal = 1, kExitUsage = 2, kExitUnknownJob = 3,
-              kExitLedger = 4, kExitUnreachable = 5;
-
-struct Args {
-  std::string command, job, ledger, runtime_dir, spool, reason;
-  std::string node;  // node and clear
-  bool json = false;
-  int count = 0;         // top: refreshes (0 = until q)
-  double interval = 1;   // top: seconds between refreshes
-};
-
-[[noreturn]] void die(int code, const std::string& msg) {
-  std::fprintf(stderr, "scoutctl: %s\n", msg.c_str());
-  std::exit(code);
-}
 
 json verdict_json(const sq::VerdictRow& v) {
   auto parse = [](const std::string& s, json fallback) {
@@ -131,9 +122,22 @@ int cmd_recovery(const Args& a) {
 }
 
 int cmd_query(const Args& a) {
-  auto l = open_job_ledger(a);
   json out = json::array();
-  for (auto& v : l.verdicts(a.job)) out.push_back(verdict_json(v));
+  // Live on a compute node: its spool. Elsewhere: the ledger service, then
+  // the local site ledger.
+  const std::string spool_db = a.spool.empty() ? "" : a.spool + "/" + a.job + ".db";
+  std::optional<json> remote;
+  if (spool_db.empty() || ::access(spool_db.c_str(), R_OK) != 0) remote = query_ledgerd(a);
+  if (remote) {
+    for (auto& v : *remote) {
+      v.erase("origin");
+      v.erase("vkey");
+      out.push_back(v);
+    }
+  } else {
+    auto l = open_job_ledger(a);
+    for (auto& v : l.verdicts(a.job)) out.push_back(verdict_json(v));
+  }
   if (a.json) {
     std::puts(out.dump(2).c_str());
   } else if (out.empty()) {
@@ -165,10 +169,15 @@ sq::Ledger open_site_ledger(const Args& a, sq::Ledger::Mode mode) {
 }
 
 int cmd_node(const Args& a) {
-  auto l = open_site_ledger(a, sq::Ledger::Mode::kReadOnly);
   json open = json::array(), decisions = json::array();
-  for (auto& v : l.open_verdicts_on(a.node, {})) open.push_back(verdict_json(v));
-  for (auto& g : l.node_gating(a.node)) decisions.push_back(gating_json(g));
+  if (auto r = ask_ledgerd(a, {{"op", "node"}, {"node", a.node}})) {
+    open = (*r)["open_verdicts"];
+    decisions = (*r)["decisions"];
+  } else {
+    auto l = open_site_ledger(a, sq::Ledger::Mode::kReadOnly);
+    for (auto& v : l.open_verdicts_on(a.node, {})) open.push_back(verdict_json(v));
+    for (auto& g : l.node_gating(a.node)) decisions.push_back(gating_json(g));
+  }
   if (a.json) {
     std::puts(json{{"node", a.node}, {"open_verdicts", open}, {"decisions", decisions}}.dump(2).c_str());
     return kExitOk;
@@ -192,6 +201,15 @@ int cmd_node(const Args& a) {
 int cmd_clear(const Args& a) {
   if (a.reason.empty())
     die(kExitUsage, "clear: --reason TEXT is required (what was repaired or tested; kept for audit)");
+  if (auto r = ask_ledgerd(a, {{"op", "clear"}, {"node", a.node}, {"reason", a.reason}})) {
+    if (a.json) std::puts(r->dump(2).c_str());
+    else {
+      std::printf("node %s: cleared %zu open verdict(s) (recorded by scout-ledgerd: %s)\n", a.node.c_str(),
+                  (*r)["cleared"].size(), r->value("decided_by", "?").c_str());
+      std::printf("return it to service with: scontrol update nodename=%s state=resume\n", a.node.c_str());
+    }
+    return kExitOk;
+  }
   auto l = open_site_ledger(a, sq::Ledger::Mode::kReadWrite);
   auto open = l.open_verdicts_on(a.node, {});
   const char* user = std::getenv("SUDO_USER") ? std::getenv("SUDO_USER") : std::getenv("USER");
@@ -349,7 +367,8 @@ scout::opts::Table make_table(Args& a) {
       "scoutctl",
       "scoutctl COMMAND JOBID [OPTIONS]\n"
       "       scoutctl node NODE [OPTIONS]\n"
-      "       scoutctl clear NODE --reason TEXT [OPTIONS]",
+      "       scoutctl clear NODE --reason TEXT [OPTIONS]\n"
+      "       scoutctl ping [--json]",
       "Read scout verdicts and live state; review and clear a node's health.\n\n"
       "Commands:\n"
       "  query JOBID     verdicts of a job from the ledger (during and after the job)\n"
@@ -367,7 +386,8 @@ scout::opts::Table make_table(Args& a) {
       "                  its health decisions (drain, keep, refuse, clear)\n"
       "  clear NODE      after repair: record a clear decision (who, when, --reason),\n"
       "                  which closes the node's open verdicts so that scout-prolog\n"
-      "                  accepts it again (writes the site ledger: root)\n\n"
+      "                  accepts it again (writes the site ledger: root)\n"
+      "  ping            reach scout-ledgerd (MUNGE end to end) and say who you are to it\n\n"
       "Options:",
       "Exit status: 0 ok, 1 internal error (recovery: no verified checkpoint),\n"
       "2 usage or malformed job id,\n"
@@ -397,10 +417,15 @@ int main(int argc, char** argv) {
     if (const char* e = std::getenv("SCOUT_SPOOL")) a.spool = e;
   if (pos.empty()) die(kExitUsage, "missing command; expected 'query JOBID' or 'status JOBID' (see scoutctl --help)");
   a.command = pos[0];
-  static const char* kCommands[] = {"query", "status", "top", "replay", "checkpoints", "recovery", "node", "clear"};
+  static const char* kCommands[] = {"query", "status", "top", "replay", "checkpoints", "recovery", "node", "clear",
+                                    "ping"};
   if (std::none_of(std::begin(kCommands), std::end(kCommands), [&](const char* c) { return a.command == c; }))
     die(kExitUsage, fmt::format("unknown command '{}'; expected query, status, top, replay, checkpoints, "
-                                "recovery, node or clear", a.command));
+                                "recovery, node, clear or ping", a.command));
+  if (a.command == "ping") {
+    if (pos.size() != 1) die(kExitUsage, "ping: takes no argument");
+    return cmd_ping(a);
+  }
   if (a.command == "node" || a.command == "clear") {
     if (pos.size() != 2) die(kExitUsage, fmt::format("{}: expected exactly one NODE", a.command));
     a.node = pos[1];

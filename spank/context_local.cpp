@@ -5,6 +5,7 @@
 // companion's environment is cleaned and marked.
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -19,7 +20,6 @@
 #include <thread>
 #include <vector>
 
-#include "scoutd/wire/runtime_paths.hpp"
 #include "spank/plugin_state.hpp"
 
 extern char** environ;
@@ -94,7 +94,9 @@ int local_user_init(spank_t sp) {
                                    "-N", nodes, "-n", nodes, "--ntasks-per-node=1",
                                    "--kill-on-bad-exit=0", "--disable-status", "--job-name=scout",
                                    "--quiet",
-                                   "--output=" + cfg.spool + "/" + jid + "." + sid + ".scoutd.log",
+                                   // scoutd's log stays on its node; its stdout says only
+                                   // "scoutd ready NODE", relayed here by srun.
+                                   "--error=" + cfg.spool + "/" + jid + "." + sid + ".scoutd.log",
                                    "--open-mode=append"};
   if (std::string nl = step_nodelist(); !nl.empty()) args.push_back("--nodelist=" + nl);
   std::vector<std::string> tail = {cfg.scoutd, "--job-id", jid, "--step", sid, "--ranks",
@@ -124,11 +126,15 @@ int local_user_init(spank_t sp) {
   // srun's own messages about the companion go to the spool, not to the
   // user's terminal.
   const std::string log = cfg.spool + "/" + jid + "." + sid + ".companion.log";
+  int ready_fd = -1;  // read end of the companion's stdout: "scoutd ready NODE" lines
   auto launch = [&]() -> pid_t {
     int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    int ready[2] = {-1, -1};
+    if (cfg.companion_wait > 0 && ::pipe2(ready, O_CLOEXEC) != 0) ready[0] = ready[1] = -1;
     pid_t pid = fork();
     if (pid < 0) {
       if (log_fd >= 0) ::close(log_fd);
+      if (ready[0] >= 0) ::close(ready[0]), ::close(ready[1]);
       return -1;
     }
     if (pid == 0) {
@@ -137,35 +143,55 @@ int local_user_init(spank_t sp) {
       sigprocmask(SIG_SETMASK, &none, nullptr);  // srun blocks HUP INT QUIT USR1 USR2 PIPE ALRM TERM
       for (int s = 1; s < NSIG; ++s)
         if (s != SIGKILL && s != SIGSTOP) signal(s, SIG_DFL);
-      for (int fd = 3; fd < 1024; ++fd) ::close(fd);  // srun's shepherd pipe among them
-      setpgid(0, 0);
-      prctl(PR_SET_PDEATHSIG, SIGUSR1);  // srun gone: the companion stops cleanly
+      // Standard streams first (dup2 clears close-on-exec), then every other
+      // inherited fd is closed: srun's shepherd pipe among them.
       int devnull = ::open("/dev/null", O_RDWR);
       if (devnull >= 0) dup2(devnull, 0);
       if (log_fd >= 0) {
         dup2(log_fd, 1);
         dup2(log_fd, 2);
       }
+      if (ready[1] >= 0) dup2(ready[1], 1);
+      for (int fd = 3; fd < 1024; ++fd) ::close(fd);
+      setpgid(0, 0);
+      prctl(PR_SET_PDEATHSIG, SIGUSR1);  // srun gone: the companion stops cleanly
       execvpe(av[0], av.data(), ev.data());
       _exit(127);
     }
     if (log_fd >= 0) ::close(log_fd);
+    if (ready[1] >= 0) ::close(ready[1]);
+    if (ready_fd >= 0) ::close(ready_fd);
+    ready_fd = ready[0];
     return pid;
   };
-  // Optionally hold the job step until every scoutd is up (its control
-  // socket exists): scout then sees the step from its first collective, and
-  // the two MPI jobs do not initialise at the same moment. A companion that
-  // does not come up in time (e.g. a scoutd that died in MPI_Init) is
-  // stopped and started once more. Bounded; a runtime directory not visible
-  // from here only costs the wait.
+  // Optionally hold the job step until every scoutd is up (it prints
+  // "scoutd ready NODE" on stdout, which srun relays to this process: the
+  // nodes' runtime directories are node-local and not visible from here):
+  // scout then sees the step from its first collective, and the two MPI
+  // jobs do not initialise at the same moment. A companion that does not
+  // come up in time (e.g. a scoutd that died in MPI_Init) is stopped and
+  // started once more. Bounded.
   auto up = [&](pid_t pid) {
-    const std::string dir = scout::scoutd::job_runtime_dir(cfg.runtime_dir, jid);
     auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(cfg.companion_wait);
+    std::string pending;
+    std::uint32_t ready = 0;
     while (std::chrono::steady_clock::now() < end) {
       int status = 0;
       if (waitpid(pid, &status, WNOHANG) == pid) return -1;  // exited
-      if (scout::scoutd::list_control_sockets(dir).size() >= nnodes) return 1;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      if (ready_fd < 0) return 0;
+      pollfd p{ready_fd, POLLIN, 0};
+      if (::poll(&p, 1, 100) > 0) {
+        char buf[512];
+        const ssize_t n = ::read(ready_fd, buf, sizeof buf);
+        if (n <= 0) return -1;  // the companion's stdout closed: it is gone
+        pending.append(buf, static_cast<std::size_t>(n));
+        for (auto nl = pending.find('\n'); nl != std::string::npos; nl = pending.find('\n')) {
+          ready += pending.compare(0, 13, "scoutd ready ") == 0;
+          pending.erase(0, nl + 1);
+        }
+        if (pending.size() > 4096) pending.clear();  // not ours: bounded
+        if (ready >= nnodes) return 1;
+      }
     }
     return 0;  // timed out
   };
@@ -189,11 +215,21 @@ int local_user_init(spank_t sp) {
     }
   }
   st.companion = pid;
+  st.ready_fd = ready_fd;  // kept open while the companion runs: srun may relay more
   return 0;
 }
 
 int local_exit(spank_t) {
   auto& st = state();
+  // The companion's stdout pipe is closed once srun has exited (never before:
+  // a write to a closed pipe would kill it).
+  struct CloseReady {
+    int& fd;
+    ~CloseReady() {
+      if (fd >= 0) ::close(fd);
+      fd = -1;
+    }
+  } close_ready{st.ready_fd};
   if (st.companion <= 0) return 0;
   const pid_t pid = st.companion;
   st.companion = -1;

@@ -21,6 +21,7 @@ struct PluginState {
   double opt_stall = -1;      // -1 not set
   std::string opt_ckpt_dir;   // --scout-ckpt-dir
   pid_t companion = -1;       // srun of the companion step (local context)
+  int ready_fd = -1;          // its stdout, where the scoutds say they are ready
   std::string deferred_error; // user_init errors reach srun only from task_init
 };
 

@@ -10,12 +10,14 @@
 // it refuses this node (drains it and exits 1, so Slurm does not start the
 // job here) while the site ledger holds an open attributed verdict of a
 // prolog kind (default sdc) naming it; `scoutctl clear NODE` closes them.
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <cerrno>
 #include <cstring>
 #include <set>
 #include <string>
@@ -27,6 +29,7 @@
 #include "libc3/rank_record.hpp"
 #include "libc3/log.hpp"
 #include "libc3/options.hpp"
+#include "spank/epilog_ledgerd.hpp"
 #include "spank/plugin_config.hpp"
 #include "sql/ledger.hpp"
 
@@ -128,29 +131,93 @@ bool names_host(const sq::VerdictRow& v, const std::string& node) {
 // The prolog check: false refuses the node (drained here, and the prolog's
 // exit status 1 keeps the job off it). Every job start on every node reads the site ledger, so the common case
 // (nothing open) takes no write lock; no site ledger yet means nothing open.
+// The job's allocation, as the prolog saw it while the job started: during
+// the epilogs Slurm shrinks the job's NodeList as nodes finish theirs, so a
+// late epilog would take verdicts naming an early node for foreign ones.
+// Root-written, next to the site ledger (node-local), read and removed by
+// the epilog.
+std::string allocation_file(const sp::PluginConfig& cfg, const std::string& job, const std::string& node) {
+  const auto slash = cfg.ledger.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? std::string(".") : cfg.ledger.substr(0, slash);
+  return dir + "/jobs/" + job + "." + node + ".nodes";  // per node: the directory may be shared
+}
+
+void remember_allocation(const sp::PluginConfig& cfg, const Args& a) {
+  if (a.node.find('/') != std::string::npos) return;
+  const std::string nodelist = job_nodelist(cfg.scontrol, a.job);
+  if (nodelist.empty()) return;
+  const std::string path = allocation_file(cfg, a.job, a.node);
+  ::mkdir(path.substr(0, path.find_last_of('/')).c_str(), 0700);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    scout::log::warning("cannot record the allocation of job {} in {}: {}", a.job, path, std::strerror(errno));
+    return;
+  }
+  const std::string line = nodelist + "\n";
+  if (::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+    scout::log::warning("cannot record the allocation of job {} in {}: {}", a.job, path, std::strerror(errno));
+  ::close(fd);
+}
+
+// What the prolog recorded, if it ran on this node (and removes it).
+std::string remembered_allocation(const sp::PluginConfig& cfg, const std::string& job, const std::string& node) {
+  if (node.find('/') != std::string::npos) return {};
+  const std::string path = allocation_file(cfg, job, node);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return {};
+  struct stat st {};
+  std::string out;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 && st.st_size < 65536) {
+    char buf[65536];
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0) out.assign(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  ::unlink(path.c_str());
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return out.find_first_of(" \n\t") == std::string::npos ? out : std::string();
+}
+
 bool prolog(const sp::PluginConfig& cfg, const Args& a, const std::string& who) {
+  remember_allocation(cfg, a);
   std::vector<sq::VerdictRow> open;
   try {
     open = sq::Ledger::open(cfg.ledger, sq::Ledger::Mode::kReadOnly).open_verdicts_on(a.node, cfg.prolog_kinds);
   } catch (const sq::LedgerError& e) {
-    if (e.code() == sq::LedgerError::Code::kMissing) return true;
-    throw;
+    if (e.code() != sq::LedgerError::Code::kMissing) throw;
+  }
+  // The site ledger service knows what other nodes' epilogs recorded.
+  auto service = sp::EpilogLedgerd::from_site_config();
+  if (service) {
+    std::vector<sq::VerdictRow> remote;
+    if (auto why = service->node_open_verdicts(a.node, remote); !why.empty()) {
+      scout::log::error("scout-ledgerd: {}{}", why, cfg.fail_closed ? "; failing closed" : "; deciding from this node");
+      if (cfg.fail_closed) throw std::runtime_error("scout-ledgerd unreachable: " + why);
+    }
+    std::set<std::string> kinds(cfg.prolog_kinds.begin(), cfg.prolog_kinds.end());
+    for (auto& v : remote)
+      if (kinds.empty() || kinds.count(v.kind)) open.push_back(v);
   }
   if (open.empty()) return true;
   auto site = sq::Ledger::open(cfg.ledger, sq::Ledger::Mode::kReadWrite);
+  auto record = [&](const sq::GatingRow& g) {
+    site.insert_gating(g);
+    if (service)
+      if (auto why = service->gating(g); !why.empty()) scout::log::error("scout-ledgerd: decision not recorded: {}", why);
+  };
   const auto& v = open.back();
   std::string reason = fmt::format("scout: open {} verdict {} job {}", v.kind, v.id, v.job_id);
   if (open.size() > 1) reason += fmt::format(" (+{} more)", open.size() - 1);
   reason += fmt::format("; scoutctl clear {} after repair", a.node);
   if (!cfg.gate || a.dry_run) {
-    site.insert_gating({a.job, a.node, "keep", reason + (a.dry_run ? " [dry run]" : " [gating off]"), who, ""});
+    record({a.job, a.node, "keep", reason + (a.dry_run ? " [dry run]" : " [gating off]"), who, ""});
     std::printf("scout-prolog: would refuse %s: %s\n", a.node.c_str(), reason.c_str());
     return true;
   }
   std::string err;
   if (drain_node(cfg, a.node, reason, err) != 0)
-    site.insert_gating({a.job, a.node, "error", reason + "; drain failed: " + err, who, ""});
-  site.insert_gating({a.job, a.node, "refuse", reason, who, ""});
+    record({a.job, a.node, "error", reason + "; drain failed: " + err, who, ""});
+  record({a.job, a.node, "refuse", reason, who, ""});
   scout::log::warning("refused {} for job {}: {}", a.node, a.job, reason);
   return false;
 }
@@ -236,34 +303,66 @@ int main(int argc, char** argv) {
       return finish(true, e.what());  // a scout problem never refuses a node unless fail_closed
     }
   }
+  const std::string remembered = remembered_allocation(cfg, a.job, a.node);  // read once, removed
+  // The site ledger service, when the site has one: the spool's verdicts are
+  // forwarded to it (idempotent), every decision is recorded there too, and
+  // the decision reads the verdicts other nodes forwarded.
+  std::optional<sp::EpilogLedgerd> service;
+  try {
+    service = sp::EpilogLedgerd::from_site_config();
+  } catch (const std::exception& e) {
+    return finish(true, fmt::format("site configuration: {}", e.what()));
+  }
+  std::string service_error;
+  auto note_service = [&](const std::string& why) {
+    if (!why.empty() && service_error.empty()) service_error = why;
+  };
+  auto unreachable = [&]() -> int {  // at the end: fail_closed decides
+    if (service_error.empty()) return 0;
+    scout::log::error("scout-ledgerd at {}:{}: {}{}", service->endpoint().host, service->endpoint().port,
+                      service_error, cfg.fail_closed ? "; failing closed" : "; decided from this node's spool");
+    return cfg.fail_closed ? 1 : 0;
+  };
   try {
     auto site = sq::Ledger::open(cfg.ledger, sq::Ledger::Mode::kReadWrite);
+    auto record = [&](const sq::GatingRow& g) {
+      site.insert_gating(g);
+      if (service) note_service(service->gating(g));
+    };
     // --- import the job's spool ledger, if the job's user owns it ---------
     const std::string spool = cfg.spool + "/" + a.job + ".db";
     struct stat st {};
     if (::lstat(spool.c_str(), &st) == 0) {
       if (!S_ISREG(st.st_mode)) {
-        site.insert_gating({a.job, a.node, "error", "spool ledger " + spool + " is not a regular file; not imported", who, ""});
+        record({a.job, a.node, "error", "spool ledger " + spool + " is not a regular file; not imported", who, ""});
       } else if (a.uid >= 0 && st.st_uid != static_cast<uid_t>(a.uid) && st.st_uid != 0) {
-        site.insert_gating({a.job, a.node, "error",
+        record({a.job, a.node, "error",
                             fmt::format("spool ledger {} is owned by uid {}, not by the job's user {}; not imported",
                                         spool, st.st_uid, a.uid), who, ""});
       } else {
         auto from = sq::Ledger::open(spool, sq::Ledger::Mode::kReadOnly);
         // The spool is the user's file: verdicts naming nodes outside the
         // job's allocation are not taken into the site ledger.
-        const std::string nodelist = job_nodelist(cfg.scontrol, a.job);
+        std::string nodelist = remembered;
+        if (nodelist.empty()) nodelist = job_nodelist(cfg.scontrol, a.job);
         auto nodes = expand_nodelist(cfg.scontrol, nodelist);
         if (nodes.empty()) nodes = {a.node};  // allocation unknown: only what names this node
         int refused = 0;
-        int n = site.import_job(from, a.job, "spool:" + spool, st.st_uid, [&](const sq::VerdictRow& v) {
-          if (within(v, nodes)) return true;
+        std::vector<sq::VerdictRow> kept;
+        // Every node's spool holds the job's verdicts: the origin names the
+        // node, and the verdict's stable key makes them one site row.
+        int n = site.import_job(from, a.job, "spool:" + a.node + ":" + spool, st.st_uid, [&](const sq::VerdictRow& v) {
+          if (within(v, nodes)) {
+            kept.push_back(v);
+            return true;
+          }
           ++refused;
           return false;
         });
         if (n > 0) scout::log::info("imported {} verdict(s) of job {}", n, a.job);
+        if (service) note_service(service->submit(a.job, kept));  // what the scoutds could not forward
         if (refused > 0)
-          site.insert_gating({a.job, a.node, "error",
+          record({a.job, a.node, "error",
                               fmt::format("{} verdict(s) in {} name nodes outside the job's allocation {}; "
                                           "not imported", refused, spool, nodelist), who, ""});
       }
@@ -271,7 +370,17 @@ int main(int argc, char** argv) {
     // --- policy: drain on attributed verdicts of the drainable kinds -----
     std::set<std::string> kinds(cfg.drain_kinds.begin(), cfg.drain_kinds.end());
     std::vector<std::string> reasons;
-    for (auto& v : site.verdicts(a.job)) {
+    std::vector<sq::VerdictRow> verdicts = site.verdicts(a.job);
+    if (service) {  // also what other nodes forwarded (this node's scoutd may have died)
+      std::vector<sq::VerdictRow> remote;
+      note_service(service->job_verdicts(a.job, remote));
+      std::set<std::string> keys;
+      for (auto& v : verdicts)
+        if (v.vkey) keys.insert(*v.vkey);
+      for (auto& v : remote)
+        if (!v.vkey || !keys.count(*v.vkey)) verdicts.push_back(v);
+    }
+    for (auto& v : verdicts) {
       if (v.status != "attributed" || !kinds.count(v.kind) || !names_host(v, a.node)) continue;
       json r = json::parse(v.ranks, nullptr, false);
       std::string ranks;
@@ -280,25 +389,25 @@ int main(int argc, char** argv) {
       reasons.push_back(fmt::format("{} rank {} job {}", v.kind, ranks.empty() ? "?" : ranks, a.job));
     }
     if (reasons.empty()) {
-      site.insert_gating({a.job, a.node, "keep", "no attributed " + fmt::format("{}", fmt::join(cfg.drain_kinds, "/")) +
+      record({a.job, a.node, "keep", "no attributed " + fmt::format("{}", fmt::join(cfg.drain_kinds, "/")) +
                           " verdict on this node", who, ""});
-      return 0;
+      return unreachable();
     }
     std::string reason = "scout: " + reasons.front();
     if (reasons.size() > 1) reason += fmt::format(" (+{} more)", reasons.size() - 1);
     if (!cfg.gate || a.dry_run) {
-      site.insert_gating({a.job, a.node, "keep", reason + (a.dry_run ? " [dry run]" : " [gating off]"), who, ""});
+      record({a.job, a.node, "keep", reason + (a.dry_run ? " [dry run]" : " [gating off]"), who, ""});
       std::printf("scout-epilog: would drain %s: %s\n", a.node.c_str(), reason.c_str());
-      return 0;
+      return unreachable();
     }
     std::string err;
     if (drain_node(cfg, a.node, reason, err) != 0) {
-      site.insert_gating({a.job, a.node, "error", reason + "; drain failed: " + err, who, ""});
+      record({a.job, a.node, "error", reason + "; drain failed: " + err, who, ""});
       return finish(true, "drain " + a.node + ": " + err);
     }
-    site.insert_gating({a.job, a.node, "drain", reason, who, ""});
+    record({a.job, a.node, "drain", reason, who, ""});
     scout::log::info("drained {}: {}", a.node, reason);
-    return 0;
+    return unreachable();
   } catch (const std::exception& e) {
     return finish(true, e.what());
   }

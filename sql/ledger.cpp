@@ -239,6 +239,11 @@ void Ledger::insert_job(const JobRow& r) {
       .run();
 }
 
+void Ledger::insert_job_if_missing(const JobRow& r) {
+  stmt(kInsertJobIfMissing).bind(r.job_id).bind(r.user).bind(r.uid).bind(r.launcher).bind(r.command)
+      .bind(r.nodes).bind(r.ranks).bind(r.started_at.empty() ? now_iso8601() : r.started_at).run();
+}
+
 void Ledger::end_job(const std::string& job_id, std::int64_t exit_status) {
   stmt(kEndJob).bind(now_iso8601()).bind(exit_status).bind(job_id).run();
 }
@@ -289,10 +294,54 @@ std::vector<int> Ledger::rank_pids(const std::string& job_id) {
 }
 
 std::int64_t Ledger::insert_verdict(const VerdictRow& v) {
-  stmt(kInsertVerdict).bind(v.job_id).bind(v.step).bind(v.kind).bind(v.status).bind(v.ranks)
-      .bind(v.hosts).bind(v.evidence)
-      .bind(v.detected_at.empty() ? now_iso8601() : v.detected_at).run();
-  return sqlite3_last_insert_rowid(db_);
+  if (!v.vkey) {
+    stmt(kInsertVerdict).bind(v.job_id).bind(v.step).bind(v.kind).bind(v.status).bind(v.ranks)
+        .bind(v.hosts).bind(v.evidence)
+        .bind(v.detected_at.empty() ? now_iso8601() : v.detected_at).run();
+    return sqlite3_last_insert_rowid(db_);
+  }
+  auto& s = stmt(kInsertKeyedVerdict).bind(v.job_id).bind(v.step).bind(v.kind).bind(v.status).bind(v.ranks)
+                .bind(v.hosts).bind(v.evidence).bind(v.detected_at.empty() ? now_iso8601() : v.detected_at);
+  if (v.resolved_at) s.bind(*v.resolved_at); else s.bind_null();
+  s.bind(*v.vkey).run();
+  auto& q = stmt(kVerdictIdByKey).bind(*v.vkey);
+  std::int64_t id = q.step() ? q.i64(0) : 0;
+  q.reset();
+  return id;
+}
+
+LedgerMetrics Ledger::metrics() {
+  LedgerMetrics m;
+  {
+    auto& s = stmt(kCountVerdicts);
+    while (s.step()) m.verdicts[{s.text(0), s.text(1)}] = s.i64(2);
+    s.reset();
+  }
+  {
+    auto& s = stmt(kCountOpenByNode);
+    while (s.step()) m.open_by_node[s.text(0)] = s.i64(1);
+    s.reset();
+  }
+  auto& s = stmt(kCountDrainsByNode);
+  while (s.step()) m.drains_by_node[s.text(0)] = s.i64(1);
+  s.reset();
+  return m;
+}
+
+int Ledger::import_verdict(const VerdictRow& v, const std::string& origin, std::int64_t origin_uid) {
+  auto& s = stmt(kImportVerdict).bind(v.job_id).bind(v.step).bind(v.kind).bind(v.status).bind(v.ranks)
+                .bind(v.hosts).bind(v.evidence).bind(v.detected_at);
+  if (v.resolved_at) s.bind(*v.resolved_at); else s.bind_null();
+  s.bind(origin).bind(v.id).bind(origin_uid).bind(now_iso8601());
+  if (v.vkey) s.bind(*v.vkey); else s.bind_null();
+  s.run();
+  const int changed = sqlite3_changes(db_);
+  if (!changed && v.vkey && v.resolved_at) stmt(kResolveImportedByKey).bind(*v.resolved_at).bind(*v.vkey).run();
+  return changed;
+}
+
+void Ledger::resolve_verdict_by_key(const std::string& vkey, const std::string& resolved_at) {
+  stmt(kResolveVerdictByKey).bind(resolved_at).bind(vkey).run();
 }
 
 int Ledger::import_job(Ledger& from, const std::string& job_id, const std::string& origin,
@@ -326,8 +375,13 @@ int Ledger::import_job(Ledger& from, const std::string& job_id, const std::strin
       auto& s = stmt(kImportVerdict).bind(v.job_id).bind(v.step).bind(v.kind).bind(v.status)
                     .bind(v.ranks).bind(v.hosts).bind(v.evidence).bind(v.detected_at);
       if (v.resolved_at) s.bind(*v.resolved_at); else s.bind_null();
-      s.bind(origin).bind(v.id).bind(origin_uid).bind(now).run();
-      added += sqlite3_changes(db_);
+      s.bind(origin).bind(v.id).bind(origin_uid).bind(now);
+      if (v.vkey) s.bind(*v.vkey); else s.bind_null();
+      s.run();
+      const int changed = sqlite3_changes(db_);
+      added += changed;
+      // The same verdict from another node's spool: keep its resolution.
+      if (!changed && v.vkey && v.resolved_at) stmt(kResolveImportedByKey).bind(*v.resolved_at).bind(*v.vkey).run();
     }
     for (auto& c : src_cycles)
       stmt(kImportCycle).bind(c.job_id).bind(c.cycle).bind(c.started_ms).bind(c.finished_ms)
@@ -386,6 +440,7 @@ std::vector<VerdictRow> read_verdicts(Stmt& s) {
     v.detected_at = s.text(8);
     v.resolved_at = s.opt_text(9);
     v.origin = s.opt_text(10);
+    v.vkey = s.opt_text(11);
     out.push_back(std::move(v));
   }
   s.reset();
@@ -394,7 +449,7 @@ std::vector<VerdictRow> read_verdicts(Stmt& s) {
 }  // namespace
 
 std::vector<VerdictRow> Ledger::verdicts(const std::string& job_id) {
-  return read_verdicts(stmt(kSelectVerdicts).bind(job_id));
+  return read_verdicts(stmt(schema_version() >= 5 ? kSelectVerdicts : kSelectVerdictsV4).bind(job_id));
 }
 
 std::vector<VerdictRow> Ledger::open_verdicts_on(const std::string& node, const std::vector<std::string>& kinds) {

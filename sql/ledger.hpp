@@ -53,6 +53,7 @@ struct VerdictRow {
   std::string detected_at;
   std::optional<std::string> resolved_at;
   std::optional<std::string> origin;  // provenance of an imported row
+  std::optional<std::string> vkey;    // stable key of the verdict (schema 5)
 };
 
 struct GatingRow {
@@ -75,7 +76,12 @@ struct CheckpointRow {
   std::string seen_at, state, reason, updated_at;
 };
 
-inline constexpr int kSchemaVersion = 4;
+struct LedgerMetrics {
+  std::map<std::pair<std::string, std::string>, std::int64_t> verdicts;  // (kind, status) -> count
+  std::map<std::string, std::int64_t> open_by_node, drains_by_node;
+};
+
+inline constexpr int kSchemaVersion = 5;
 
 // ISO-8601 UTC with milliseconds, e.g. 2026-11-29T17:39:29.123Z
 std::string now_iso8601();
@@ -91,6 +97,9 @@ class Ledger {
   // kReadWrite creates the file (and its directory) and migrates it;
   // kReadOnly requires an existing ledger of a known schema version.
   static Ledger open(const std::string& path, Mode mode);
+  LedgerMetrics metrics();
+  // synchronous=FULL: a commit survives power loss (the site ledger service).
+  void set_durable() { exec("PRAGMA synchronous=FULL"); }
 
   Ledger(Ledger&&) noexcept;
   Ledger& operator=(Ledger&&) noexcept;
@@ -103,6 +112,8 @@ class Ledger {
   // ledger and at least 1000000, reserved by inserting the job row.
   std::string reserve_local_job(JobRow row);
   void insert_job(const JobRow& row);  // insert or replace
+  // The job row unless one exists (every scoutd of a job may call it).
+  void insert_job_if_missing(const JobRow& r);
   void end_job(const std::string& job_id, std::int64_t exit_status);
   std::optional<JobRow> job(const std::string& job_id);
 
@@ -115,6 +126,13 @@ class Ledger {
 
   std::int64_t insert_verdict(const VerdictRow& v);  // returns the new id
   void resolve_verdict(std::int64_t id, const std::string& resolved_at);
+  // By the verdict's stable key (a replica's local id differs from the
+  // deciding observer's).
+  void resolve_verdict_by_key(const std::string& vkey, const std::string& resolved_at);
+  // A verdict that arrived from elsewhere (a scoutd, an epilog), with its
+  // provenance; idempotent on v.vkey. Returns 1 if added, 0 if known (its
+  // resolution is taken over if it has one). The job row must exist.
+  int import_verdict(const VerdictRow& v, const std::string& origin, std::int64_t origin_uid);
   std::vector<VerdictRow> verdicts(const std::string& job_id);
 
   // Copies job `job_id` (job row, nodes, ranks, verdicts, replay cycles,

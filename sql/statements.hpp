@@ -44,7 +44,9 @@ inline constexpr const char* kUpsertRank =
     "INSERT OR REPLACE INTO ranks(job_id,step,rank,node,pid) VALUES(?,?,?,?,?)";
 inline constexpr const char* kImportVerdict =
     "INSERT OR IGNORE INTO verdicts(job_id,step,kind,status,ranks,hosts,evidence,detected_at,"
-    "resolved_at,origin,origin_id,origin_uid,imported_at) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)";
+    "resolved_at,origin,origin_id,origin_uid,imported_at,vkey) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+inline constexpr const char* kResolveImportedByKey =
+    "UPDATE verdicts SET resolved_at=? WHERE vkey=? AND resolved_at IS NULL";
 inline constexpr const char* kInsertJobIfMissing =
     "INSERT OR IGNORE INTO jobs(job_id,user,uid,launcher,command,nodes,ranks,started_at) "
     "VALUES(?,?,?,?,?,?,?,?)";
@@ -57,20 +59,42 @@ inline constexpr const char* kSelectNodeGating =
 // Open verdicts on a node: attributed, unresolved, of the given kinds (a JSON
 // array), naming the node, and detected or imported after its last clear.
 inline constexpr const char* kSelectOpenOnNode =
-    "SELECT id,job_id,step,kind,status,ranks,hosts,evidence,detected_at,resolved_at,origin FROM verdicts v "
+    "SELECT id,job_id,step,kind,status,ranks,hosts,evidence,detected_at,resolved_at,origin,vkey FROM verdicts v "
     "WHERE v.status='attributed' AND v.resolved_at IS NULL "
     "AND (?1 = '[]' OR v.kind IN (SELECT value FROM json_each(?1))) "
     "AND CASE WHEN json_valid(v.hosts) THEN EXISTS (SELECT 1 FROM json_each(v.hosts) WHERE value=?2) ELSE 0 END "
     "AND max(v.detected_at, coalesce(v.imported_at, '')) > "
     "coalesce((SELECT max(decided_at) FROM gating WHERE node=?2 AND decision='clear'), '') "
     "ORDER BY v.id";
+// Metrics (scout-ledgerd's /metrics).
+inline constexpr const char* kCountVerdicts = "SELECT kind,status,count(*) FROM verdicts GROUP BY kind,status";
+inline constexpr const char* kCountOpenByNode =
+    "SELECT h.value, count(*) FROM verdicts v, json_each(CASE WHEN json_valid(v.hosts) THEN v.hosts ELSE '[]' END) h "
+    "WHERE v.status='attributed' AND v.resolved_at IS NULL AND typeof(h.value)='text' "
+    "AND max(v.detected_at, coalesce(v.imported_at, '')) > "
+    "coalesce((SELECT max(decided_at) FROM gating WHERE node=h.value AND decision='clear'), '') "
+    "GROUP BY h.value";
+inline constexpr const char* kCountDrainsByNode =
+    "SELECT node, count(*) FROM gating WHERE decision='drain' GROUP BY node";
 inline constexpr const char* kRankPids = "SELECT pid FROM ranks WHERE job_id=? ORDER BY rank";
 inline constexpr const char* kInsertVerdict =
     "INSERT INTO verdicts(job_id,step,kind,status,ranks,hosts,evidence,detected_at) "
     "VALUES(?,?,?,?,?,?,?,?)";
+// Idempotent on the verdict's stable key: a retried or replicated commit
+// finds the row already there.
+inline constexpr const char* kInsertKeyedVerdict =
+    "INSERT OR IGNORE INTO verdicts(job_id,step,kind,status,ranks,hosts,evidence,detected_at,resolved_at,vkey) "
+    "VALUES(?,?,?,?,?,?,?,?,?,?)";
+inline constexpr const char* kVerdictIdByKey = "SELECT id FROM verdicts WHERE vkey=?";
+inline constexpr const char* kResolveVerdictByKey =
+    "UPDATE verdicts SET resolved_at=? WHERE vkey=? AND resolved_at IS NULL";
 inline constexpr const char* kResolveVerdict =
     "UPDATE verdicts SET resolved_at=? WHERE id=? AND resolved_at IS NULL";
 inline constexpr const char* kSelectVerdicts =
-    "SELECT id,job_id,step,kind,status,ranks,hosts,evidence,detected_at,resolved_at,origin "
+    "SELECT id,job_id,step,kind,status,ranks,hosts,evidence,detected_at,resolved_at,origin,vkey "
+    "FROM verdicts WHERE job_id=? ORDER BY id";
+// A ledger of schema 4 or older (read-only, not migrated) has no vkey.
+inline constexpr const char* kSelectVerdictsV4 =
+    "SELECT id,job_id,step,kind,status,ranks,hosts,evidence,detected_at,resolved_at,origin,NULL "
     "FROM verdicts WHERE job_id=? ORDER BY id";
 }  // namespace scout::sql::statements

@@ -68,6 +68,7 @@ void Daemon::record_replay_step(ReplayCoordinator::Step& step, json& down) {
       decider_->propose(d);
     }
     decider_->flush(down["events"]);
+    forward(down["events"]);
   }
   if (step.cycle_done) {
     auto& [id, rec] = *step.cycle_done;

@@ -13,6 +13,8 @@
 #include <fmt/format.h>
 
 #include "libc3/log.hpp"
+#include "ledgerd/client.hpp"
+#include "ledgerd/site_config.hpp"
 #include "scoutd/daemon/control_server.hpp"
 #include "scoutd/observe/proc_info.hpp"
 #include "scoutd/wire/runtime_paths.hpp"
@@ -78,29 +80,33 @@ void Daemon::init_observers() {
 }
 
 void Daemon::init_ledger() {
-  // The first observer creates and migrates the ledger alone: a journal-mode
-  // change races with other connections and is not covered by the busy
-  // timeout. Everyone is alive at start, so the barriers cannot hang.
-  if (me_ == 0) ledger_.emplace(sql::Ledger::open(cfg_.ledger, sql::Ledger::Mode::kReadWrite));
+  // Every observer keeps the job's verdicts in its own ledger (node-local on
+  // a real cluster: the epilog of the node a verdict names reads it there).
+  // Where several observers share one file (scout-run), the first creates
+  // and migrates it alone: a journal-mode change races with other
+  // connections. Everyone is alive at start, so the barrier cannot hang.
+  sql::JobRow j;
+  j.job_id = cfg_.job_id;
+  j.uid = getuid();
+  j.user = std::getenv("USER") ? std::getenv("USER") : std::to_string(getuid());
+  j.launcher = cfg_.simulate_nodes ? "scout-run" : "slurm";
+  j.nodes = size_;
+  j.ranks = cfg_.ranks;
+  auto open = [&] {
+    ledger_.emplace(sql::Ledger::open(cfg_.ledger, sql::Ledger::Mode::kReadWrite));
+    ledger_->insert_job_if_missing(j);  // before node rows refer to it
+  };
+  if (me_ == 0) open();
   MPI_Barrier(MPI_COMM_WORLD);
-  if (me_ != 0) ledger_.emplace(sql::Ledger::open(cfg_.ledger, sql::Ledger::Mode::kReadWrite));
+  if (me_ != 0) open();
   const auto& o = observers_[static_cast<std::size_t>(me_)];
-  if (me_ == 0 && !ledger_->job(cfg_.job_id)) {
-    sql::JobRow j;
-    j.job_id = cfg_.job_id;
-    j.uid = getuid();
-    j.user = std::getenv("USER") ? std::getenv("USER") : std::to_string(getuid());
-    j.launcher = cfg_.simulate_nodes ? "scout-run" : "slurm";
-    j.nodes = size_;
-    j.ranks = cfg_.ranks;
-    ledger_->insert_job(j);
-  }
-  MPI_Barrier(MPI_COMM_WORLD);  // the job row exists before node rows refer to it
   ledger_->upsert_node({cfg_.job_id, o.node, o.pid, o.first_rank, o.last_rank, ""});
   sink_ = std::make_unique<LedgerSink>(*ledger_, cfg_.job_id, cfg_.step_id);
-  decider_ = std::make_unique<Decider>(cfg_.job_id, cfg_.step_id, book_, *sink_,
+  const std::string vkey_prefix = fmt::format("{}.{}.o{}.{}", cfg_.job_id, cfg_.step_id, me_, getpid());
+  decider_ = std::make_unique<Decider>(cfg_.job_id, cfg_.step_id, vkey_prefix, book_, *sink_,
                                        Decider::Hooks{[] { return sql::now_iso8601(); },
                                                       [this](const std::string& m) { log(m); }});
+  replicas_ = std::make_unique<ReplicaWriter>(*sink_, vkey_prefix, [this](const std::string& m) { log(m); });
 }
 
 void Daemon::init_watcher() {
@@ -162,6 +168,36 @@ void Daemon::init_control() {
   }
 }
 
+void Daemon::init_forwarder() {
+  ledgerd::SiteConfig site;
+  try {
+    site = ledgerd::load_site_config();
+  } catch (const std::exception& e) {
+    log(fmt::format("site configuration: {}; verdicts are not forwarded to a ledger service", e.what()));
+    return;
+  }
+  if (site.ledgerd.empty()) return;  // no ledger service at this site
+  const ledgerd::Endpoint ep = site.ledgerd;
+  forwarder_ = std::make_unique<Forwarder>(
+      cfg_.job_id,
+      [ep](const std::string& job, const json& verdicts) {
+        ledgerd::LedgerdClient c(ep, 10);
+        json r = c.request({{"op", "submit"}, {"job", job}, {"verdicts", verdicts}});
+        if (!r.value("ok", false)) throw std::runtime_error("refused: " + r.value("error", std::string("?")));
+      },
+      [this](const std::string& m) { log(m); });
+  log(fmt::format("forwarding verdicts to scout-ledgerd at {}:{}", ep.host, ep.port));
+}
+
+void Daemon::forward(const json& events) {
+  if (!forwarder_) return;
+  if (!forwarded_book_) {  // a new deciding observer: everything it knows, once (idempotent)
+    forwarded_book_ = true;
+    forwarder_->take(book_.snapshot());
+  }
+  forwarder_->take(events);
+}
+
 json Daemon::status_json() {
   json ranks = json::array();
   double median = 0;
@@ -208,6 +244,7 @@ int Daemon::run() {
   init_watcher();
   init_replay();
   init_control();
+  init_forwarder();
   watcher_->start();
   const auto& mine = observers_[static_cast<std::size_t>(me_)];
   // Under Slurm the ranks are found by node name as they appear (no block).
@@ -216,6 +253,10 @@ int Daemon::run() {
                                 : fmt::format("the ranks Slurm places on {}", mine.node);
   log(fmt::format("observing {} of job {} step {} (observer {}/{})", which, cfg_.job_id, cfg_.step_id,
                   me_ + 1, size_));
+  if (cfg_.slurm) {  // the only line on stdout: the plugin's companion_wait reads it through srun
+    std::printf("scoutd ready %s\n", mine.node.c_str());
+    std::fflush(stdout);
+  }
   const auto length = std::chrono::duration<double>(cfg_.round_period_s);
   for (;;) {
     const auto next = std::chrono::steady_clock::now() + length;
@@ -230,6 +271,11 @@ int Daemon::run() {
 }
 
 void Daemon::fini() {
+  if (forwarder_) {
+    if (const auto left = forwarder_->drain(5.0))
+      log(fmt::format("ledgerd: {} verdict(s) not forwarded; the epilog forwards them from the spool", left));
+    forwarder_.reset();
+  }
   replay_.reset();
   fed_.reset();
   watcher_->stop();
@@ -238,6 +284,7 @@ void Daemon::fini() {
   const auto tree_lost = tree_->lost().size();
   tree_.reset();
   decider_.reset();
+  replicas_.reset();
   sink_.reset();
   ledger_.reset();
   if (tree_lost) log(fmt::format("{} observer(s) were lost during the job", tree_lost));

@@ -30,11 +30,13 @@
 #include "replay/runner.hpp"
 #include "scoutd/beside/checkpoints.hpp"
 #include "scoutd/beside/fed_learner.hpp"
+#include "scoutd/beside/forwarder.hpp"
 #include "scoutd/beside/replay_coordinator.hpp"
 #include "scoutd/daemon/config.hpp"
 #include "scoutd/daemon/ledger_sink.hpp"
 #include "scoutd/decide/decider.hpp"
 #include "scoutd/decide/incident_book.hpp"
+#include "scoutd/decide/replica_writer.hpp"
 #include "scoutd/detect/output_tracker.hpp"
 #include "scoutd/detect/progress_detector.hpp"
 #include "scoutd/detect/straggler_detector.hpp"
@@ -70,6 +72,8 @@ class Daemon {
   void init_watcher();
   void init_replay();
   void init_control();
+  void init_forwarder();
+  void forward(const nlohmann::json& events);  // deciding observer: after each commit
   void fini();
   nlohmann::json status_json();
   nlohmann::json verdicts_json();
@@ -113,7 +117,11 @@ class Daemon {
   std::mutex mu_;                              // guards book_, rounds_, median_compute_s_
   IncidentBook book_;                          // replicated on every observer
   std::unique_ptr<Decider> decider_;           // used at the deciding observer
+  std::unique_ptr<ReplicaWriter> replicas_;    // the others' verdicts, into this node's ledger
+  std::unique_ptr<Forwarder> forwarder_;       // to scout-ledgerd, when the site has one
+  bool forwarded_book_ = false;                // this observer forwarded its whole book once
   std::uint64_t rounds_ = 0;
+  bool book_behind_ = false;                   // the root's digest differed from ours
   bool peers_lost_ = false;
   double median_compute_s_ = 0;               // from the last gather, for scores
 

@@ -1,5 +1,6 @@
-// The ledger as the decider's VerdictSink: one verdict row per commit
-// (committed before anyone is told), resolutions by id.
+// The ledger as the decider's and the replica writer's VerdictSink: one
+// verdict row per stable key (committed before anyone is told), resolutions
+// by key. Every scoutd writes its own node-local ledger.
 #pragma once
 
 #include "scoutd/decide/verdict_sink.hpp"
@@ -21,9 +22,12 @@ class LedgerSink : public VerdictSink {
     row.hosts = nlohmann::json(v.hosts).dump();
     row.evidence = v.evidence.dump();
     row.detected_at = v.detected_at;
+    if (!v.vkey.empty()) row.vkey = v.vkey;
     return ledger_.insert_verdict(row);
   }
-  void commit_resolution(std::int64_t id, const std::string& at) override { ledger_.resolve_verdict(id, at); }
+  void commit_resolution(const std::string& vkey, const std::string& at) override {
+    ledger_.resolve_verdict_by_key(vkey, at);
+  }
 
  private:
   sql::Ledger& ledger_;

@@ -63,6 +63,10 @@ bool Daemon::period() {
   t.replay_demand = replay_demand_.exchange(false) ? 1u : 0u;
   t.outsig_pending = s.outsig_new;
   t.learn_pending = fed_ ? static_cast<std::uint32_t>(fed_->pending_flags()) : 0u;
+  {
+    std::lock_guard lk(mu_);
+    t.book_behind = book_behind_ ? 1u : 0u;
+  }
   auto r = tree_->run(wire::encode_trigger(t), wire::combine_triggers,
                       [this](const wire::Bytes& acc, const std::vector<int>& lost) { return decide_trigger(acc, lost); });
   note_lost(r.newly_lost);
@@ -141,6 +145,12 @@ wire::Bytes Daemon::decide_trigger(const wire::Bytes& acc, const std::vector<int
       decider_->progress_resumed();
     if (!decider_->open_or_queued("straggler").empty()) trouble = true;  // re-checked each gather
     decider_->flush(events);
+    forward(events);
+    // Every observer checks its book against this digest; one that missed a
+    // down message (it fell behind a round) gets the whole book next time.
+    const auto d = book_.digest();
+    down["book_digest"] = {d.verdicts, d.resolved};
+    if (t.book_behind > 0) down["book"] = book_.snapshot();
   }
   if ((t.max_stall_s >= cfg_.stall_threshold_s && t.waiting > 0) || t.deaths > 0) trouble = true;
   // Stragglers: the slowest rank's compute time against an upper estimate
@@ -218,6 +228,7 @@ wire::Bytes Daemon::decide_gather(const wire::Bytes& acc) {
     for (auto& key : ct.resolved) decider_->resolve(key);
     decider_->propose_all(drafts);
     decider_->flush(down["events"]);
+    forward(down["events"]);
   }
   decide_replay(down, &ev);
   return wire::encode_json(wire::Kind::kDecisionDown, down);
@@ -238,7 +249,21 @@ void Daemon::apply_down(const json& down) {
     std::lock_guard lk(mu_);
     if (down.contains("median_compute_s") && down["median_compute_s"].is_number())
       median_compute_s_ = down["median_compute_s"].get<double>();
-    if (down.contains("events")) book_.apply(down["events"]);
+    if (down.contains("events")) {
+      book_.apply(down["events"]);
+      replicas_->take(down["events"]);
+    }
+    if (down.contains("book")) {  // catching up after a missed round
+      book_.apply(down["book"]);
+      replicas_->take(down["book"]);
+    }
+    if (down.contains("book_digest") && down["book_digest"].is_array() && down["book_digest"].size() == 2 &&
+        down["book_digest"][0].is_number_unsigned() && down["book_digest"][1].is_number_unsigned()) {
+      const IncidentBook::Digest root{down["book_digest"][0].get<std::size_t>(),
+                                      down["book_digest"][1].get<std::size_t>()};
+      book_behind_ = !(book_.digest() == root);
+    }
+    replicas_->flush();  // also retries what an earlier round could not commit
   }
   apply_replay(down);
 }
@@ -247,6 +272,10 @@ void Daemon::final_flush() {
   // The deciding observer commits what is still queued (the others' queues
   // are empty); there is no round left to tell the others.
   std::lock_guard lk(mu_);
+  if (replicas_ && replicas_->pending()) {
+    const auto n = replicas_->flush();
+    log(fmt::format("at stop: {} replicated verdict(s) or resolution(s) committed, {} not", n, replicas_->pending()));
+  }
   if (!decider_ || decider_->pending() == 0) return;
   json events = json::array();
   const auto n = decider_->flush(events);

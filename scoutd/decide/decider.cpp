@@ -7,8 +7,10 @@ namespace scout::scoutd {
 
 using nlohmann::json;
 
-Decider::Decider(std::string job, std::string step, IncidentBook& book, VerdictSink& sink, Hooks hooks)
-    : job_(std::move(job)), step_(std::move(step)), book_(book), sink_(sink), hooks_(std::move(hooks)) {}
+Decider::Decider(std::string job, std::string step, std::string vkey_prefix, IncidentBook& book, VerdictSink& sink,
+                 Hooks hooks)
+    : job_(std::move(job)), step_(std::move(step)), vkey_prefix_(std::move(vkey_prefix)), book_(book), sink_(sink),
+      hooks_(std::move(hooks)) {}
 
 bool Decider::queued_new(const std::string& key) const {
   for (auto& i : queue_)
@@ -26,7 +28,7 @@ void Decider::propose(const VerdictDraft& d) {
   if (book_.is_open(d.key) || queued_new(d.key)) return;  // same incident
   Item it;
   it.key = d.key;
-  it.verdict = {d, hooks_.now_iso()};
+  it.verdict = {d, hooks_.now_iso(), fmt::format("{}.{}", vkey_prefix_, ++vkey_seq_)};
   queue_.push_back(std::move(it));
 }
 
@@ -78,15 +80,17 @@ std::size_t Decider::flush(json& events) {
         const auto& v = it.verdict;
         json vj = {{"id", id}, {"job", job_}, {"step", step_}, {"kind", c3::to_string(v.kind)},
                    {"status", c3::to_string(v.status)}, {"ranks", v.ranks}, {"hosts", v.hosts},
-                   {"evidence", v.evidence}, {"detected_at", v.detected_at}, {"resolved_at", nullptr}};
+                   {"evidence", v.evidence}, {"detected_at", v.detected_at}, {"resolved_at", nullptr},
+                   {"vkey", v.vkey}};
         ev = {{"op", "new"}, {"key", it.key}, {"verdict", vj}};
         hooks_.log(fmt::format("verdict {}: {} {} ranks {} hosts {}", id, c3::to_string(v.kind),
                                c3::to_string(v.status), json(v.ranks).dump(), json(v.hosts).dump()));
       } else {
         const std::int64_t id = book_.open_id(it.key);
         if (id != 0) {
-          sink_.commit_resolution(id, it.at);
-          ev = {{"op", "resolve"}, {"key", it.key}, {"id", id}, {"at", it.at}};
+          const std::string vkey = book_.open_vkey(it.key);
+          sink_.commit_resolution(vkey, it.at);
+          ev = {{"op", "resolve"}, {"key", it.key}, {"id", id}, {"vkey", vkey}, {"at", it.at}};
         }
       }
     } catch (const std::exception& e) {

@@ -27,7 +27,10 @@ class Decider {
     std::function<std::string()> now_iso;          // wall-clock stamp for verdicts
     std::function<void(const std::string&)> log;   // one line, no prefix
   };
-  Decider(std::string job, std::string step, IncidentBook& book, VerdictSink& sink, Hooks hooks);
+  // `vkey_prefix` makes the stable keys of this decider's verdicts unique in
+  // the job: <job>.<step>.o<observer>.<pid>; a sequence number follows.
+  Decider(std::string job, std::string step, std::string vkey_prefix, IncidentBook& book, VerdictSink& sink,
+          Hooks hooks);
 
   // Queues a draft unless its incident is open or queued. Inconclusive
   // drafts go through propose_all's debounce; this one records directly.
@@ -61,7 +64,8 @@ class Decider {
   bool queued_new(const std::string& key) const;
   bool queued_resolution(const std::string& key) const;
 
-  std::string job_, step_;
+  std::string job_, step_, vkey_prefix_;
+  std::uint64_t vkey_seq_ = 0;
   IncidentBook& book_;
   VerdictSink& sink_;
   Hooks hooks_;

@@ -23,7 +23,8 @@ void IncidentBook::apply(const json& events) {
       const auto& v = e["verdict"];
       const auto id = v["id"].get<std::int64_t>();
       if (!ids_.insert(id).second) continue;  // already applied
-      open_[key] = id;
+      key_of_id_[id] = key;
+      open_[key] = {id, v.contains("vkey") && v["vkey"].is_string() ? v["vkey"].get<std::string>() : std::string()};
       verdicts_.push_back(v);
       if (v.value("kind", "") == "observer_lost" && v.contains("evidence") && v["evidence"].is_object() &&
           v["evidence"].contains("observer") && v["evidence"]["observer"].is_number_integer())
@@ -37,21 +38,49 @@ void IncidentBook::apply(const json& events) {
       for (auto& v : verdicts_)
         if (v.value("id", std::int64_t{0}) == id && v["resolved_at"].is_null()) v["resolved_at"] = e.value("at", "");
       auto it = open_.find(key);
-      if (it != open_.end() && it->second == id) open_.erase(it);
+      if (it != open_.end() && it->second.id == id) open_.erase(it);
     } else {
       ++malformed_;
     }
   }
 }
 
+IncidentBook::Digest IncidentBook::digest() const {
+  Digest d;
+  d.verdicts = verdicts_.size();
+  for (auto& v : verdicts_) d.resolved += v.contains("resolved_at") && !v["resolved_at"].is_null();
+  return d;
+}
+
+json IncidentBook::snapshot() const {
+  json events = json::array();
+  for (auto& v : verdicts_) {
+    const auto id = v.value("id", std::int64_t{0});
+    auto k = key_of_id_.find(id);
+    const std::string key = k == key_of_id_.end() ? std::string() : k->second;
+    json fresh = v;
+    fresh["resolved_at"] = nullptr;
+    events.push_back({{"op", "new"}, {"key", key}, {"verdict", fresh}});
+    if (v.contains("resolved_at") && v["resolved_at"].is_string())
+      events.push_back({{"op", "resolve"}, {"key", key}, {"id", id}, {"vkey", v.value("vkey", "")},
+                        {"at", v["resolved_at"]}});
+  }
+  return events;
+}
+
 std::int64_t IncidentBook::open_id(const std::string& key) const {
   auto it = open_.find(key);
-  return it == open_.end() ? 0 : it->second;
+  return it == open_.end() ? 0 : it->second.id;
+}
+
+std::string IncidentBook::open_vkey(const std::string& key) const {
+  auto it = open_.find(key);
+  return it == open_.end() ? std::string() : it->second.vkey;
 }
 
 std::vector<std::string> IncidentBook::open_keys(const std::vector<std::string>& prefixes) const {
   std::vector<std::string> out;
-  for (auto& [key, id] : open_)
+  for (auto& [key, o] : open_)
     for (auto& p : prefixes)
       if (key.rfind(p, 0) == 0) {
         out.push_back(key);

@@ -26,9 +26,21 @@ class IncidentBook {
 
   bool is_open(const std::string& key) const { return open_.count(key) != 0; }
   std::int64_t open_id(const std::string& key) const;
+  // The stable key of the open incident's verdict ("" if none).
+  std::string open_vkey(const std::string& key) const;
   // Keys of open incidents starting with any of `prefixes`.
   std::vector<std::string> open_keys(const std::vector<std::string>& prefixes) const;
   const std::vector<nlohmann::json>& verdicts() const { return verdicts_; }
+  // How much this book holds: verdicts and resolutions. The deciding
+  // observer sends its digest with every round; an observer whose digest
+  // differs (it missed a down message) asks for the snapshot.
+  struct Digest {
+    std::size_t verdicts = 0, resolved = 0;
+    bool operator==(const Digest&) const = default;
+  };
+  Digest digest() const;
+  // The events that rebuild this book (and every node's ledger rows).
+  nlohmann::json snapshot() const;
   std::size_t malformed_events() const { return malformed_; }
 
   // Observers that missed a round: each gets one observer_lost verdict.
@@ -44,7 +56,12 @@ class IncidentBook {
  private:
   std::vector<nlohmann::json> verdicts_;
   std::set<std::int64_t> ids_;
-  std::map<std::string, std::int64_t> open_;
+  std::map<std::int64_t, std::string> key_of_id_;
+  struct Open {
+    std::int64_t id = 0;
+    std::string vkey;
+  };
+  std::map<std::string, Open> open_;
   std::set<int> lost_unrecorded_;
   std::map<std::string, int> inconclusive_seen_;
   std::size_t malformed_ = 0;

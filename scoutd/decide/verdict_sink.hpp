@@ -11,19 +11,22 @@
 
 namespace scout::scoutd {
 
-// A draft the decider accepted, stamped when it was first decided.
+// A draft the decider accepted, stamped when it was first decided, with the
+// verdict's stable key (the same row on every node and in every ledger).
 struct VerdictToCommit : VerdictDraft {
   std::string detected_at;  // ISO-8601 UTC
+  std::string vkey;         // <job>.<step>.o<observer>.<pid>.<sequence>
 };
 
 class VerdictSink {
  public:
   virtual ~VerdictSink() = default;
-  // Commits the verdict and returns its id; throws on failure (nothing
-  // committed, the caller retries later).
+  // Commits the verdict and returns its local id; idempotent on v.vkey (a
+  // retry or a replica finds the row already there); throws on failure
+  // (nothing committed, the caller retries later).
   virtual std::int64_t commit_verdict(const VerdictToCommit& v) = 0;
-  // Marks verdict `id` resolved at `at`; throws on failure.
-  virtual void commit_resolution(std::int64_t id, const std::string& at) = 0;
+  // Marks the verdict with key `vkey` resolved at `at`; throws on failure.
+  virtual void commit_resolution(const std::string& vkey, const std::string& at) = 0;
 };
 
 }  // namespace scout::scoutd

@@ -47,11 +47,44 @@ RankWatcher::RankWatcher(std::string job, std::string step, int first_rank, int 
     : job_(std::move(job)), step_(std::move(step)), node_(std::move(node)),
       match_host_(std::move(match_host)), step_kind_(step_kind), first_(first_rank),
       last_(last_rank), tick_s_(tick_s) {
+  if (!match_host_.empty()) return;  // discovered from /dev/shm (see discover())
   for (int r = first_; r <= last_; ++r) {
     Slot s;
     s.rank = r;
     slots_.push_back(std::move(s));
   }
+}
+
+// The ranks that run on this node, whatever launched them (srun tasks,
+// mpirun's daemons, one torchrun per node): every record of this step in
+// /dev/shm is a candidate, and try_attach keeps those naming this host.
+// Listing /dev/shm every few ticks bounds the cost; slots are bounded too.
+void RankWatcher::discover() {
+  const std::string prefix = c3::record_shm_prefix(job_, step_);
+  DIR* d = opendir("/dev/shm");
+  if (!d) return;
+  while (dirent* e = readdir(d)) {
+    const std::string n = e->d_name;
+    if (n.rfind(prefix, 0) != 0) continue;
+    char* end = nullptr;
+    errno = 0;
+    const long r = std::strtol(n.c_str() + prefix.size(), &end, 10);
+    if (errno != 0 || *end != '\0' || end == n.c_str() + prefix.size() || r < 0 || r > (1L << 30)) continue;
+    if (known_.count(static_cast<int>(r))) continue;
+    if (slots_.size() >= kMaxSlots) {
+      if (!slots_full_logged_) {
+        slots_full_logged_ = true;
+        log::warning("{}: more than {} rank records of job {} step {}; the others are not observed", node_,
+                     kMaxSlots, job_, step_);
+      }
+      break;
+    }
+    known_.insert(static_cast<int>(r));
+    Slot s;
+    s.rank = static_cast<int>(r);
+    slots_.push_back(std::move(s));
+  }
+  closedir(d);
 }
 
 RankWatcher::~RankWatcher() {
@@ -129,31 +162,11 @@ void RankWatcher::try_attach(Slot& s) {
 void RankWatcher::tick() {
   std::lock_guard lk(mu_);
   const std::int64_t now = monotonic_ns();
-  // With host matching every rank of the step is a candidate: list /dev/shm
-  // once instead of trying every absent name each tick.
-  std::vector<bool> present;
-  if (!match_host_.empty()) {
-    bool missing = false;
-    for (auto& s : slots_) missing |= !s.rec && !s.foreign;
-    if (missing) {
-      present.assign(slots_.size(), false);
-      const std::string prefix = c3::record_shm_prefix(job_, step_);
-      if (DIR* d = opendir("/dev/shm")) {
-        while (dirent* e = readdir(d)) {
-          std::string n = e->d_name;
-          if (n.rfind(prefix, 0) != 0) continue;
-          char* end = nullptr;
-          long r = std::strtol(n.c_str() + prefix.size(), &end, 10);
-          if (*end == '\0' && r >= first_ && r <= last_) present[static_cast<std::size_t>(r - first_)] = true;
-        }
-        closedir(d);
-      }
-    }
-  }
+  if (!match_host_.empty() && ticks_++ % 5 == 0) discover();
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     auto& s = slots_[i];
     if (s.foreign) continue;
-    if (!s.rec && (present.empty() || present[i])) try_attach(s);
+    if (!s.rec) try_attach(s);
     if (!s.rec) continue;
     c3::RecordLive live;
     if (!c3::record_read(*s.rec, live)) continue;  // writer busy: next tick
@@ -318,8 +331,9 @@ std::vector<std::pair<int, int>> RankWatcher::take_new_attachments() {
 }
 
 void RankWatcher::unlink_records() {
-  for (int r = first_; r <= last_; ++r)
-    shm_unlink(c3::record_shm_name(job_, step_, r).c_str());
+  std::lock_guard lk(mu_);
+  for (auto& s : slots_)
+    if (!s.foreign) shm_unlink(c3::record_shm_name(job_, step_, s.rank).c_str());
 }
 
 }  // namespace scout::scoutd

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -43,9 +44,10 @@ double compute_bin_upper(int bin);
 
 class RankWatcher {
  public:
-  // With a non-empty match_host, only records whose host field equals it
-  // are observed (Slurm: ranks find their node by SLURMD_NODENAME; several
-  // nodes may share one /dev/shm in a test cluster).
+  // With a non-empty match_host, the ranks are discovered from the records
+  // of the step present in /dev/shm, and only those whose host field equals
+  // match_host are observed (Slurm: ranks find their node by SLURMD_NODENAME,
+  // whatever launched them); first/last_rank are then only a hint.
   RankWatcher(std::string job, std::string step, int first_rank, int last_rank, std::string node,
               double tick_s, std::string match_host = "", std::uint32_t step_kind = 0);
   ~RankWatcher();
@@ -92,8 +94,10 @@ class RankWatcher {
     mutable std::vector<RankEvidence::OutSig> outsigs;  // undelivered, newest last
     std::uint64_t outsig_next = 0;
   };
+  static constexpr std::size_t kMaxSlots = 65536;
   void loop();
   void tick();
+  void discover();
   void try_attach(Slot& s);
   void poll_deaths(int timeout_ms);
 
@@ -103,6 +107,9 @@ class RankWatcher {
   double tick_s_;
   mutable std::mutex mu_;
   std::vector<Slot> slots_;
+  std::set<int> known_;  // ranks with a slot (discovery mode)
+  std::uint64_t ticks_ = 0;
+  bool slots_full_logged_ = false;
   mutable std::uint64_t outsig_new_ = 0;  // since the last evidence()
   std::atomic<bool> stop_{false};
   std::thread thread_;

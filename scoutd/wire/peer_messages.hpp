@@ -69,6 +69,8 @@ struct Trigger {
   std::uint32_t replay_demand;   // someone asked for a replay cycle
   std::uint32_t outsig_pending;  // new collective-output signatures
   std::uint32_t learn_pending;   // telemetry anomaly flags to report
+  std::uint32_t book_behind;     // observers whose incident book missed events
+  std::uint32_t pad;
 };
 Bytes encode_trigger(const Trigger& t);
 std::optional<Trigger> decode_trigger(const Bytes& msg);

@@ -1,19 +1,26 @@
 #!/bin/sh
-# A three-node Slurm cluster on this one host for scout's tests and demo:
-# munged, slurmctld and three `slurmd -N nX`, each slurmd in its own mount
-# namespace with a private /tmp (PMIx app dirs would collide otherwise) and a
-# private /dev/shm (Open MPI names its shared-memory segments after the host
-# name, which all three nodes share).
+# A Slurm cluster shaped like a site, on this one host, for scout's tests and
+# demo. The head is this host's namespace: munged and slurmctld (and the site
+# ledger, $DIR/site.db, until the ledger service exists). Three compute nodes
+# n1..n3 are `slurmd -N nX`, each in its own mount namespace with node-local
+# disks: private /tmp (PMIx app dirs), /dev/shm (Open MPI and scout records),
+# /var/spool/scout, /var/lib/scout and /run/scout (SCOUT_CLUSTER_PRIVATE
+# overrides that list). The login node is where the tests run (this host's
+# namespace, no slurmd): it sees none of the nodes' private files, as on a
+# real cluster; `cluster.sh on DIR NODE CMD...` runs a command on a node (an
+# administrator's ssh).
 # Everything lives under DIR (which must be outside /tmp) and is owned by the
 # test run that started it. Paths listed in SCOUT_CLUSTER_EXPOSE (the source
 # and build trees) that lie under /tmp are bind-mounted into each node's
 # private /tmp, so binaries there stay visible to the nodes.
 #   cluster.sh start DIR [PLUGSTACK_LINE]   start; writes DIR/env (SLURM_CONF)
 #   cluster.sh stop DIR                     stop and remove what it started
+#   cluster.sh on DIR NODE CMD [ARGS...]    run CMD in NODE's mount namespace
 set -eu
 cmd=${1:?usage: cluster.sh start|stop DIR}
 DIR=${2:?usage: cluster.sh start|stop DIR}
 NODES="n1 n2 n3"
+PRIVATE=${SCOUT_CLUSTER_PRIVATE:-/var/spool/scout /var/lib/scout /run/scout}
 HOST=$(hostname)
 PORT_BASE=${SCOUT_CLUSTER_PORT_BASE:-17010}
 
@@ -122,15 +129,33 @@ CONF
                 expose="$expose && mount --bind '$DIR/host-tmp/$rel' '/tmp/$rel'" ;;
       esac
     done
+    # Node-local disks: each listed directory is the node's own.
+    private=""
+    for p in $PRIVATE; do
+      mkdir -p "$p" "$DIR/node-$n$p"
+      case "$p" in  # written by jobs' scoutds (as the user), as a site makes them
+        /var/spool/scout|/run/scout) chmod 1777 "$DIR/node-$n$p" ;;
+        *) chmod 0755 "$DIR/node-$n$p" ;;
+      esac
+      private="$private && mount --bind '$DIR/node-$n$p' '$p'"
+    done
     unshare -m --propagation private sh -c \
-      "mount --bind /tmp '$DIR/host-tmp' && mount --bind '$DIR/tmp-$n' /tmp $expose && mount -t tmpfs -o size=1g,mode=1777 tmpfs /dev/shm && exec slurmd -f '$CONF' -N $n" \
+      "mount --bind /tmp '$DIR/host-tmp' && mount --bind '$DIR/tmp-$n' /tmp $expose && mount -t tmpfs -o size=1g,mode=1777 tmpfs /dev/shm $private && exec slurmd -f '$CONF' -N $n" \
       >> "$DIR/log/slurmd-start.log" 2>&1
   done
   wait_for 30 "three idle nodes" sh -c "SLURM_CONF='$CONF' sinfo -h -o '%t %D' | grep -q '^idle 3$'"
 }
 
+# on NODE CMD...: as an administrator logged in on NODE (its mount namespace).
+on() {
+  node=${1:?usage: cluster.sh on DIR NODE CMD [ARGS...]}; shift
+  pid=$(cat "$DIR/pids/slurmd.$node.pid" 2>/dev/null) || { echo "cluster: no slurmd for $node in $DIR" >&2; exit 2; }
+  exec nsenter -t "$pid" -m -- "$@"
+}
+
 case "$cmd" in
   start) start "$@" ;;
   stop) stop ;;
-  *) echo "usage: cluster.sh start|stop DIR [PLUGSTACK_LINE]" >&2; exit 2 ;;
+  on) shift 2; on "$@" ;;
+  *) echo "usage: cluster.sh start|stop|on DIR [PLUGSTACK_LINE | NODE CMD...]" >&2; exit 2 ;;
 esac

@@ -23,4 +23,5 @@ check "$B/scoutd/scoutd" "$S/man/scoutd.8.in"
 check "$B/cli/scoutctl" "$S/man/scoutctl.1.in"
 check "$B/cli/scout-run" "$S/man/scout-run.1.in"
 check "$B/spank/scout-epilog" "$S/man/scout-epilog.8.in"
+check "$B/ledgerd/scout-ledgerd" "$S/man/scout-ledgerd.8.in"
 exit $fail

@@ -23,12 +23,13 @@ until [ -z "$(squeue -h -j "$J" 2>/dev/null)" ]; do
   n=$((n + 1)); [ $n -lt 600 ] || fail "job $J did not end"; sleep 0.2
 done
 grep -q "done: 80 steps on 6 ranks" "$CL/job.out" || fail "healthy step did not run: $(cat "$CL/job.out")"
-wait_epilog "$J" n2
+for n in n1 n2 n3; do wait_epilog "$J" "$n"; done
+# From the login node: the site ledger, where every node's epilog imported.
 v=$("$SCOUTCTL" query "$J" --json)
 expect_eq "verdicts" "$(echo "$v" | jq length)" 1
 expect_eq "kind" "$(echo "$v" | jq -r '.[0].kind')" crash
 # Step ids: 0 healthy, 1 its companion, 2 the crashing one, 3 its companion.
-expect_eq "steps with ranks" "$(sqlite3 "$SPOOL/$J.db" "select group_concat(step) from (select distinct step from ranks where job_id='$J' order by step)")" "0,2"
+expect_eq "steps with ranks" "$(on n2 sqlite3 "$SPOOL/$J.db" "select group_concat(step) from (select distinct step from ranks where job_id='$J' order by step)")" "0,2"
 expect_eq "step" "$(echo "$v" | jq -r '.[0].step')" 2
 expect_eq "ranks" "$(echo "$v" | jq -c '.[0].ranks')" "[3]"
 expect_eq "hosts" "$(echo "$v" | jq -c '.[0].hosts')" '["n2"]'

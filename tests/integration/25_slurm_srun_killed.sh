@@ -7,7 +7,7 @@ start_cluster
 srun --scout=on --mpi=pmix -N3 -n3 "$TRAIN" --steps 100000 --step-ms 20 > "$T/run.log" 2>&1 &
 RUN_PID=$!
 J=$(current_job)
-PIDS=$(for node in n1 n2 n3; do scoutd_pid "$SPOOL/$J.db" "$J" "$node"; done | tr '\n' ' ')
+PIDS=$(for node in n1 n2 n3; do node_scoutd_pid "$J" "$node"; done | tr '\n' ' ')
 sleep 2
 kill -KILL "$RUN_PID"
 wait "$RUN_PID" 2>/dev/null || true
@@ -23,10 +23,11 @@ done
 echo "every scoutd of job $J exited $(echo "$n * 0.2" | bc) s after srun was SIGKILLed"
 # Each scoutd stopped by agreement (SIGUSR1 forwarded by the companion srun),
 # not by being killed: its log says so.
-stopped=$(cat "$SPOOL/$J".*.log 2>/dev/null | grep -c 'stopping' || true)
+# srun keeps the companion's stderr (the scoutds' logs) where it runs: here.
+stopped=$(cat "$SPOOL/$J".*.scoutd.log 2>/dev/null | grep -c 'stopping' || true)
 [ "$stopped" -ge 3 ] || fail "expected 3 scoutds to log a clean stop, found $stopped"
 scancel "$J" 2>/dev/null || true
-wait_epilog "$J" n3
+for node in n1 n2 n3; do wait_epilog "$J" "$node"; done
 expect_eq "verdicts" "$("$SCOUTCTL" query "$J" --json | jq length)" 0
 for node in n1 n2 n3; do
   s=$(node_state "$node")

@@ -1,12 +1,19 @@
 # Helpers for the Slurm integration tests: a private three-node cluster
-# (tests/cluster/cluster.sh) with scout.so in its plugstack and scout-epilog
-# as its Epilog, everything under /var/tmp, removed on exit.
+# shaped like a site (tests/cluster/cluster.sh: node-local /var/spool/scout,
+# /run/scout, /tmp, /dev/shm on every node; the tests run on the "login
+# node", which sees none of them), scout.so in its plugstack, scout-epilog
+# as its Epilog and scout-prolog as its Prolog, everything under /var/tmp,
+# removed on exit. The site ledger ($SITE) is on the head until the ledger
+# service exists.
 . "$top_srcdir/tests/integration/lib.sh"
 CL=/var/tmp/scout-cluster.$$
-SPOOL=$CL/spool-scout
+SPOOL=/var/spool/scout  # node-local on every node
 SITE=$CL/site.db
-RUNDIR=$CL/run
+RUNDIR=/run/scout       # node-local on every node
 export SCOUT_LEDGER=$SITE SCOUT_SPOOL=$SPOOL SCOUT_RUNTIME_DIR=$RUNDIR
+
+# on NODE CMD... : run CMD on compute node NODE (its node-local files).
+on() { "$top_srcdir/tests/cluster/cluster.sh" on "$CL" "$@"; }
 # The three "nodes" are one host whose slurmds have private /dev/shm, so Open
 # MPI's processes of a step talk TCP to each other on this host; over eth0
 # Open MPI 4.1's TCP BTL occasionally segfaults inside MPI_Init (seen in a
@@ -18,13 +25,15 @@ SCOUT_SO=$B/spank/.libs/scout.so
 # On failure, also show what the cluster's jobs and scoutds wrote.
 fail() {
   echo "FAIL: $*" >&2
-  for f in "$T/run.log" "$CL/job.out" "$SPOOL"/*.log; do
-    [ -f "$f" ] && { echo "--- $f" >&2; grep -v '^\[' "$f" | tail -25 >&2; }
+  # The scoutds' logs are kept where srun ran (this login node's spool).
+  for f in "$T/run.log" "$CL/job.out" $(ls -t "$SPOOL"/*.log 2>/dev/null | head -4); do
+    [ -f "$f" ] && { echo "--- $f" >&2; grep -v '^\[' "$f" | grep -v '^step ' | tail -25 >&2; }
   done
   exit 1
 }
 
 slurm_cleanup() {
+  stop_ledgerd KILL
   [ -n "${CL_ENV:-}" ] && . "$CL_ENV" && scancel --user=root >/dev/null 2>&1 || true
   sleep 0.5
   "$top_srcdir/tests/cluster/cluster.sh" stop "$CL" || true
@@ -34,31 +43,74 @@ slurm_cleanup() {
 trap slurm_cleanup EXIT
 
 # start_cluster [EXTRA PLUGSTACK ARGS...]
+# With LEDGERD=yes the head also runs scout-ledgerd (start_ledgerd) and every
+# program of the cluster reads the site configuration $CL/scout.conf.
 start_cluster() {
   mkdir -p "$CL"
-  printf '#!/bin/sh\nexec %s/spank/scout-epilog --plugstack %s/plugstack.conf\n' "$B" "$CL" > "$CL.epilog"
+  conf=
+  if [ "${LEDGERD:-no}" = yes ]; then
+    export SCOUT_CONF=$CL/scout.conf  # written once the cluster started (start clears $CL)
+    conf="SCOUT_CONF=$CL/scout.conf "
+  fi
+  printf '#!/bin/sh\n%sexec %s/spank/scout-epilog --plugstack %s/plugstack.conf\n' "$conf" "$B" "$CL" > "$CL.epilog"
   # The prolog runs scout-epilog by its installed name, scout-prolog.
   mkdir -p "$CL.bin" && ln -sf "$B/spank/scout-epilog" "$CL.bin/scout-prolog"
-  printf '#!/bin/sh\nexec %s/scout-prolog --plugstack %s/plugstack.conf\n' "$CL.bin" "$CL" > "$CL.prolog"
+  printf '#!/bin/sh\n%sexec %s/scout-prolog --plugstack %s/plugstack.conf\n' "$conf" "$CL.bin" "$CL" > "$CL.prolog"
   chmod +x "$CL.epilog" "$CL.prolog"
   line="required $SCOUT_SO scoutd=$B/scoutd/scoutd probe=$B/probe/.libs/libscout_probe.so spool=$SPOOL ledger=$SITE runtime_dir=$RUNDIR stall_threshold=2 companion_wait=20 $*"
   SCOUT_CLUSTER_EXTRA="Epilog=$CL.epilog
 Prolog=$CL.prolog" SCOUT_CLUSTER_EXPOSE="$top_srcdir $top_builddir" \
     "$top_srcdir/tests/cluster/cluster.sh" start "$CL" "$line" || fail "cluster did not start: $(tail -20 "$CL"/log/*.log 2>/dev/null)"
-  mkdir -p "$SPOOL" "$RUNDIR"; chmod 1777 "$SPOOL" "$RUNDIR"
   CL_ENV=$CL/env
   . "$CL_ENV"
+  if [ "${LEDGERD:-no}" = yes ]; then
+    LEDGERD_PORT=$(( ${SCOUT_CLUSTER_PORT_BASE:-17010} + 10 ))
+    METRICS_PORT=$((LEDGERD_PORT + 1))
+    printf 'ledgerd = 127.0.0.1:%s\nsite_ledger = %s\nadmins = root\nmetrics_listen = 127.0.0.1:%s\n' \
+      "$LEDGERD_PORT" "$CL/ledgerd.db" "$METRICS_PORT" > "$CL/scout.conf"
+    start_ledgerd
+  fi
 }
 
-# wait_job_verdict JOB KIND TIMEOUT : polls scoutctl query (spool, then site)
+# start_ledgerd / stop_ledgerd [SIGNAL] : scout-ledgerd on the head
+start_ledgerd() {
+  "$B/ledgerd/scout-ledgerd" --config "$CL/scout.conf" >> "$CL/ledgerd.log" 2>&1 &
+  LEDGERD_PID=$!
+  n=0
+  until "$SCOUTCTL" ping >/dev/null 2>&1; do
+    n=$((n + 1)); [ $n -lt 100 ] || fail "scout-ledgerd did not come up: $(tail -5 "$CL/ledgerd.log")"; sleep 0.1
+  done
+}
+stop_ledgerd() {
+  [ -n "${LEDGERD_PID:-}" ] || return 0
+  kill "-${1:-TERM}" "$LEDGERD_PID" 2>/dev/null || true
+  wait "$LEDGERD_PID" 2>/dev/null || true
+  LEDGERD_PID=
+}
+
+# query_on NODE JOB [ARGS...] : scoutctl query on NODE (its spool, then the site)
+query_on() { node=$1; shift; on "$node" "$SCOUTCTL" query "$@"; }
+
+# wait_job_verdict JOB KIND TIMEOUT [NODE] : polls scoutctl query on NODE
+# (default n1; every node's spool holds the job's verdicts)
 wait_job_verdict() {
-  j=$1; kind=$2; limit=$3; n=0
+  j=$1; kind=$2; limit=$3; node=${4:-n1}; n=0
   while [ "$n" -lt $((limit * 5)) ]; do
-    c=$("$SCOUTCTL" query "$j" --json 2>/dev/null | jq --arg k "$kind" 'map(select(.kind == $k)) | length' 2>/dev/null || true)
+    c=$(query_on "$node" "$j" --json 2>/dev/null | jq --arg k "$kind" 'map(select(.kind == $k)) | length' 2>/dev/null || true)
     if [ -n "$c" ] && [ "$c" -gt 0 ]; then return 0; fi
     sleep 0.2; n=$((n + 1))
   done
-  fail "no $kind verdict for job $j within ${limit}s: $("$SCOUTCTL" query "$j" 2>&1)"
+  fail "no $kind verdict for job $j within ${limit}s on $node: $(query_on "$node" "$j" 2>&1)"
+}
+
+# node_scoutd_pid JOB NODE : the pid of NODE's scoutd, once it registered in
+# NODE's own spool ledger (20 s at most)
+node_scoutd_pid() {
+  n=0
+  until p=$(on "$2" sqlite3 "$SPOOL/$1.db" "select scoutd_pid from nodes where job_id='$1' and node='$2'" 2>/dev/null) && [ -n "$p" ]; do
+    n=$((n + 1)); [ $n -lt 200 ] || fail "$2's scoutd never registered"; sleep 0.1
+  done
+  echo "$p"
 }
 
 # current_job : the id of the job running now

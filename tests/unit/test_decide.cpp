@@ -8,6 +8,9 @@
 #include "libc3/verdict_kind.hpp"
 #include "scoutd/decide/decider.hpp"
 #include "scoutd/decide/incident_book.hpp"
+#include "scoutd/decide/replica_writer.hpp"
+
+#include <map>
 
 using namespace scout::scoutd;
 namespace c3 = scout::c3;
@@ -20,21 +23,23 @@ struct FlakySink : VerdictSink {
   int fail = 0;
   std::int64_t next = 1;
   std::vector<VerdictToCommit> committed;
-  std::vector<std::pair<std::int64_t, std::string>> resolutions;
+  std::vector<std::pair<std::string, std::string>> resolutions;
+  std::map<std::string, std::int64_t> by_key;  // idempotent on the stable key
   std::int64_t commit_verdict(const VerdictToCommit& v) override {
     if (fail > 0) {
       --fail;
       throw std::runtime_error("database is locked");
     }
+    if (auto it = by_key.find(v.vkey); it != by_key.end()) return it->second;
     committed.push_back(v);
-    return next++;
+    return by_key[v.vkey] = next++;
   }
-  void commit_resolution(std::int64_t id, const std::string& at) override {
+  void commit_resolution(const std::string& vkey, const std::string& at) override {
     if (fail > 0) {
       --fail;
       throw std::runtime_error("disk I/O error");
     }
-    resolutions.emplace_back(id, at);
+    resolutions.emplace_back(vkey, at);
   }
 };
 
@@ -55,7 +60,7 @@ struct Fixture {
   FlakySink sink;
   std::vector<std::string> logs;
   int clock = 0;
-  Decider decider{"17", "0", book, sink,
+  Decider decider{"17", "0", "17.0.o0.99", book, sink,
                   Decider::Hooks{[this] { return "2026-12-01T00:00:0" + std::to_string(clock++) + ".000Z"; },
                                  [this](const std::string& m) { logs.push_back(m); }}};
 };
@@ -80,6 +85,7 @@ TEST_CASE("decider: a verdict the sink refuses is kept and committed on a later 
   CHECK(events[0]["verdict"]["id"] == 1);
   CHECK(events[0]["verdict"]["kind"] == "stall");
   CHECK(events[0]["verdict"]["detected_at"] == "2026-12-01T00:00:00.000Z");  // when it was decided
+  CHECK(events[0]["verdict"]["vkey"] == "17.0.o0.99.1");  // the same key on every node
   CHECK(f.book.is_open("behind:4"));
   CHECK(f.decider.pending() == 0);
   CHECK(f.sink.committed.size() == 1);
@@ -115,6 +121,8 @@ TEST_CASE("decider: order is kept: a resolution waits for its verdict's commit")
   CHECK(events[1]["id"] == 1);
   CHECK_FALSE(f.book.is_open("straggler:3"));
   REQUIRE(f.sink.resolutions.size() == 1);
+  CHECK(f.sink.resolutions[0].first == "17.0.o0.99.1");
+  CHECK(events[1]["vkey"] == "17.0.o0.99.1");
   CHECK(f.book.verdicts()[0]["resolved_at"] == f.sink.resolutions[0].second);
 }
 
@@ -183,4 +191,80 @@ TEST_CASE("verdict kinds: one list; names round-trip; drainable kinds") {
   CHECK_FALSE(c3::drainable(c3::VerdictKind::kTelemetryAnomaly));
   CHECK_FALSE(c3::drainable(c3::VerdictKind::kObserverLost));
   CHECK(c3::drainable_kinds_text() == "hang, stall, crash, divergence or sdc");
+}
+
+TEST_CASE("replicas: every observer commits the decider's verdicts in order, idempotently, retrying") {
+  Fixture root;
+  root.decider.propose(draft("behind:4"));
+  root.decider.resolve("behind:4");
+  json events = json::array();
+  REQUIRE(root.decider.flush(events) == 2);
+  // Another observer (its own prefix) with a ledger that is locked twice.
+  FlakySink local;
+  local.fail = 2;
+  std::vector<std::string> logs;
+  ReplicaWriter w(local, "17.0.o1.55", [&](const std::string& m) { logs.push_back(m); });
+  w.take(events);
+  CHECK(w.pending() == 2);
+  CHECK(w.flush() == 0);
+  CHECK(w.flush() == 0);
+  CHECK(w.pending() == 2);  // nothing lost, nothing out of order
+  CHECK(w.flush() == 2);
+  REQUIRE(local.committed.size() == 1);
+  CHECK(local.committed[0].vkey == "17.0.o0.99.1");
+  CHECK(local.committed[0].kind == c3::VerdictKind::kStall);
+  CHECK(local.committed[0].ranks == std::vector<int>{4});
+  CHECK(local.committed[0].detected_at == "2026-12-01T00:00:00.000Z");
+  REQUIRE(local.resolutions.size() == 1);
+  CHECK(local.resolutions[0].first == "17.0.o0.99.1");
+  // The same events again (a repeated down message): one row still.
+  w.take(events);
+  w.flush();
+  CHECK(local.committed.size() == 1);
+  // The deciding observer skips its own verdicts: they are committed.
+  ReplicaWriter self(local, "17.0.o0.99", [](const std::string&) {});
+  self.take(events);
+  CHECK(self.pending() == 0);
+}
+
+TEST_CASE("replicas: events that cannot be read are counted, never trusted") {
+  FlakySink local;
+  ReplicaWriter w(local, "17.0.o1.55", [](const std::string&) {});
+  w.take(json::array({{{"op", "new"}, {"verdict", {{"vkey", "k"}, {"kind", "meltdown"}, {"status", "attributed"},
+                                                   {"detected_at", "T"}}}},
+                      {{"op", "new"}, {"verdict", {{"kind", "stall"}}}},
+                      {{"op", "resolve"}, {"vkey", 5}},
+                      {{"op", "new"}, {"verdict", {{"vkey", "k2"}, {"kind", "stall"}, {"status", "attributed"},
+                                                   {"detected_at", "T"}, {"ranks", "not a list"}}}},
+                      7}));
+  CHECK(w.malformed() == 5);
+  CHECK(w.pending() == 0);
+}
+
+TEST_CASE("incident book: an observer that missed rounds catches up from the snapshot") {
+  Fixture root;
+  root.decider.propose(draft("behind:4"));
+  root.decider.propose(draft("crash:2", c3::VerdictKind::kCrash));
+  json events = json::array();
+  root.decider.flush(events);
+  root.decider.resolve("behind:4");
+  json later = json::array();
+  root.decider.flush(later);
+  IncidentBook lagging;
+  lagging.apply(json::array({events[0]}));  // it saw only the first verdict
+  CHECK_FALSE(lagging.digest() == root.book.digest());
+  lagging.apply(root.book.snapshot());
+  CHECK(lagging.digest() == root.book.digest());
+  CHECK(lagging.verdicts().size() == 2);
+  CHECK_FALSE(lagging.is_open("behind:4"));
+  CHECK(lagging.is_open("crash:2"));
+  // Its node's ledger gets the missing rows and the resolution, once.
+  FlakySink local;
+  ReplicaWriter w(local, "17.0.o1.55", [](const std::string&) {});
+  w.take(json::array({events[0]}));
+  w.take(root.book.snapshot());
+  w.flush();
+  CHECK(local.committed.size() == 2);
+  REQUIRE(local.resolutions.size() == 1);
+  CHECK(local.resolutions[0].first == "17.0.o0.99.1");
 }

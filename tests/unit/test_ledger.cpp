@@ -335,3 +335,91 @@ TEST_CASE("the ledger's verdict kinds and statuses are libc3's one list") {
     statuses += (statuses.empty() ? "'" : ",'") + std::string(scout::c3::to_string(s)) + "'";
   CHECK(compact.find("statusIN(" + statuses + ")") != std::string::npos);
 }
+
+TEST_CASE("keyed verdicts: one row per key however often committed; resolved by key") {
+  TempDir t;
+  auto l = Ledger::open((t.path / "l.db").string(), Ledger::Mode::kReadWrite);
+  l.insert_job({.job_id = "7", .user = "bob", .uid = 1001, .launcher = "slurm"});
+  VerdictRow v;
+  v.job_id = "7";
+  v.step = "0";
+  v.kind = "stall";
+  v.status = "attributed";
+  v.vkey = "7.0.o0.42.1";
+  const auto id = l.insert_verdict(v);
+  CHECK(id > 0);
+  CHECK(l.insert_verdict(v) == id);  // a retry, or a replica on a shared file
+  CHECK(l.verdicts("7").size() == 1);
+  CHECK(l.verdicts("7")[0].vkey == std::optional<std::string>("7.0.o0.42.1"));
+  l.resolve_verdict_by_key("7.0.o0.42.1", "2026-12-01T00:00:01.000Z");
+  l.resolve_verdict_by_key("7.0.o0.42.1", "2026-12-01T00:00:09.000Z");  // once
+  CHECK(l.verdicts("7")[0].resolved_at == std::optional<std::string>("2026-12-01T00:00:01.000Z"));
+}
+
+TEST_CASE("import: the same verdict from every node's spool is one site row, resolution kept") {
+  TempDir t;
+  auto site = Ledger::open((t.path / "site.db").string(), Ledger::Mode::kReadWrite);
+  auto all = [](const VerdictRow&) { return true; };
+  int added = 0;
+  for (int node = 1; node <= 3; ++node) {
+    auto path = (t.path / ("spool-n" + std::to_string(node) + ".db")).string();
+    {
+      auto s = Ledger::open(path, Ledger::Mode::kReadWrite);
+      s.insert_job_if_missing({.job_id = "8", .user = "bob", .uid = 1001, .launcher = "slurm"});
+      // Local ids differ between nodes; the key does not.
+      for (int pad = 0; pad < node; ++pad) {
+        VerdictRow other;
+        other.job_id = "8";
+        other.step = "0";
+        other.kind = "straggler";
+        other.status = "attributed";
+        other.vkey = "8.0.o0.42." + std::to_string(10 + pad);
+        s.insert_verdict(other);
+      }
+      VerdictRow v;
+      v.job_id = "8";
+      v.step = "0";
+      v.kind = "stall";
+      v.status = "attributed";
+      v.hosts = "[\"n3\"]";
+      v.vkey = "8.0.o0.42.1";
+      s.insert_verdict(v);
+      if (node == 2) s.resolve_verdict_by_key("8.0.o0.42.1", "2026-12-01T00:00:05.000Z");
+    }
+    auto from = Ledger::open(path, Ledger::Mode::kReadOnly);
+    added += site.import_job(from, "8", "spool:n" + std::to_string(node) + ":/var/spool/scout/8.db", 1001, all);
+  }
+  auto vs = site.verdicts("8");
+  CHECK(added == 4);  // the stall once, the stragglers 10, 11, 12 once each
+  CHECK(vs.size() == 4);
+  int stalls = 0;
+  for (auto& v : vs)
+    if (v.kind == "stall") {
+      ++stalls;
+      CHECK(v.resolved_at == std::optional<std::string>("2026-12-01T00:00:05.000Z"));
+    }
+  CHECK(stalls == 1);
+}
+
+TEST_CASE("a version-4 ledger is migrated to version 5; a read-only v4 spool still imports") {
+  TempDir t;
+  auto p = (t.path / "v4.db").string();
+  for (const char* m : {"001_initial.sql", "002_provenance_gating.sql", "003_replay_checkpoints.sql",
+                        "004_node_health.sql"})
+    raw_exec(p, migration(m).c_str());
+  raw_exec(p, "PRAGMA user_version = 4");
+  raw_exec(p, "INSERT INTO jobs(job_id,user,uid,launcher,command,nodes,ranks,started_at) "
+              "VALUES('9','a',1,'slurm','',1,1,'t')");
+  raw_exec(p, "INSERT INTO verdicts(job_id,step,kind,status,detected_at) VALUES('9','0','crash','attributed','t')");
+  {
+    auto site = Ledger::open((t.path / "site.db").string(), Ledger::Mode::kReadWrite);
+    auto from = Ledger::open(p, Ledger::Mode::kReadOnly);
+    CHECK(from.schema_version() == 4);
+    CHECK(site.import_job(from, "9", "spool:n1:" + p, 1, [](const VerdictRow&) { return true; }) == 1);
+  }
+  auto l = Ledger::open(p, Ledger::Mode::kReadWrite);
+  CHECK(l.schema_version() == 5);
+  auto vs = l.verdicts("9");
+  REQUIRE(vs.size() == 1);
+  CHECK_FALSE(vs[0].vkey.has_value());
+}

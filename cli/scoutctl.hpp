@@ -1,0 +1,35 @@
+// scoutctl's shared pieces: its arguments, exit codes and fatal error, for
+// the command files (scoutctl_main.cpp: local ledgers and scoutds;
+// scoutctl_ledgerd.cpp: the site ledger service).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace scout::cli {
+
+constexpr int kExitOk = 0, kExitInternal = 1, kExitUsage = 2, kExitUnknownJob = 3,
+              kExitLedger = 4, kExitUnreachable = 5;
+
+struct Args {
+  std::string command, job, ledger, runtime_dir, spool, reason;
+  std::string node;  // node and clear
+  bool json = false;
+  int count = 0;         // top: refreshes (0 = until q)
+  double interval = 1;   // top: seconds between refreshes
+};
+
+[[noreturn]] void die(int code, const std::string& msg);
+
+
+// The job's verdicts from scout-ledgerd; nullopt when none is configured,
+// it cannot be reached (a warning), or it does not know the job.
+std::optional<nlohmann::json> query_ledgerd(const Args& a);
+// A node or clear request to scout-ledgerd when the site has one and no
+// --ledger names a file; dies on a refusal or when it cannot be reached.
+std::optional<nlohmann::json> ask_ledgerd(const Args& a, const nlohmann::json& req);
+int cmd_ping(const Args& a);
+
+}  // namespace scout::cli

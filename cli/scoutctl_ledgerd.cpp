@@ -1,0 +1,98 @@
+// scoutctl's requests to the site ledger service (see scoutctl.hpp).
+#include <cstdio>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "cli/scoutctl.hpp"
+#include "ledgerd/client.hpp"
+#include "ledgerd/site_config.hpp"
+
+namespace scout::cli {
+
+using nlohmann::json;
+namespace ld = scout::ledgerd;
+
+[[noreturn]] void die(int code, const std::string& msg) {
+  std::fprintf(stderr, "scoutctl: %s\n", msg.c_str());
+  std::exit(code);
+}
+
+// The job's verdicts from scout-ledgerd, or nullopt when none is configured
+// or it cannot be reached (then the local files answer, with a warning).
+std::optional<json> query_ledgerd(const Args& a) {
+  ld::SiteConfig site;
+  try {
+    site = ld::load_site_config();
+  } catch (const ld::SiteConfigError& e) {
+    die(kExitUsage, fmt::format("{}: {}", a.command, e.what()));
+  }
+  if (site.ledgerd.empty()) return std::nullopt;
+  try {
+    ld::LedgerdClient c(site.ledgerd);
+    json r = c.request({{"op", "query"}, {"job", a.job}});
+    if (!r.value("ok", false)) {
+      const std::string why = r.value("refused", "");
+      die(why == "unknown_job" ? kExitUnknownJob : why == "not_owner" ? kExitUsage : kExitLedger,
+          fmt::format("{}: scout-ledgerd refused: {}", a.command, r.value("error", "?")));
+    }
+    if (!r.value("known", false) && r["verdicts"].empty()) return std::nullopt;  // not there (yet): local files
+    return r["verdicts"];
+  } catch (const ld::LedgerdError& e) {
+    std::fprintf(stderr, "scoutctl: %s: warning: %s; reading the local ledger files\n", a.command.c_str(), e.what());
+    return std::nullopt;
+  }
+}
+
+// node and clear go to the ledger service when the site has one (and no
+// --ledger names a file): it keeps the decisions of every node.
+std::optional<json> ask_ledgerd(const Args& a, const json& req) {
+  if (!a.ledger.empty()) return std::nullopt;
+  ld::SiteConfig site;
+  try {
+    site = ld::load_site_config();
+  } catch (const ld::SiteConfigError& e) {
+    die(kExitUsage, fmt::format("{}: {}", a.command, e.what()));
+  }
+  if (site.ledgerd.empty()) return std::nullopt;
+  try {
+    ld::LedgerdClient c(site.ledgerd);
+    json r = c.request(req);
+    if (!r.value("ok", false)) {
+      const std::string why = r.value("refused", "");
+      die(why == "not_admin" || why == "malformed" ? kExitUsage : kExitLedger,
+          fmt::format("{}: scout-ledgerd refused: {}", a.command, r.value("error", "?")));
+    }
+    return r;
+  } catch (const ld::LedgerdError& e) {
+    die(kExitUnreachable, fmt::format("{}: {}", a.command, e.what()));
+  }
+}
+
+// ping: is the ledger service there, and who am I to it (MUNGE end to end).
+int cmd_ping(const Args& a) {
+  ld::SiteConfig site;
+  try {
+    site = ld::load_site_config();
+  } catch (const ld::SiteConfigError& e) {
+    die(kExitUsage, fmt::format("ping: {}", e.what()));
+  }
+  if (site.ledgerd.empty())
+    die(kExitUnreachable, "ping: no ledger service configured (ledgerd = HOST:PORT in /etc/scout/scout.conf or $SCOUT_CONF)");
+  try {
+    ld::LedgerdClient c(site.ledgerd);
+    json r = c.request({{"op", "ping"}});
+    if (!r.value("ok", false)) die(kExitLedger, fmt::format("ping: scout-ledgerd refused: {}", r.value("error", "?")));
+    r["ledgerd"] = fmt::format("{}:{}", site.ledgerd.host, site.ledgerd.port);
+    if (a.json) std::puts(r.dump(2).c_str());
+    else
+      std::printf("scout-ledgerd at %s: ok, protocol %d; you are uid %d (%s), role %s\n",
+                  r["ledgerd"].get<std::string>().c_str(), r.value("v", 0), r.value("uid", -1),
+                  r.value("user", "?").c_str(), r.value("role", "?").c_str());
+    return kExitOk;
+  } catch (const ld::LedgerdError& e) {
+    die(kExitUnreachable, fmt::format("ping: {}", e.what()));
+  }
+}
+
+}  // namespace scout::cli

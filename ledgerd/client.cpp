@@ -1,0 +1,100 @@
+// scout-ledgerd client (see client.hpp).
+#include "ledgerd/client.hpp"
+
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "ledgerd/munge_auth.hpp"
+#include "ledgerd/service.hpp"
+
+namespace scout::ledgerd {
+
+LedgerdClient::LedgerdClient(Endpoint server, double timeout_s) : server_(std::move(server)), timeout_s_(timeout_s) {}
+
+LedgerdClient::~LedgerdClient() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void LedgerdClient::connect() {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  const int rc = getaddrinfo(server_.host.c_str(), std::to_string(server_.port).c_str(), &hints, &res);
+  if (rc != 0) throw LedgerdError(fmt::format("ledgerd {}:{}: {}", server_.host, server_.port, gai_strerror(rc)));
+  std::string why = "no address";
+  for (addrinfo* a = res; a; a = a->ai_next) {
+    int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
+    if (fd < 0) continue;
+    if (::connect(fd, a->ai_addr, a->ai_addrlen) != 0 && errno != EINPROGRESS) {
+      why = std::strerror(errno);
+      ::close(fd);
+      continue;
+    }
+    pollfd p{fd, POLLOUT, 0};
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (::poll(&p, 1, static_cast<int>(timeout_s_ * 1000)) != 1 ||
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) {
+      why = err ? std::strerror(err) : "connect timed out";
+      ::close(fd);
+      continue;
+    }
+    fd_ = fd;
+    break;
+  }
+  freeaddrinfo(res);
+  if (fd_ < 0) throw LedgerdError(fmt::format("ledgerd {}:{}: {}", server_.host, server_.port, why));
+}
+
+nlohmann::json LedgerdClient::request(nlohmann::json req) {
+  if (server_.empty())
+    throw LedgerdError("no ledger service configured (ledgerd = HOST:PORT in /etc/scout/scout.conf or $SCOUT_CONF)");
+  req["v"] = kProtocolVersion;
+  std::string line;
+  try {
+    line = munge_encode_payload(req.dump()) + "\n";
+  } catch (const MungeError& e) {
+    throw LedgerdError(e.what());
+  }
+  if (fd_ < 0) connect();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s_);
+  auto left_ms = [&] {
+    return static_cast<int>(std::max<long>(
+        0, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count()));
+  };
+  std::size_t off = 0;
+  while (off < line.size()) {
+    pollfd p{fd_, POLLOUT, 0};
+    if (::poll(&p, 1, left_ms()) != 1) throw LedgerdError("ledgerd: send timed out");
+    const ssize_t n = ::send(fd_, line.data() + off, line.size() - off, MSG_NOSIGNAL);
+    if (n < 0 && errno != EAGAIN) throw LedgerdError(fmt::format("ledgerd: send: {}", std::strerror(errno)));
+    if (n > 0) off += static_cast<std::size_t>(n);
+  }
+  for (;;) {
+    if (auto nl = pending_.find('\n'); nl != std::string::npos) {
+      const std::string reply = pending_.substr(0, nl);
+      pending_.erase(0, nl + 1);
+      auto j = nlohmann::json::parse(reply, nullptr, false);
+      if (!j.is_object()) throw LedgerdError("ledgerd: malformed reply");
+      return j;
+    }
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, left_ms()) != 1) throw LedgerdError("ledgerd: no reply in time");
+    char buf[65536];
+    const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+    if (n == 0) throw LedgerdError("ledgerd: connection closed");
+    if (n < 0 && errno != EAGAIN) throw LedgerdError(fmt::format("ledgerd: recv: {}", std::strerror(errno)));
+    if (n > 0) pending_.append(buf, static_cast<std::size_t>(n));
+    if (pending_.size() > (std::size_t{64} << 20)) throw LedgerdError("ledgerd: reply too large");
+  }
+}
+
+}  // namespace scout::ledgerd

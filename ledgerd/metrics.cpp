@@ -1,0 +1,120 @@
+// Prometheus metrics of scout-ledgerd (see metrics.hpp).
+#include "ledgerd/metrics.hpp"
+
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include <map>
+#include <memory>
+
+#include <fmt/format.h>
+
+namespace scout::ledgerd {
+
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+using asio::ip::tcp;
+
+namespace {
+std::string label(const std::string& v) {  // escaped for a label value
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+}  // namespace
+
+std::string render_metrics(Service& service, const Server* server) {
+  std::string out;
+  auto family = [&](const char* name, const char* type, const char* help) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+  };
+  const auto stats = service.ledger().metrics();
+  family("scout_verdicts", "gauge", "Verdicts in the site ledger, by kind and status.");
+  for (auto& [ks, n] : stats.verdicts)
+    out += fmt::format("scout_verdicts{{kind=\"{}\",status=\"{}\"}} {}\n", label(ks.first), label(ks.second), n);
+  family("scout_open_verdicts", "gauge", "Open attributed verdicts naming a node (since its last clear).");
+  for (auto& [node, n] : stats.open_by_node) out += fmt::format("scout_open_verdicts{{node=\"{}\"}} {}\n", label(node), n);
+  family("scout_drains_total", "counter", "Drain decisions recorded for a node.");
+  for (auto& [node, n] : stats.drains_by_node) out += fmt::format("scout_drains_total{{node=\"{}\"}} {}\n", label(node), n);
+  family("scout_ledgerd_requests_total", "counter", "Requests the service handled, by operation.");
+  for (auto& [op, n] : service.requests()) out += fmt::format("scout_ledgerd_requests_total{{op=\"{}\"}} {}\n", label(op), n);
+  family("scout_ledgerd_refused_total", "counter", "Requests refused, by reason.");
+  std::map<std::string, std::uint64_t> refused = service.refused();
+  if (server)
+    for (auto& [r, n] : server->refused()) refused[r] += n;
+  for (auto& [r, n] : refused) out += fmt::format("scout_ledgerd_refused_total{{reason=\"{}\"}} {}\n", label(r), n);
+  family("scout_ledgerd_connections", "gauge", "Client connections open now.");
+  out += fmt::format("scout_ledgerd_connections {}\n", server ? server->connections() : 0);
+  return out;
+}
+
+namespace {
+class HttpSession : public std::enable_shared_from_this<HttpSession> {
+ public:
+  HttpSession(tcp::socket s, Service& service, const Server& server)
+      : stream_(std::move(s)), service_(service), server_(server) {}
+  void start() {
+    stream_.expires_after(std::chrono::seconds(10));
+    auto self = shared_from_this();
+    http::async_read(stream_, buf_, req_, [this, self](boost::system::error_code ec, std::size_t) {
+      if (ec) return;
+      res_.version(req_.version());
+      res_.keep_alive(false);
+      if (req_.method() == http::verb::get && req_.target() == "/metrics") {
+        res_.result(http::status::ok);
+        res_.set(http::field::content_type, "text/plain; version=0.0.4");
+        try {
+          res_.body() = render_metrics(service_, &server_);
+        } catch (const std::exception& e) {
+          res_.result(http::status::internal_server_error);
+          res_.body() = std::string("metrics: ") + e.what() + "\n";
+        }
+      } else {
+        res_.result(http::status::not_found);
+        res_.set(http::field::content_type, "text/plain");
+        res_.body() = "scout-ledgerd serves GET /metrics only\n";
+      }
+      res_.prepare_payload();
+      http::async_write(stream_, res_, [this, self](boost::system::error_code, std::size_t) {
+        boost::system::error_code ignore;
+        stream_.socket().shutdown(tcp::socket::shutdown_both, ignore);
+      });
+    });
+  }
+
+ private:
+  boost::beast::tcp_stream stream_;
+  boost::beast::flat_buffer buf_;
+  http::request<http::string_body> req_;
+  http::response<http::string_body> res_;
+  Service& service_;
+  const Server& server_;
+};
+}  // namespace
+
+MetricsServer::MetricsServer(asio::io_context& io, const Endpoint& listen, Service& service, const Server& server)
+    : io_(io), acceptor_(io), service_(service), server_(server) {
+  tcp::resolver resolver(io);
+  const tcp::endpoint ep = *resolver.resolve(listen.host, std::to_string(listen.port)).begin();
+  acceptor_.open(ep.protocol());
+  acceptor_.set_option(tcp::acceptor::reuse_address(true));
+  acceptor_.bind(ep);
+  acceptor_.listen();
+  accept();
+}
+
+void MetricsServer::accept() {
+  acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket s) {
+    if (!ec) std::make_shared<HttpSession>(std::move(s), service_, server_)->start();
+    if (ec != asio::error::operation_aborted) accept();
+  });
+}
+
+}  // namespace scout::ledgerd

@@ -1,0 +1,35 @@
+// Prometheus text exposition for the site's monitoring: scout-ledgerd
+// serves GET /metrics (HTTP/1.1, Boost.Beast) on metrics_listen. Values:
+// verdicts by kind and status, open attributed verdicts and drains per node,
+// requests by operation, refused requests by reason, open connections.
+// Read-only over the site ledger; any other path is 404.
+#pragma once
+
+#include <utility>  // boost 1.74 asio uses std::exchange without including it
+
+#include <boost/asio.hpp>
+
+#include <string>
+
+#include "ledgerd/server.hpp"
+#include "ledgerd/service.hpp"
+
+namespace scout::ledgerd {
+
+// The exposition text (also for the unit test).
+std::string render_metrics(Service& service, const Server* server);
+
+class MetricsServer {
+ public:
+  MetricsServer(boost::asio::io_context& io, const Endpoint& listen, Service& service, const Server& server);
+  unsigned short port() const { return acceptor_.local_endpoint().port(); }
+
+ private:
+  void accept();
+  boost::asio::io_context& io_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  Service& service_;
+  const Server& server_;
+};
+
+}  // namespace scout::ledgerd

@@ -1,0 +1,84 @@
+// scout-ledgerd: the site ledger service on the head node. One root-owned
+// SQLite site ledger (WAL, synchronous=FULL); every request is authenticated
+// by MUNGE and authorised by who MUNGE says is asking (see service.hpp).
+// main() reads as init calls and their fini in reverse; SIGINT/SIGTERM stop
+// the io_context (signal_set), nothing else runs in a handler.
+#include <utility>  // boost 1.74 asio uses std::exchange without including it
+
+#include <boost/asio.hpp>
+
+#include <cstdio>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "ledgerd/metrics.hpp"
+#include "ledgerd/server.hpp"
+#include "ledgerd/service.hpp"
+#include "ledgerd/site_config.hpp"
+#include "libc3/log.hpp"
+#include "libc3/options.hpp"
+#include "sql/ledger.hpp"
+
+int main(int argc, char** argv) {
+  namespace ld = scout::ledgerd;
+  scout::log::init("scout-ledgerd", {});
+  std::string listen, ledger, scontrol = "scontrol", conf;
+  double idle = 30;
+  int max_conn = 512;
+  bool print_config = false;
+  scout::opts::Table t("scout-ledgerd", "scout-ledgerd [OPTIONS]",
+                       "The scout site ledger service: verdicts of every job, node health decisions;\n"
+                       "MUNGE-authenticated requests over TCP (see scout-ledgerd(8)).");
+  t.text("config", "FILE", conf, "site configuration (default $SCOUT_CONF or /etc/scout/scout.conf)");
+  t.text("listen", "ADDR:PORT", listen, "where to listen (default: ledgerd_listen or ledgerd of the config)");
+  t.text("ledger", "PATH", ledger, "the site ledger (default: site_ledger of the config)");
+  t.text("scontrol", "PATH", scontrol, "scontrol, to learn a job's user and state");
+  t.seconds("idle-timeout", idle, 1, 3600, "close a connection idle this long");
+  t.integer("max-connections", "N", max_conn, 1, 100000, "connections at once");
+  t.flag("print-config", print_config, "print the effective configuration and exit");
+  ld::SiteConfig cfg;
+  try {
+    if (t.parse(argc, argv) == scout::opts::Table::Outcome::kPrinted) return 0;
+    if (!conf.empty()) setenv("SCOUT_CONF", conf.c_str(), 1);
+    cfg = ld::load_site_config();
+    if (!listen.empty()) cfg.listen = ld::parse_endpoint("--listen", listen);
+    if (!ledger.empty()) cfg.site_ledger = ledger;
+    if (cfg.listen.empty())
+      throw ld::SiteConfigError(fmt::format("no address to listen on; expected ledgerd_listen or ledgerd in {} "
+                                            "or --listen", cfg.path.empty() ? "/etc/scout/scout.conf" : cfg.path));
+  } catch (const std::exception& e) {
+    scout::log::error("config: {}", e.what());
+    return 2;
+  }
+  if (print_config) {
+    std::printf("config = %s\nlisten = %s:%d\nsite_ledger = %s\nadmins = %s\n", cfg.path.c_str(),
+                cfg.listen.host.c_str(), cfg.listen.port, cfg.site_ledger.c_str(),
+                fmt::format("{}", fmt::join(cfg.admins, ",")).c_str());
+    return 0;
+  }
+  scout::log::init("scout-ledgerd", {false, true, true});
+  try {
+    auto site = scout::sql::Ledger::open(cfg.site_ledger, scout::sql::Ledger::Mode::kReadWrite);
+    site.set_durable();
+    ld::Service service(cfg, site, ld::scontrol_oracle(scontrol));
+    boost::asio::io_context io;
+    ld::Server server(io, cfg.listen, service, {idle, max_conn});
+    std::unique_ptr<ld::MetricsServer> metrics;
+    if (!cfg.metrics.empty()) {
+      metrics = std::make_unique<ld::MetricsServer>(io, cfg.metrics, service, server);
+      scout::log::info("metrics on http://{}:{}/metrics", cfg.metrics.host, metrics->port());
+    }
+    boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+    signals.async_wait([&](boost::system::error_code, int sig) {
+      scout::log::info("signal {}: stopping", sig);
+      io.stop();
+    });
+    scout::log::info("listening on {}:{}, site ledger {}", cfg.listen.host, server.port(), cfg.site_ledger);
+    io.run();
+  } catch (const std::exception& e) {
+    scout::log::error("{}", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,77 @@
+// scout-ledgerd's requests and who may make them, without sockets: the
+// server hands each decoded request (the JSON payload of a MUNGE credential
+// and the uid/gid MUNGE certified) to Service::handle and sends back its
+// reply. Protocol version 1; every request names its version and operation:
+//   ping                                   anyone: who am I to the service
+//   submit {job, verdicts:[...]}           the job's user while it runs, root, admins
+//   query  {job}                           the job's user, root, admins
+//   node   {node}                          root, admins: open verdicts and decisions
+//   gating {job, node, decision, reason}   root (the epilog and prolog)
+//   clear  {node, reason}                  admins
+// Refusals are counted by reason (for /metrics) and logged by the server.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "ledgerd/site_config.hpp"
+#include "sql/ledger.hpp"
+
+namespace scout::ledgerd {
+
+inline constexpr int kProtocolVersion = 1;
+inline constexpr std::size_t kMaxRequestBytes = std::size_t{1} << 20;  // one line
+inline constexpr std::size_t kMaxVerdictsPerSubmit = 1000;
+inline constexpr std::size_t kMaxEvidenceBytes = 64 * 1024;
+
+struct Identity {
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
+
+// What Slurm says of a job: its user and whether it still runs.
+struct JobInfo {
+  uid_t uid = 0;
+  bool running = false;
+};
+using JobOracle = std::function<std::optional<JobInfo>(const std::string& job)>;
+// The production oracle: `scontrol show job JOB --oneliner`.
+JobOracle scontrol_oracle(std::string scontrol = "scontrol");
+
+// Whether a uid is an administrator: root, a listed user, or a member of a
+// listed group.
+bool is_admin(const SiteConfig& cfg, uid_t uid);
+
+class Service {
+ public:
+  Service(SiteConfig cfg, sql::Ledger& ledger, JobOracle oracle);
+  // One request: returns the reply object ({"ok":true,...} or
+  // {"ok":false,"error":"...","refused":"reason"}). Never throws.
+  nlohmann::json handle(const Identity& who, const std::string& payload);
+  const std::map<std::string, std::uint64_t>& refused() const { return refused_; }
+  const std::map<std::string, std::uint64_t>& requests() const { return requests_; }
+  sql::Ledger& ledger() { return ledger_; }
+
+ private:
+  nlohmann::json refuse(const std::string& reason, const std::string& message);
+  nlohmann::json submit(const Identity& who, const nlohmann::json& req);
+  nlohmann::json query(const Identity& who, const nlohmann::json& req);
+  nlohmann::json node(const Identity& who, const nlohmann::json& req);
+  nlohmann::json gating(const Identity& who, const nlohmann::json& req);
+  nlohmann::json clear(const Identity& who, const nlohmann::json& req);
+  bool admin(uid_t uid) const { return is_admin(cfg_, uid); }
+
+  SiteConfig cfg_;
+  sql::Ledger& ledger_;
+  JobOracle oracle_;
+  std::map<std::string, std::uint64_t> refused_, requests_;
+};
+
+}  // namespace scout::ledgerd

@@ -1,0 +1,127 @@
+// Store and forward to scout-ledgerd (see forwarder.hpp).
+#include "scoutd/beside/forwarder.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include <fmt/format.h>
+
+namespace scout::scoutd {
+
+using nlohmann::json;
+
+Forwarder::Forwarder(std::string job, Send send, std::function<void(const std::string&)> log)
+    : job_(std::move(job)), send_(std::move(send)), log_(std::move(log)) {
+  thread_ = std::thread([this] { loop(); });
+}
+
+Forwarder::~Forwarder() {
+  {
+    std::lock_guard lk(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Forwarder::take(const json& events) {
+  if (!events.is_array()) return;
+  std::lock_guard lk(mu_);
+  for (auto& e : events) {
+    if (!e.is_object() || !e.contains("op") || !e["op"].is_string()) continue;
+    const std::string op = e["op"].get<std::string>();
+    if (op == "new" && e.contains("verdict") && e["verdict"].is_object()) {
+      const json& v = e["verdict"];
+      if (!v.contains("vkey") || !v["vkey"].is_string()) continue;
+      const std::string k = v["vkey"].get<std::string>();
+      json out = {{"vkey", k}};
+      for (const char* f : {"step", "kind", "status", "ranks", "hosts", "evidence", "detected_at"})
+        if (v.contains(f)) out[f] = v[f];
+      if (v.contains("resolved_at") && v["resolved_at"].is_string()) out["resolved_at"] = v["resolved_at"];
+      auto it = verdicts_.find(k);
+      if (it != verdicts_.end() && it->second.contains("resolved_at") && !out.contains("resolved_at")) continue;
+      verdicts_[k] = std::move(out);
+      dirty_.push_back(k);
+    } else if (op == "resolve" && e.contains("vkey") && e["vkey"].is_string() && e.contains("at") &&
+               e["at"].is_string()) {
+      auto it = verdicts_.find(e["vkey"].get<std::string>());
+      if (it == verdicts_.end()) continue;  // not ours to forward
+      it->second["resolved_at"] = e["at"];
+      dirty_.push_back(it->first);
+    }
+  }
+  cv_.notify_all();
+}
+
+void Forwarder::loop() {
+  std::size_t failures = 0;
+  std::unique_lock lk(mu_);
+  while (!stop_) {
+    if (dirty_.empty() || backoff_s_ > 0) {
+      cv_.wait_for(lk, std::chrono::duration<double>(backoff_s_ > 0 ? backoff_s_ : 3600),
+                   [&] { return stop_ || (!dirty_.empty() && backoff_s_ == 0); });
+      if (stop_) break;
+      backoff_s_ = 0;
+      if (dirty_.empty()) continue;
+    }
+    // One batch: the distinct keys at the head of the queue, latest state.
+    json batch = json::array();
+    std::vector<std::string> keys;
+    for (auto& k : dirty_) {
+      if (std::find(keys.begin(), keys.end(), k) != keys.end()) continue;
+      keys.push_back(k);
+      batch.push_back(verdicts_[k]);
+      if (keys.size() >= 100) break;
+    }
+    lk.unlock();
+    bool ok = true;
+    std::string why;
+    try {
+      send_(job_, batch);
+    } catch (const std::exception& e) {
+      ok = false;
+      why = e.what();
+    }
+    lk.lock();
+    if (ok) {
+      sent_ += keys.size();
+      // A key queued again while it was being sent (a resolution) stays.
+      for (auto& k : keys)
+        if (auto it = std::find(dirty_.begin(), dirty_.end(), k); it != dirty_.end()) dirty_.erase(it);
+      if (failures) log_(fmt::format("ledgerd: reachable again; {} verdict(s) forwarded", keys.size()));
+      failures = 0;
+    } else {
+      ++failures;
+      backoff_s_ = hurry_ ? 0.2 : std::min(30.0, 0.5 * static_cast<double>(1u << std::min<std::size_t>(failures, 6)));
+      if (failures <= 3 || failures % 20 == 0)
+        log_(fmt::format("ledgerd: {} verdict(s) not forwarded yet, retrying in {:.1f} s: {}", dirty_.size(), backoff_s_,
+                         why));
+    }
+  }
+}
+
+std::size_t Forwarder::drain(double deadline_s) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(deadline_s);
+  std::unique_lock lk(mu_);
+  hurry_ = true;  // short back-off now: the job is ending
+  backoff_s_ = 0;
+  while (!dirty_.empty() && std::chrono::steady_clock::now() < end) {
+    lk.unlock();
+    cv_.notify_all();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    lk.lock();
+  }
+  return dirty_.size();
+}
+
+std::size_t Forwarder::pending() const {
+  std::lock_guard lk(mu_);
+  return dirty_.size();
+}
+
+std::uint64_t Forwarder::sent() const {
+  std::lock_guard lk(mu_);
+  return sent_;
+}
+
+}  // namespace scout::scoutd

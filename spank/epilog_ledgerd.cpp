@@ -1,0 +1,96 @@
+// The epilog's and prolog's side of scout-ledgerd (see epilog_ledgerd.hpp).
+#include "spank/epilog_ledgerd.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "ledgerd/client.hpp"
+
+namespace scout::spank {
+
+using nlohmann::json;
+
+namespace {
+json request(const ledgerd::Endpoint& ep, const json& req, std::string& why) {
+  try {
+    ledgerd::LedgerdClient c(ep, 10);
+    json r = c.request(req);
+    if (!r.value("ok", false)) why = "scout-ledgerd refused: " + r.value("error", std::string("?"));
+    return r;
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  return json::object();
+}
+
+sql::VerdictRow row_of(const json& v) {
+  sql::VerdictRow r;
+  r.id = v.value("id", std::int64_t{0});
+  r.job_id = v.value("job", "");
+  r.step = v.value("step", "");
+  r.kind = v.value("kind", "");
+  r.status = v.value("status", "");
+  r.ranks = v.value("ranks", json::array()).dump();
+  r.hosts = v.value("hosts", json::array()).dump();
+  r.evidence = v.value("evidence", json::object()).dump();
+  r.detected_at = v.value("detected_at", "");
+  if (v.contains("resolved_at") && v["resolved_at"].is_string()) r.resolved_at = v["resolved_at"].get<std::string>();
+  if (v.contains("origin") && v["origin"].is_string()) r.origin = v["origin"].get<std::string>();
+  if (v.contains("vkey") && v["vkey"].is_string()) r.vkey = v["vkey"].get<std::string>();
+  return r;
+}
+}  // namespace
+
+std::optional<EpilogLedgerd> EpilogLedgerd::from_site_config() {
+  auto site = ledgerd::load_site_config();
+  if (site.ledgerd.empty()) return std::nullopt;
+  return EpilogLedgerd(site.ledgerd);
+}
+
+std::string EpilogLedgerd::submit(const std::string& job, const std::vector<sql::VerdictRow>& verdicts) {
+  json batch = json::array();
+  std::string why;
+  for (auto& v : verdicts) {
+    if (!v.vkey) continue;  // written before stable keys: the local site ledger keeps it
+    json o = {{"vkey", *v.vkey}, {"step", v.step}, {"kind", v.kind}, {"status", v.status},
+              {"ranks", json::parse(v.ranks, nullptr, false)}, {"hosts", json::parse(v.hosts, nullptr, false)},
+              {"evidence", json::parse(v.evidence, nullptr, false)}, {"detected_at", v.detected_at}};
+    for (const char* f : {"ranks", "hosts"})
+      if (!o[f].is_array()) o[f] = json::array();
+    if (!o["evidence"].is_object()) o["evidence"] = json::object();
+    if (v.resolved_at) o["resolved_at"] = *v.resolved_at;
+    batch.push_back(std::move(o));
+    if (batch.size() == 500) {
+      request(ep_, {{"op", "submit"}, {"job", job}, {"verdicts", batch}}, why);
+      if (!why.empty()) return why;
+      batch = json::array();
+    }
+  }
+  if (!batch.empty()) request(ep_, {{"op", "submit"}, {"job", job}, {"verdicts", batch}}, why);
+  return why;
+}
+
+std::string EpilogLedgerd::gating(const sql::GatingRow& g) {
+  std::string why;
+  request(ep_, {{"op", "gating"}, {"job", g.job_id}, {"node", g.node}, {"decision", g.decision},
+                {"reason", g.reason}, {"decided_by", g.decided_by}}, why);
+  return why;
+}
+
+std::string EpilogLedgerd::job_verdicts(const std::string& job, std::vector<sql::VerdictRow>& out) {
+  std::string why;
+  json r = request(ep_, {{"op", "query"}, {"job", job}}, why);
+  if (!why.empty()) return why;
+  for (auto& v : r.value("verdicts", json::array())) out.push_back(row_of(v));
+  return {};
+}
+
+std::string EpilogLedgerd::node_open_verdicts(const std::string& node, std::vector<sql::VerdictRow>& out) {
+  std::string why;
+  json r = request(ep_, {{"op", "node"}, {"node", node}}, why);
+  if (!why.empty()) return why;
+  for (auto& v : r.value("open_verdicts", json::array())) out.push_back(row_of(v));
+  return {};
+}
+
+}  // namespace scout::spank

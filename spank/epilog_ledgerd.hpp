@@ -1,0 +1,35 @@
+// The epilog's and prolog's side of the site ledger service: forward what a
+// node's spool holds (idempotent: the verdicts' stable keys), record every
+// decision, and read the job's verdicts that other nodes forwarded. Only
+// used when the site configuration names a service; every call reports
+// failure as a message instead of throwing, so the caller can follow
+// fail_closed and log why.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ledgerd/site_config.hpp"
+#include "sql/ledger.hpp"
+
+namespace scout::spank {
+
+class EpilogLedgerd {
+ public:
+  // nullopt: no service configured. Throws only for a malformed site config.
+  static std::optional<EpilogLedgerd> from_site_config();
+  const ledgerd::Endpoint& endpoint() const { return ep_; }
+
+  // Each returns "" on success, otherwise why it failed.
+  std::string submit(const std::string& job, const std::vector<sql::VerdictRow>& verdicts);
+  std::string gating(const sql::GatingRow& g);
+  std::string job_verdicts(const std::string& job, std::vector<sql::VerdictRow>& out);
+  std::string node_open_verdicts(const std::string& node, std::vector<sql::VerdictRow>& out);
+
+ private:
+  explicit EpilogLedgerd(ledgerd::Endpoint ep) : ep_(std::move(ep)) {}
+  ledgerd::Endpoint ep_;
+};
+
+}  // namespace scout::spank
