@@ -33,5 +33,8 @@ done
 echo "(gather: 256 ranks x 320 B of evidence per observer; loss round: the round"
 echo " that detects a SIGKILLed observer, bounded by the hop deadlines)"
 echo
+echo "== site ledger service: submissions with 64 clients, the epilog's decision time"
+sh "$top_srcdir/bench/ledgerd-bench.sh"
+echo
 echo "== federated outlier detection (MemAE): Shuttle, non-IID clients, 5 methods x 5 seeds"
 sh "$top_srcdir/bench/fedad-shuttle.sh"

@@ -18,18 +18,25 @@ namespace ld = scout::ledgerd;
   std::exit(code);
 }
 
-// The job's verdicts from scout-ledgerd, or nullopt when none is configured
-// or it cannot be reached (then the local files answer, with a warning).
-std::optional<json> query_ledgerd(const Args& a) {
-  ld::SiteConfig site;
+// The ledger service the site configuration names, if any; a malformed
+// configuration is a usage error naming the file and line.
+std::optional<ld::Endpoint> configured_ledgerd(const Args& a) {
   try {
-    site = ld::load_site_config();
+    auto site = ld::load_site_config();
+    if (site.ledgerd.empty()) return std::nullopt;
+    return site.ledgerd;
   } catch (const ld::SiteConfigError& e) {
     die(kExitUsage, fmt::format("{}: {}", a.command, e.what()));
   }
-  if (site.ledgerd.empty()) return std::nullopt;
+}
+
+// The job's verdicts from scout-ledgerd, or nullopt when none is configured
+// or it cannot be reached (then the local files answer, with a warning).
+std::optional<json> query_ledgerd(const Args& a) {
+  const auto ep = configured_ledgerd(a);
+  if (!ep) return std::nullopt;
   try {
-    ld::LedgerdClient c(site.ledgerd);
+    ld::LedgerdClient c(*ep);
     json r = c.request({{"op", "query"}, {"job", a.job}});
     if (!r.value("ok", false)) {
       const std::string why = r.value("refused", "");
@@ -48,15 +55,10 @@ std::optional<json> query_ledgerd(const Args& a) {
 // --ledger names a file): it keeps the decisions of every node.
 std::optional<json> ask_ledgerd(const Args& a, const json& req) {
   if (!a.ledger.empty()) return std::nullopt;
-  ld::SiteConfig site;
+  const auto ep = configured_ledgerd(a);
+  if (!ep) return std::nullopt;
   try {
-    site = ld::load_site_config();
-  } catch (const ld::SiteConfigError& e) {
-    die(kExitUsage, fmt::format("{}: {}", a.command, e.what()));
-  }
-  if (site.ledgerd.empty()) return std::nullopt;
-  try {
-    ld::LedgerdClient c(site.ledgerd);
+    ld::LedgerdClient c(*ep);
     json r = c.request(req);
     if (!r.value("ok", false)) {
       const std::string why = r.value("refused", "");
@@ -71,19 +73,15 @@ std::optional<json> ask_ledgerd(const Args& a, const json& req) {
 
 // ping: is the ledger service there, and who am I to it (MUNGE end to end).
 int cmd_ping(const Args& a) {
-  ld::SiteConfig site;
-  try {
-    site = ld::load_site_config();
-  } catch (const ld::SiteConfigError& e) {
-    die(kExitUsage, fmt::format("ping: {}", e.what()));
-  }
-  if (site.ledgerd.empty())
+  const auto ep = configured_ledgerd(a);
+  if (!ep)
     die(kExitUnreachable, "ping: no ledger service configured (ledgerd = HOST:PORT in /etc/scout/scout.conf or $SCOUT_CONF)");
+  const ld::Endpoint& site_ledgerd = *ep;
   try {
-    ld::LedgerdClient c(site.ledgerd);
+    ld::LedgerdClient c(site_ledgerd);
     json r = c.request({{"op", "ping"}});
     if (!r.value("ok", false)) die(kExitLedger, fmt::format("ping: scout-ledgerd refused: {}", r.value("error", "?")));
-    r["ledgerd"] = fmt::format("{}:{}", site.ledgerd.host, site.ledgerd.port);
+    r["ledgerd"] = fmt::format("{}:{}", site_ledgerd.host, site_ledgerd.port);
     if (a.json) std::puts(r.dump(2).c_str());
     else
       std::printf("scout-ledgerd at %s: ok, protocol %d; you are uid %d (%s), role %s\n",

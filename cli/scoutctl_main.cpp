@@ -25,6 +25,7 @@
 #include "cli/control_client.hpp"
 #include "cli/scoutctl.hpp"
 #include "ledgerd/client.hpp"
+#include "ledgerd/views.hpp"
 #include "ledgerd/site_config.hpp"
 #include "libc3/options.hpp"
 #include "libc3/rank_record.hpp"
@@ -198,6 +199,34 @@ int cmd_node(const Args& a) {
   return kExitOk;
 }
 
+// nodes: every node with verdicts or decisions, for administrators.
+int cmd_nodes(const Args& a) {
+  json nodes;
+  if (auto r = ask_ledgerd(a, {{"op", "nodes"}})) nodes = (*r)["nodes"];
+  else {
+    auto l = open_site_ledger(a, sq::Ledger::Mode::kReadOnly);
+    nodes = ld::nodes_json(l);
+  }
+  if (a.json) {
+    std::puts(nodes.dump(2).c_str());
+    return kExitOk;
+  }
+  if (nodes.empty()) {
+    std::puts("no node has verdicts or decisions");
+    return kExitOk;
+  }
+  std::printf("%-16s %5s %8s %9s %7s %8s  %s\n", "NODE", "OPEN", "VERD.7D", "VERD.30D", "DRAIN7D", "DRAIN30D",
+              "LAST DECISION");
+  for (auto& n : nodes)
+    std::printf("%-16s %5lld %8lld %9lld %7lld %8lld  %s\n", n.value("node", "?").c_str(),
+                n.value("open_verdicts", 0LL), n.value("verdicts_7d", 0LL), n.value("verdicts_30d", 0LL),
+                n.value("drains_7d", 0LL), n.value("drains_30d", 0LL),
+                n["last_decision"].is_string()
+                    ? (n["last_decision"].get<std::string>() + " " + n.value("last_decided_at", "")).c_str()
+                    : "-");
+  return kExitOk;
+}
+
 int cmd_clear(const Args& a) {
   if (a.reason.empty())
     die(kExitUsage, "clear: --reason TEXT is required (what was repaired or tested; kept for audit)");
@@ -368,6 +397,7 @@ scout::opts::Table make_table(Args& a) {
       "scoutctl COMMAND JOBID [OPTIONS]\n"
       "       scoutctl node NODE [OPTIONS]\n"
       "       scoutctl clear NODE --reason TEXT [OPTIONS]\n"
+      "       scoutctl nodes [--json]\n"
       "       scoutctl ping [--json]",
       "Read scout verdicts and live state; review and clear a node's health.\n\n"
       "Commands:\n"
@@ -387,6 +417,8 @@ scout::opts::Table make_table(Args& a) {
       "  clear NODE      after repair: record a clear decision (who, when, --reason),\n"
       "                  which closes the node's open verdicts so that scout-prolog\n"
       "                  accepts it again (writes the site ledger: root)\n"
+      "  nodes           every node with verdicts or decisions: open verdicts, verdicts and\n"
+      "                  drains over 7 and 30 days, the last decision (administrators)\n"
       "  ping            reach scout-ledgerd (MUNGE end to end) and say who you are to it\n\n"
       "Options:",
       "Exit status: 0 ok, 1 internal error (recovery: no verified checkpoint),\n"
@@ -418,13 +450,17 @@ int main(int argc, char** argv) {
   if (pos.empty()) die(kExitUsage, "missing command; expected 'query JOBID' or 'status JOBID' (see scoutctl --help)");
   a.command = pos[0];
   static const char* kCommands[] = {"query", "status", "top", "replay", "checkpoints", "recovery", "node", "clear",
-                                    "ping"};
+                                    "ping", "nodes"};
   if (std::none_of(std::begin(kCommands), std::end(kCommands), [&](const char* c) { return a.command == c; }))
     die(kExitUsage, fmt::format("unknown command '{}'; expected query, status, top, replay, checkpoints, "
-                                "recovery, node, clear or ping", a.command));
-  if (a.command == "ping") {
-    if (pos.size() != 1) die(kExitUsage, "ping: takes no argument");
-    return cmd_ping(a);
+                                "recovery, node, nodes, clear or ping", a.command));
+  if (a.command == "ping" || a.command == "nodes") {
+    if (pos.size() != 1) die(kExitUsage, fmt::format("{}: takes no argument", a.command));
+    try {
+      return a.command == "ping" ? cmd_ping(a) : cmd_nodes(a);
+    } catch (const std::exception& e) {
+      die(kExitInternal, fmt::format("{}: {}", a.command, e.what()));
+    }
   }
   if (a.command == "node" || a.command == "clear") {
     if (pos.size() != 2) die(kExitUsage, fmt::format("{}: expected exactly one NODE", a.command));

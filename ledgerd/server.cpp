@@ -92,15 +92,18 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string out_, peer_;
 };
 
+void listen_on(tcp::acceptor& acceptor, const Endpoint& listen) {
+  tcp::resolver resolver(acceptor.get_executor());
+  const tcp::endpoint ep = *resolver.resolve(listen.host, std::to_string(listen.port)).begin();
+  acceptor.open(ep.protocol());
+  acceptor.set_option(tcp::acceptor::reuse_address(true));
+  acceptor.bind(ep);
+  acceptor.listen();
+}
+
 Server::Server(asio::io_context& io, const Endpoint& listen, Service& service, ServerLimits limits)
     : io_(io), acceptor_(io), service_(service), limits_(limits) {
-  tcp::resolver resolver(io);
-  auto results = resolver.resolve(listen.host, std::to_string(listen.port));
-  const tcp::endpoint ep = *results.begin();
-  acceptor_.open(ep.protocol());
-  acceptor_.set_option(tcp::acceptor::reuse_address(true));
-  acceptor_.bind(ep);
-  acceptor_.listen();
+  listen_on(acceptor_, listen);
   accept();
 }
 

@@ -24,6 +24,9 @@ struct ServerLimits {
   int max_connections = 512;
 };
 
+// Opens, binds (reuse_address) and listens on `listen` (a host name or address).
+void listen_on(boost::asio::ip::tcp::acceptor& acceptor, const Endpoint& listen);
+
 class Server {
  public:
   Server(boost::asio::io_context& io, const Endpoint& listen, Service& service, ServerLimits limits = {});

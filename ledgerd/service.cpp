@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "ledgerd/views.hpp"
 #include "libc3/rank_record.hpp"
 #include "libc3/verdict_kind.hpp"
 
@@ -139,7 +140,8 @@ json Service::handle(const Identity& who, const std::string& payload) {
     if (op == "node") return node(who, req);
     if (op == "gating") return gating(who, req);
     if (op == "clear") return clear(who, req);
-    return refuse("malformed", fmt::format("unknown operation '{}'; expected ping, submit, query, node, gating or clear",
+    if (op == "nodes") return nodes(who);
+    return refuse("malformed", fmt::format("unknown operation '{}'; expected ping, submit, query, node, nodes, gating or clear",
                                            op.substr(0, 40)));
   } catch (const std::exception& e) {
     return refuse("internal", fmt::format("{} failed: {}", op, e.what()));
@@ -259,6 +261,11 @@ json Service::clear(const Identity& who, const json& req) {
   json o = json::array();
   for (auto& v : open) o.push_back(verdict_json(v));
   return {{"ok", true}, {"node", n}, {"cleared", o}, {"decided_by", by}};
+}
+
+json Service::nodes(const Identity& who) {
+  if (!admin(who.uid)) return refuse("not_admin", "nodes: for root and administrators");
+  return {{"ok", true}, {"nodes", nodes_json(ledger_)}};
 }
 
 }  // namespace scout::ledgerd

@@ -8,6 +8,8 @@
 //   node   {node}                          root, admins: open verdicts and decisions
 //   gating {job, node, decision, reason}   root (the epilog and prolog)
 //   clear  {node, reason}                  admins
+//   nodes                                  root, admins: every node's open
+//                                          verdicts, 7/30-day counts, last decision
 // Refusals are counted by reason (for /metrics) and logged by the server.
 #pragma once
 
@@ -66,6 +68,7 @@ class Service {
   nlohmann::json node(const Identity& who, const nlohmann::json& req);
   nlohmann::json gating(const Identity& who, const nlohmann::json& req);
   nlohmann::json clear(const Identity& who, const nlohmann::json& req);
+  nlohmann::json nodes(const Identity& who);
   bool admin(uid_t uid) const { return is_admin(cfg_, uid); }
 
   SiteConfig cfg_;

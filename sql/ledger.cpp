@@ -310,6 +310,18 @@ std::int64_t Ledger::insert_verdict(const VerdictRow& v) {
   return id;
 }
 
+std::vector<NodeSummary> Ledger::node_summaries(const std::string& now_iso) {
+  const std::int64_t now_ms = iso_to_unix_ms(now_iso);
+  const std::string since7 = unix_ms_to_iso(now_ms - 7LL * 86400 * 1000);
+  const std::string since30 = unix_ms_to_iso(now_ms - 30LL * 86400 * 1000);
+  std::vector<NodeSummary> out;
+  auto& s = stmt(kNodeSummaries).bind(since7).bind(since30);
+  while (s.step())
+    out.push_back({s.text(0), s.i64(1), s.i64(2), s.i64(3), s.i64(4), s.i64(5), s.text(6), s.text(7)});
+  s.reset();
+  return out;
+}
+
 LedgerMetrics Ledger::metrics() {
   LedgerMetrics m;
   {

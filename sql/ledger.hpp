@@ -76,6 +76,12 @@ struct CheckpointRow {
   std::string seen_at, state, reason, updated_at;
 };
 
+struct NodeSummary {
+  std::string node;
+  std::int64_t open = 0, verdicts_7d = 0, verdicts_30d = 0, drains_7d = 0, drains_30d = 0;
+  std::string last_decision, last_decided_at;  // empty if none
+};
+
 struct LedgerMetrics {
   std::map<std::pair<std::string, std::string>, std::int64_t> verdicts;  // (kind, status) -> count
   std::map<std::string, std::int64_t> open_by_node, drains_by_node;
@@ -98,6 +104,8 @@ class Ledger {
   // kReadOnly requires an existing ledger of a known schema version.
   static Ledger open(const std::string& path, Mode mode);
   LedgerMetrics metrics();
+  // Every node with verdicts or decisions, for administrators (scoutctl nodes).
+  std::vector<NodeSummary> node_summaries(const std::string& now_iso);
   // synchronous=FULL: a commit survives power loss (the site ledger service).
   void set_durable() { exec("PRAGMA synchronous=FULL"); }
 

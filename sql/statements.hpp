@@ -76,6 +76,25 @@ inline constexpr const char* kCountOpenByNode =
     "GROUP BY h.value";
 inline constexpr const char* kCountDrainsByNode =
     "SELECT node, count(*) FROM gating WHERE decision='drain' GROUP BY node";
+// Every node a verdict or a decision names: open verdicts (as the prolog
+// counts them), attributed verdicts and drains since ?1 (7 days) and ?2 (30
+// days), and its last decision.
+inline constexpr const char* kNodeSummaries =
+    "WITH named AS (SELECT h.value AS node, v.status, v.resolved_at, "
+    "  max(v.detected_at, coalesce(v.imported_at, '')) AS at "
+    "  FROM verdicts v, json_each(CASE WHEN json_valid(v.hosts) THEN v.hosts ELSE '[]' END) h "
+    "  WHERE typeof(h.value) = 'text'), "
+    "nodes AS (SELECT node FROM named UNION SELECT node FROM gating) "
+    "SELECT n.node, "
+    " (SELECT count(*) FROM named x WHERE x.node = n.node AND x.status = 'attributed' AND x.resolved_at IS NULL "
+    "   AND x.at > coalesce((SELECT max(decided_at) FROM gating WHERE node = n.node AND decision = 'clear'), '')), "
+    " (SELECT count(*) FROM named x WHERE x.node = n.node AND x.status = 'attributed' AND x.at >= ?1), "
+    " (SELECT count(*) FROM named x WHERE x.node = n.node AND x.status = 'attributed' AND x.at >= ?2), "
+    " (SELECT count(*) FROM gating g WHERE g.node = n.node AND g.decision = 'drain' AND g.decided_at >= ?1), "
+    " (SELECT count(*) FROM gating g WHERE g.node = n.node AND g.decision = 'drain' AND g.decided_at >= ?2), "
+    " (SELECT decision FROM gating g WHERE g.node = n.node ORDER BY decided_at DESC, id DESC LIMIT 1), "
+    " (SELECT decided_at FROM gating g WHERE g.node = n.node ORDER BY decided_at DESC, id DESC LIMIT 1) "
+    "FROM nodes n ORDER BY n.node";
 inline constexpr const char* kRankPids = "SELECT pid FROM ranks WHERE job_id=? ORDER BY rank";
 inline constexpr const char* kInsertVerdict =
     "INSERT INTO verdicts(job_id,step,kind,status,ranks,hosts,evidence,detected_at) "

@@ -50,6 +50,10 @@ expect_eq "n3 state" "$(node_state n3)" drained
 # From the head, for an administrator: n3's decisions (the stall itself was
 # resolved when rank 4 went on, so it is not open).
 expect_eq "n3's drain in the service" "$("$SCOUTCTL" node n3 --json | jq '.decisions | map(select(.decision == "drain" and .job == "'"$J"'")) | length')" 1
+# Every node at a glance, for administrators only.
+expect_eq "n3 in scoutctl nodes" "$("$SCOUTCTL" nodes --json | jq -c '.[] | select(.node == "n3") | [.drains_7d, .verdicts_30d, .last_decision]')" '[1,1,"drain"]'
+rc=0; as_nobody "$SCOUTCTL" nodes > "$T/n" 2>&1 || rc=$?
+expect_eq "nobody's nodes exit" "$rc" 2
 rc=0; as_nobody "$SCOUTCTL" clear n3 --reason "I say so" > "$T/c" 2>&1 || rc=$?
 expect_eq "nobody's clear exit" "$rc" 2
 grep -q "for root and administrators" "$T/c" || fail "clear refusal: $(cat "$T/c")"

@@ -44,7 +44,7 @@ struct Site {
   }
 };
 
-json stall(const std::string& job, const std::string& vkey) {
+json stall(const std::string& vkey) {
   return {{"vkey", vkey}, {"step", "0"}, {"kind", "stall"}, {"status", "attributed"}, {"ranks", {4}},
           {"hosts", {"n3"}}, {"evidence", {{"rule", "behind"}}}, {"detected_at", "2026-12-01T00:00:00.000Z"}};
 }
@@ -69,10 +69,10 @@ TEST_CASE("site config: keys, defaults, and errors that name the line") {
 TEST_CASE("ledgerd: a job's user submits and reads their own running job's verdicts, exactly once") {
   Site s;
   s.jobs["17"] = {1000, true};
-  auto r = s.ask(1000, {{"op", "submit"}, {"job", "17"}, {"verdicts", {stall("17", "17.0.o0.9.1")}}});
+  auto r = s.ask(1000, {{"op", "submit"}, {"job", "17"}, {"verdicts", {stall("17.0.o0.9.1")}}});
   REQUIRE(r["ok"] == true);
   CHECK(r["added"] == 1);
-  r = s.ask(1000, {{"op", "submit"}, {"job", "17"}, {"verdicts", {stall("17", "17.0.o0.9.1")}}});
+  r = s.ask(1000, {{"op", "submit"}, {"job", "17"}, {"verdicts", {stall("17.0.o0.9.1")}}});
   CHECK(r["added"] == 0);  // a retry after a lost reply: no duplicate
   r = s.ask(1000, {{"op", "query"}, {"job", "17"}});
   REQUIRE(r["ok"] == true);
@@ -84,14 +84,14 @@ TEST_CASE("ledgerd: a job's user submits and reads their own running job's verdi
 TEST_CASE("ledgerd: another user's job is refused, for reading and for writing; refusals are counted") {
   Site s;
   s.jobs["17"] = {1000, true};
-  s.ask(1000, {{"op", "submit"}, {"job", "17"}, {"verdicts", {stall("17", "17.0.o0.9.1")}}});
-  auto r = s.ask(1001, {{"op", "submit"}, {"job", "17"}, {"verdicts", {stall("17", "17.0.o0.9.2")}}});
+  s.ask(1000, {{"op", "submit"}, {"job", "17"}, {"verdicts", {stall("17.0.o0.9.1")}}});
+  auto r = s.ask(1001, {{"op", "submit"}, {"job", "17"}, {"verdicts", {stall("17.0.o0.9.2")}}});
   CHECK(r["ok"] == false);
   CHECK(r["refused"] == "not_owner");
   r = s.ask(1001, {{"op", "query"}, {"job", "17"}});
   CHECK(r["refused"] == "not_owner");
   s.jobs["18"] = {1000, false};
-  r = s.ask(1000, {{"op", "submit"}, {"job", "18"}, {"verdicts", {stall("18", "18.0.o0.9.1")}}});
+  r = s.ask(1000, {{"op", "submit"}, {"job", "18"}, {"verdicts", {stall("18.0.o0.9.1")}}});
   CHECK(r["refused"] == "not_running");
   r = s.ask(1000, {{"op", "submit"}, {"job", "99"}, {"verdicts", json::array()}});
   CHECK(r["refused"] == "unknown_job");
@@ -111,6 +111,12 @@ TEST_CASE("ledgerd: decisions are root's, clears are administrators', with a rea
   CHECK(s.ask(0, {{"op", "clear"}, {"node", "n3"}})["refused"] == "malformed");
   r = s.ask(0, {{"op", "clear"}, {"node", "n3"}, {"reason", "replaced DIMM"}});
   CHECK(r["ok"] == true);
+  r = s.ask(0, {{"op", "nodes"}});
+  REQUIRE(r["nodes"].size() == 1);
+  CHECK(r["nodes"][0]["node"] == "n3");
+  CHECK(r["nodes"][0]["drains_7d"] == 1);
+  CHECK(r["nodes"][0]["last_decision"] == "clear");
+  CHECK(s.ask(1000, {{"op", "nodes"}})["refused"] == "not_admin");
   r = s.ask(0, {{"op", "node"}, {"node", "n3"}});
   REQUIRE(r["decisions"].size() == 2);
   CHECK(r["decisions"][1]["decision"] == "clear");
@@ -123,15 +129,15 @@ TEST_CASE("ledgerd: malformed and wrong-version requests get an error naming wha
   CHECK(s.service->handle({0, 0}, "not json")["refused"] == "malformed");
   CHECK(s.ask(0, {{"v", 2}, {"op", "ping"}})["refused"] == "version");
   CHECK(s.ask(0, {{"op", "explode"}})["refused"] == "malformed");
-  auto bad = stall("17", "17.0.o0.9.1");
+  auto bad = stall("17.0.o0.9.1");
   bad["kind"] = "meltdown";
   CHECK(s.ask(1000, {{"op", "submit"}, {"job", "17"}, {"verdicts", {bad}}})["refused"] == "malformed");
-  bad = stall("17", "99.0.o0.9.1");  // a key of another job
+  bad = stall("99.0.o0.9.1");  // a key of another job
   CHECK(s.ask(1000, {{"op", "submit"}, {"job", "17"}, {"verdicts", {bad}}})["refused"] == "malformed");
-  bad = stall("17", "17.0.o0.9.1");
+  bad = stall("17.0.o0.9.1");
   bad["hosts"] = {"n3; rm -rf /"};
   CHECK(s.ask(1000, {{"op", "submit"}, {"job", "17"}, {"verdicts", {bad}}})["refused"] == "malformed");
-  bad = stall("17", "17.0.o0.9.1");
+  bad = stall("17.0.o0.9.1");
   bad["evidence"] = {{"blob", std::string(70000, 'x')}};
   CHECK(s.ask(1000, {{"op", "submit"}, {"job", "17"}, {"verdicts", {bad}}})["refused"] == "too_large");
   auto p = s.ask(1000, {{"op", "ping"}});
@@ -143,7 +149,7 @@ TEST_CASE("ledgerd: malformed and wrong-version requests get an error naming wha
 TEST_CASE("metrics: Prometheus text exposition of verdicts, open verdicts, drains and refusals") {
   Site s;
   s.jobs["17"] = {1000, true};
-  s.ask(1000, {{"op", "submit"}, {"job", "17"}, {"verdicts", {stall("17", "17.0.o0.9.1")}}});
+  s.ask(1000, {{"op", "submit"}, {"job", "17"}, {"verdicts", {stall("17.0.o0.9.1")}}});
   s.ask(1001, {{"op", "query"}, {"job", "17"}});
   s.ask(0, {{"op", "gating"}, {"job", "17"}, {"node", "n3"}, {"decision", "drain"}, {"reason", "scout: stall"}});
   const std::string text = render_metrics(*s.service, nullptr);
