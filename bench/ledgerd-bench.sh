@@ -21,11 +21,11 @@ n=0; until "$B/cli/scoutctl" ping >/dev/null 2>&1; do n=$((n + 1)); [ $n -lt 100
 echo
 # The epilog's decision: a spool with 50 verdicts, --dry-run, 10 runs each.
 "$B/bench/ledgerd_bench" 7000002 1 50 "$D/spool.db" >/dev/null  # fills the spool file (and the service)
-printf 'required x spool=%s ledger=%s/node-site.db\n' "$D" "$D" > "$D/plugstack.conf"
+printf 'required /usr/lib/slurm/scout.so spool=%s ledger=%s/node-site.db\n' "$D" "$D" > "$D/plugstack.conf"
 cp "$D/spool.db" "$D/7000002.db"
 t() {
   s=$(date +%s.%N)
-  for i in 1 2 3 4 5 6 7 8 9 10; do "$B/spank/scout-epilog" --plugstack "$D/plugstack.conf" --job 7000002 --node n1 --uid 0 --dry-run >/dev/null 2>&1; done
+  for i in 1 2 3 4 5 6 7 8 9 10; do "$B/spank/scout-epilog" --plugstack "$D/plugstack.conf" --job 7000002 --node n1 --uid 0 --dry-run >/dev/null 2>"$D/epilog.err" || { cat "$D/epilog.err" >&2; exit 1; }; done
   e=$(date +%s.%N)
   echo "($e - $s) * 100" | bc -l
 }

@@ -15,6 +15,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -70,11 +71,19 @@ class Service {
   nlohmann::json clear(const Identity& who, const nlohmann::json& req);
   nlohmann::json nodes(const Identity& who);
   bool admin(uid_t uid) const { return is_admin(cfg_, uid); }
+  // The oracle's answer, cached (a running job for 30 s, anything else for
+  // 5 s): scontrol is slow and slurmctld is not to be asked per request.
+  std::optional<JobInfo> job_info(const std::string& job);
 
   SiteConfig cfg_;
   sql::Ledger& ledger_;
   JobOracle oracle_;
   std::map<std::string, std::uint64_t> refused_, requests_;
+  struct Cached {
+    std::optional<JobInfo> info;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::map<std::string, Cached> jobs_;
 };
 
 }  // namespace scout::ledgerd

@@ -59,11 +59,11 @@ expect_eq "nobody's clear exit" "$rc" 2
 grep -q "for root and administrators" "$T/c" || fail "clear refusal: $(cat "$T/c")"
 "$SCOUTCTL" clear n3 --reason "ran the diagnostics: clean" >/dev/null || fail "root's clear failed"
 expect_eq "clear recorded" "$("$SCOUTCTL" node n3 --json | jq -r '.decisions | map(select(.decision == "clear"))[0].reason')" "ran the diagnostics: clean"
-# The site's monitoring scrapes /metrics.
+# The site's monitoring scrapes /metrics (not_admin: nobody's nodes and clear).
 curl -sf "http://127.0.0.1:$METRICS_PORT/metrics" > "$T/metrics" || fail "no /metrics"
 grep -qx 'scout_drains_total{node="n3"} 1' "$T/metrics" || fail "metrics: $(cat "$T/metrics")"
 grep -qx 'scout_verdicts{kind="stall",status="attributed"} 1' "$T/metrics" || fail "metrics: $(cat "$T/metrics")"
-grep -qx 'scout_ledgerd_refused_total{reason="not_admin"} 1' "$T/metrics" || fail "metrics: $(cat "$T/metrics")"
+grep -qx 'scout_ledgerd_refused_total{reason="not_admin"} 2' "$T/metrics" || fail "metrics: $(cat "$T/metrics")"
 if command -v promtool >/dev/null; then
   promtool check metrics < "$T/metrics" || fail "promtool: the exposition is not valid"
 fi
