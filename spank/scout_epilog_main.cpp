@@ -409,6 +409,13 @@ int main(int argc, char** argv) {
     scout::log::info("drained {}: {}", a.node, reason);
     return unreachable();
   } catch (const std::exception& e) {
+    // Every decision is recorded, a failed one too (best effort: the site
+    // ledger itself may be what failed).
+    try {
+      sq::Ledger::open(cfg.ledger, sq::Ledger::Mode::kReadWrite)
+          .insert_gating({a.job, a.node, "error", std::string("epilog failed: ") + e.what(), who, ""});
+    } catch (const std::exception&) {
+    }
     return finish(true, e.what());
   }
 }

@@ -126,10 +126,11 @@ current_job() {
 node_state() { sinfo -h -n "$1" -o %T; }
 node_reason() { sinfo -h -n "$1" -o %E; }
 
-# wait_epilog JOB NODE : the epilog recorded its decision for NODE
+# wait_epilog JOB NODE : the epilog recorded its decision for NODE (60 s: a
+# loaded host delays the end of a job by the companion's grace and KillWait)
 wait_epilog() {
   n=0
   until [ "$(sqlite3 "$SITE" "select count(*) from gating where job_id='$1' and node='$2'" 2>/dev/null || echo 0)" -gt 0 ]; do
-    n=$((n + 1)); [ $n -lt 150 ] || fail "no epilog decision for job $1 on $2"; sleep 0.2
+    n=$((n + 1)); [ $n -lt 300 ] || fail "no epilog decision for job $1 on $2 in 60 s; site rows: $(sqlite3 "$SITE" "select job_id,node,decision,reason from gating where job_id='$1'" 2>&1); slurmd: $(grep -i -e epilog -e prolog "$CL/log/slurmd.$2.log" 2>/dev/null | tail -5)"; sleep 0.2
   done
 }
