@@ -42,7 +42,7 @@ wait "$RUN_PID" || fail "the job failed after SIGCONT: $(tail -5 "$T/run.log")"
 RUN_PID=
 n=0
 until [ "$(sqlite3 "$CL/ledgerd.db" "select count(*) from gating where job_id='$J'" 2>/dev/null || echo 0)" -ge 3 ]; do
-  n=$((n + 1)); [ $n -lt 150 ] || fail "epilog decisions not in scout-ledgerd: $(sqlite3 "$CL/ledgerd.db" "select * from gating")"; sleep 0.2
+  n=$((n + 1)); [ $n -lt 300 ] || fail "epilog decisions not in scout-ledgerd within 60 s: $(sqlite3 "$CL/ledgerd.db" "select * from gating"); slurmd: $(grep -i -h epilog "$CL"/log/slurmd.n*.log 2>/dev/null | tail -6)"; sleep 0.2
 done
 expect_eq "decisions" "$(sqlite3 "$CL/ledgerd.db" "select node||':'||decision from gating where job_id='$J' and decision != 'error' order by node" | tr '\n' ' ')" "n1:keep n2:keep n3:drain "
 expect_eq "stall rows, exactly once" "$(sqlite3 "$CL/ledgerd.db" "select count(*) from verdicts where job_id='$J' and kind='stall'")" 1

@@ -28,7 +28,7 @@ start_ledgerd
 touch "$CL/go"
 n=0
 until [ "$(sqlite3 "$CL/ledgerd.db" "select count(*) from gating where job_id='$J'" 2>/dev/null || echo 0)" -ge 3 ]; do
-  n=$((n + 1)); [ $n -lt 300 ] || fail "epilog decisions not in scout-ledgerd: $(sqlite3 "$CL/ledgerd.db" "select * from gating")"; sleep 0.2
+  n=$((n + 1)); [ $n -lt 300 ] || fail "epilog decisions not in scout-ledgerd within 60 s: $(sqlite3 "$CL/ledgerd.db" "select * from gating"); slurmd: $(grep -i -h epilog "$CL"/log/slurmd.n*.log 2>/dev/null | tail -6)"; sleep 0.2
 done
 expect_eq "crash rows, exactly once" "$(sqlite3 "$CL/ledgerd.db" "select count(*) from verdicts where job_id='$J' and kind='crash'")" 1
 expect_eq "forwarded by the epilog (root)" "$(sqlite3 "$CL/ledgerd.db" "select origin from verdicts where job_id='$J' and kind='crash'")" "ledgerd: forwarded by uid 0"
