@@ -18,10 +18,7 @@ srun --mpi=pmix "$TRAIN" --steps 200 --fault crash:rank=3:step=30
 echo "script done"
 JOB
 J=$(sbatch --parsable "$CL/job.sh") || fail "sbatch failed"
-n=0
-until [ -z "$(squeue -h -j "$J" 2>/dev/null)" ]; do
-  n=$((n + 1)); [ $n -lt 600 ] || fail "job $J did not end"; sleep 0.2
-done
+wait_job_end "$J"
 grep -q "done: 80 steps on 6 ranks" "$CL/job.out" || fail "healthy step did not run: $(cat "$CL/job.out")"
 for n in n1 n2 n3; do wait_epilog "$J" "$n"; done
 # From the login node: the site ledger, where every node's epilog imported.

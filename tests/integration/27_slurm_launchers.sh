@@ -34,10 +34,7 @@ for n in n1 n2 n3; do
 done
 pid=$(echo "$v" | jq '.[0].evidence.culprits[0].pid')
 kill -CONT "$pid"
-n=0
-until [ -z "$(squeue -h -j "$J" 2>/dev/null)" ]; do
-  n=$((n + 1)); [ $n -lt 600 ] || fail "job $J did not end"; sleep 0.2
-done
+wait_job_end "$J"
 grep -q "done: 150 steps on 6 ranks" "$CL/job.out" || fail "training did not finish: $(cat "$CL/job.out")"
 for node in n1 n2 n3; do wait_epilog "$J" "$node"; done
 expect_eq "n2 state" "$(node_state n2)" drained

@@ -113,6 +113,14 @@ node_scoutd_pid() {
   echo "$p"
 }
 
+# wait_job_end JOB : the job left the queue (120 s at most)
+wait_job_end() {
+  n=0
+  until [ -z "$(squeue -h -j "$1" 2>/dev/null)" ]; do
+    n=$((n + 1)); [ $n -lt 600 ] || fail "job $1 did not end"; sleep 0.2
+  done
+}
+
 # current_job : the id of the job running now
 current_job() {
   n=0
