@@ -44,6 +44,7 @@ struct Options {
   std::string ckpt_dir, outsig_every;
   std::vector<std::string> scoutd_args;
   std::vector<std::string> program;
+  bool required = false;
 };
 
 [[noreturn]] void usage_error(const std::string& msg) {
@@ -57,8 +58,11 @@ scout::opts::Table make_table(Options& o) {
   scout::opts::Table t("scout-run", "scout-run [OPTIONS] -- PROGRAM [ARGS...]",
                        "Run an MPI program under scout without Slurm: K scoutds watch it, one per\n"
                        "simulated node, and verdicts go to the ledger.",
-                       "Prints the job id on stderr as 'scout-run: job ID'. Exit status: PROGRAM's,\n"
-                       "128+N if it was killed by signal N, 2 for a usage error.\n");
+                       "Prints the job id on stderr as 'scout-run: job ID'. When scout's own machinery\n"
+                       "fails (the ledger cannot be opened, the scoutds do not start), PROGRAM still\n"
+                       "runs, unobserved, after a warning; --required makes that exit 3 instead.\n"
+                       "Exit status: PROGRAM's, 128+N if it was killed by signal N, 2 for a usage\n"
+                       "error, 3 if --required and scout could not observe PROGRAM.\n");
   t.add({"ranks", 'n', "N", "MPI ranks of PROGRAM", "",
          [&o](const std::string& v) { o.ranks = scout::opts::parse_int("--ranks", v, 1, 4096); },
          [&o] { return std::to_string(o.ranks); }});
@@ -77,6 +81,7 @@ scout::opts::Table make_table(Options& o) {
          "sign every Nth Allreduce/Bcast/Allgather output per\ncommunicator (default $SCOUT_OUTSIG_EVERY or 64; 0 off)", "",
          [&o](const std::string& v) { o.outsig_every = std::to_string(scout::opts::parse_int("--outsig-every", v, 0, 1 << 30)); },
          [&o] { return o.outsig_every; }});
+  t.flag("required", o.required, "fail (exit 3) instead of running PROGRAM unobserved\nwhen scout cannot observe it");
   t.add({"scoutd-arg", 0, "ARG", "pass ARG to every scoutd (repeatable), e.g.\n--scoutd-arg=--replay-interval=60", "",
          [&o](const std::string& v) { o.scoutd_args.push_back(v); }, nullptr, true});
   return t;
@@ -256,16 +261,27 @@ int main(int argc, char** argv) {
       ledger->insert_job(j);
     }
   } catch (const scout::sql::LedgerError& e) {
-    std::fprintf(stderr, "scout-run: %s\n", e.what());
-    return 2;
+    // scout never keeps the program from running: without a ledger there is
+    // nowhere to record verdicts, so the program runs unobserved.
+    if (o.required) {
+      std::fprintf(stderr, "scout-run: %s\nscout-run: --required: not running %s unobserved\n", e.what(),
+                   o.program[0].c_str());
+      return 3;
+    }
+    std::fprintf(stderr, "scout-run: warning: %s; running %s unobserved (--required makes this an error)\n",
+                 e.what(), o.program[0].c_str());
+    ledger.reset();
   }
-  std::fprintf(stderr, "scout-run: job %s (ledger %s)\n", o.job_id.c_str(), o.ledger.c_str());
-
-  const std::string job_dir = sd::job_runtime_dir(o.runtime_root, o.job_id);
+  const bool observe = ledger.has_value();
+  std::string job_dir;
   std::error_code ec;
-  fs::create_directories(job_dir, ec);
-  ::chmod(o.runtime_root.c_str(), 0700);
-  ::chmod(job_dir.c_str(), 0700);
+  if (observe) {
+    std::fprintf(stderr, "scout-run: job %s (ledger %s)\n", o.job_id.c_str(), o.ledger.c_str());
+    job_dir = sd::job_runtime_dir(o.runtime_root, o.job_id);
+    fs::create_directories(job_dir, ec);
+    ::chmod(o.runtime_root.c_str(), 0700);
+    ::chmod(job_dir.c_str(), 0700);
+  }
 
   // --- observers -----------------------------------------------------------
   const std::string mpirun = SCOUT_MPIRUN;
@@ -287,7 +303,7 @@ int main(int argc, char** argv) {
   if (std::getenv("SCOUT_REPLAY_FAULT")) {  // test-only fault injection
     obs.insert(obs.begin() + 1, {"-x", "SCOUT_REPLAY_FAULT"});
   }
-  pid_t obs_pid = spawn(obs);
+  pid_t obs_pid = observe ? spawn(obs) : -1;
   bool observers_up = false;
   for (int k = 0; k < 600 && obs_pid > 0; ++k) {  // up to 30 s
     if (count_sockets(job_dir) >= o.nodes) { observers_up = true; break; }
@@ -296,9 +312,21 @@ int main(int argc, char** argv) {
     if (g_interrupts) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  if (!observers_up)
+  if (observe && !observers_up) {
+    if (o.required) {
+      std::fprintf(stderr, "scout-run: scoutds did not start; --required: not running %s unobserved\n",
+                   o.program[0].c_str());
+      if (obs_pid > 0) terminate_group(obs_pid, 3, nullptr);
+      try {
+        ledger->end_job(o.job_id, 3);
+      } catch (const std::exception&) {
+      }
+      if (!job_dir.empty()) fs::remove_all(job_dir, ec);
+      return 3;
+    }
     std::fprintf(stderr, "scout-run: warning: scoutds did not start; running %s unobserved\n",
                  o.program[0].c_str());
+  }
 
   // --- the program -----------------------------------------------------------
   std::string preload = find_probe();
@@ -348,7 +376,7 @@ int main(int argc, char** argv) {
   rc = prog < 0 ? 130 : exit_code(status);
   if (prog > 0) ::kill(-prog, SIGKILL);  // leftovers of its group, if any
   try {
-    kill_orphaned_ranks(*ledger, o.job_id);
+    if (ledger) kill_orphaned_ranks(*ledger, o.job_id);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "scout-run: %s\n", e.what());
   }
@@ -363,6 +391,10 @@ int main(int argc, char** argv) {
     } else {
       ::kill(-obs_pid, SIGKILL);
     }
+  }
+  if (!observe) {
+    std::fprintf(stderr, "scout-run: %s (unobserved) finished with status %d\n", o.program[0].c_str(), rc);
+    return rc;
   }
   try {
     ledger->end_job(o.job_id, rc);

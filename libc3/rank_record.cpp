@@ -1,9 +1,22 @@
 // Reader side of the rank record protocol (see rank_record.hpp).
 #include "libc3/rank_record.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 namespace scout::c3 {
+
+namespace {
+// snprintf into a std::string: the probe links this file and must not pull
+// libfmt into every training rank.
+template <class... A>
+std::string format_c(const char* f, A... a) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, f, a...);
+  return buf;
+}
+}  // namespace
 
 const char* coll_name(std::uint32_t kind) noexcept {
   static const char* const kNames[kCollKindCount] = {
@@ -37,10 +50,15 @@ bool record_read(const RankRecord& r, RecordLive& out, std::uint64_t* lock_value
 
 std::size_t ring_read(const RankRecord& r, std::uint64_t from, std::uint64_t to,
                       CollEvent* out) noexcept {
+  // The bounds come from a record the job's user writes: count, never compare
+  // against `to` (to == UINT64_MAX would wrap and loop forever).
   if (to >= kRingSize && from < to - kRingSize + 1) from = to - kRingSize + 1;
   if (from == 0) from = 1;
+  if (from > to) return 0;
+  const std::uint64_t span = std::min<std::uint64_t>(to - from, kRingSize - 1) + 1;
   std::size_t n = 0;
-  for (std::uint64_t k = from; k <= to; ++k) {
+  for (std::uint64_t i = 0; i < span; ++i) {
+    const std::uint64_t k = from + i;
     const RingSlot& s = r.ring[k % kRingSize];
     auto* sm = const_cast<RingSlot*>(&s);
     if (__atomic_load_n(&sm->tag, __ATOMIC_ACQUIRE) != k) continue;
@@ -59,9 +77,13 @@ std::size_t ring_read(const RankRecord& r, std::uint64_t from, std::uint64_t to,
 std::size_t outsig_read(const RankRecord& r, std::uint64_t from, OutSig* out, std::uint64_t* next) noexcept {
   auto* rm = const_cast<RankRecord*>(&r);
   const std::uint64_t count = __atomic_load_n(&rm->outsig_count, __ATOMIC_ACQUIRE);
+  if (next) *next = count;
+  if (count == UINT64_MAX || from >= count) return 0;  // nothing new, or a count that cannot be
   if (count > kOutSigRing && from < count - kOutSigRing) from = count - kOutSigRing;
+  const std::uint64_t span = std::min<std::uint64_t>(count - from, kOutSigRing);
   std::size_t n = 0;
-  for (std::uint64_t k = from; k < count; ++k) {
+  for (std::uint64_t i = 0; i < span; ++i) {
+    const std::uint64_t k = from + i;
     OutSig* s = &rm->outsigs[k % kOutSigRing];
     if (__atomic_load_n(&s->tag, __ATOMIC_ACQUIRE) != k + 1) continue;
     OutSig o{k + 1, __atomic_load_n(&s->comm, __ATOMIC_RELAXED), __atomic_load_n(&s->call, __ATOMIC_RELAXED),
@@ -71,20 +93,29 @@ std::size_t outsig_read(const RankRecord& r, std::uint64_t from, OutSig* out, st
     if (__atomic_load_n(&s->tag, __ATOMIC_RELAXED) != k + 1) continue;
     out[n++] = o;
   }
-  if (next) *next = count;
   return n;
 }
 
-namespace {
-// snprintf into a std::string: the probe links this file and must not pull
-// libfmt into every training rank.
-template <class... A>
-std::string format_c(const char* f, A... a) {
-  char buf[160];
-  std::snprintf(buf, sizeof buf, f, a...);
-  return buf;
+std::string comm_entry_check(const CommEntry& e, std::size_t index) {
+  if (e.stored > kCommMembers)
+    return format_c("communicator %zu stores %u members; at most %zu fit", index, e.stored, kCommMembers);
+  if (e.stored > e.size)
+    return format_c("communicator %zu stores %u members of a size-%u communicator", index, e.stored, e.size);
+  for (std::uint32_t m = 0; m < e.stored; ++m)
+    if (e.members[m] < 0) return format_c("communicator %zu lists member %d", index, e.members[m]);
+  return {};
 }
-}  // namespace
+
+std::string record_check_live(const RecordLive& l) {
+  if (l.in_collective > 1) return format_c("in_collective is %llu; expected 0 or 1", (unsigned long long)l.in_collective);
+  if (l.state > (kStateInitialized | kStateFinalized))
+    return format_c("state is %llu; expected 0-3", (unsigned long long)l.state);
+  if ((l.kind & 0xff) >= kCollKindCount || (l.kind & ~std::uint64_t{0x1ff}) != 0)
+    return format_c("collective kind %#llx is not one scout knows", (unsigned long long)l.kind);
+  if (l.seq > kMaxSeq) return format_c("sequence number %llu is out of range", (unsigned long long)l.seq);
+  return {};
+}
+
 
 std::string record_check_header(const RankRecord& r, std::size_t mapped_bytes) {
   if (mapped_bytes < sizeof(RankRecord))

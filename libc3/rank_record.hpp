@@ -80,6 +80,18 @@ inline void outsig_push(RankRecord& r, std::uint64_t comm, std::uint64_t call, s
 // index to read from next time. Returns how many were written to out.
 std::size_t outsig_read(const RankRecord& r, std::uint64_t from, OutSig* out, std::uint64_t* next) noexcept;
 
+// The largest sequence number a reader accepts (a rank doing a collective
+// every nanosecond for 146 years): larger ones are a corrupt or hostile record.
+inline constexpr std::uint64_t kMaxSeq = std::uint64_t{1} << 62;
+
+// Checks a copy of communicator `index` (stored <= MEMBERS, stored <= size,
+// members >= 0); empty when it holds, otherwise why not.
+std::string comm_entry_check(const CommEntry& e, std::size_t index);
+
+// Range checks of a consistent copy of the live part; empty when it is sane,
+// otherwise why not (the reader then reports the rank's record as invalid).
+std::string record_check_live(const RecordLive& l);
+
 // Writer side (probe). Single writer per record.
 inline void record_write_begin(RankRecord& r) noexcept {
   std::uint64_t s = __atomic_load_n(&r.lock, __ATOMIC_RELAXED);

@@ -10,14 +10,6 @@ namespace scout::c3 {
 namespace {
 constexpr int kTagUp = 0x5C01;
 constexpr int kTagDown = 0x5C02;
-constexpr std::uint32_t kMsgMagic = 0x53434F55;  // "SCOU"
-
-struct WireHeader {
-  std::uint32_t magic;
-  std::uint32_t nlost;
-  std::uint64_t round;
-  std::uint64_t payload_len;
-};
 
 int height_of(int i, int n) {
   int h = 0;
@@ -70,12 +62,7 @@ int TreeRound::index_of(int world) const {
 
 void TreeRound::send(int dest, int tag, const std::vector<int>& lost, const Bytes& payload) {
   PendingSend ps;
-  WireHeader h{kMsgMagic, static_cast<std::uint32_t>(lost.size()), round_, payload.size()};
-  ps.buf.resize(sizeof h + lost.size() * sizeof(int) + payload.size());
-  std::memcpy(ps.buf.data(), &h, sizeof h);
-  if (!lost.empty()) std::memcpy(ps.buf.data() + sizeof h, lost.data(), lost.size() * sizeof(int));
-  if (!payload.empty())
-    std::memcpy(ps.buf.data() + sizeof h + lost.size() * sizeof(int), payload.data(), payload.size());
+  ps.buf = encode_round_message(round_, lost, payload);
   if (MPI_Isend(ps.buf.data(), static_cast<int>(ps.buf.size()), MPI_BYTE, dest, tag, comm_,
                 &ps.req) != MPI_SUCCESS)
     return;  // the peer is gone; its silence will be noticed by deadline
@@ -111,19 +98,14 @@ bool TreeRound::receive_one() {
   MPI_Get_count(&st, MPI_BYTE, &len);
   Bytes buf(static_cast<std::size_t>(std::max(len, 0)));
   if (MPI_Mrecv(buf.data(), len, MPI_BYTE, &m, MPI_STATUS_IGNORE) != MPI_SUCCESS) return true;
-  WireHeader h;
-  if (buf.size() < sizeof h) return true;  // not ours: drop
-  std::memcpy(&h, buf.data(), sizeof h);
-  if (h.magic != kMsgMagic ||
-      buf.size() != sizeof h + h.nlost * sizeof(int) + h.payload_len)
-    return true;
-  if (h.round < round_) return true;  // stale
+  Msg msg{st.MPI_SOURCE, st.MPI_TAG, 0, {}, {}};
+  if (!parse_round_message(buf.data(), buf.size(), msg.round, msg.lost, msg.payload)) {
+    ++malformed_;
+    return true;  // not ours, or a peer's bytes that do not add up: dropped
+  }
+  if (msg.round < round_) return true;  // stale
   if (st.MPI_SOURCE >= 0 && st.MPI_SOURCE < size_ && is_lost_[static_cast<std::size_t>(st.MPI_SOURCE)])
     return true;  // a member already declared lost: ignored
-  Msg msg{st.MPI_SOURCE, st.MPI_TAG, h.round, {}, {}};
-  msg.lost.resize(h.nlost);
-  if (h.nlost) std::memcpy(msg.lost.data(), buf.data() + sizeof h, h.nlost * sizeof(int));
-  msg.payload.assign(buf.begin() + static_cast<long>(sizeof h + h.nlost * sizeof(int)), buf.end());
   inbox_.push_back(std::move(msg));
   return true;
 }

@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-namespace scout::c3 {
+#include "libc3/round_message.hpp"
 
-using Bytes = std::vector<std::uint8_t>;
+namespace scout::c3 {
 
 struct RoundResult {
   bool complete = false;       // a down message from the root arrived
@@ -58,6 +58,7 @@ class TreeRound {
   std::uint64_t round() const noexcept { return round_; }
   std::uint64_t bytes_sent() const noexcept { return bytes_sent_; }
   std::uint64_t messages_sent() const noexcept { return msgs_sent_; }
+  std::uint64_t malformed() const noexcept { return malformed_; }  // messages dropped by the parser
 
  private:
   struct Msg {
@@ -80,6 +81,7 @@ class TreeRound {
   int me_ = 0, size_ = 0;
   std::vector<int> alive_;
   std::vector<bool> is_lost_;
+  std::uint64_t malformed_ = 0;
   std::uint64_t round_ = 0;
   std::deque<Msg> inbox_;
   struct PendingSend {

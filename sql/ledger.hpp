@@ -19,7 +19,7 @@ namespace scout::sql {
 
 class LedgerError : public std::runtime_error {
  public:
-  enum class Code { kMissing, kUnreadable, kNotSqlite, kSchemaTooNew, kIo };
+  enum class Code { kMissing, kUnreadable, kNotSqlite, kSchemaTooNew, kIo, kBusy };
   LedgerError(Code c, const std::string& msg) : std::runtime_error(msg), code_(c) {}
   Code code() const noexcept { return code_; }
 
@@ -168,6 +168,8 @@ class Ledger {
   std::vector<CheckpointRow> checkpoints(const std::string& job_id);  // oldest first
 
  private:
+  static Ledger open_once(const std::string& path, Mode mode);
+  static void create_whole(const std::string& path);
   Ledger(sqlite3* db, std::string path);
   void migrate();
   Stmt& stmt(const char* sql);

@@ -1,7 +1,11 @@
 // scoutd's control socket: a Unix-domain stream socket in the job's runtime
 // directory, one session per connection, answering only the job's owner or
 // root (SO_PEERCRED). Runs its own io_context thread; the providers it calls
-// must be thread-safe.
+// must be thread-safe. Bounded against hostile clients: at most
+// kMaxSessions connections at once (the next one is told "busy" and closed),
+// a session idle for kIdleTimeoutS (no complete request, or a reply the
+// client does not read) is closed, and accept() backs off for a while after
+// EMFILE/ENFILE instead of spinning.
 #pragma once
 
 #include <memory>
@@ -26,12 +30,23 @@ class ControlServer {
 
  private:
   void accept();
+  void accept_later();
 
+ public:
+  static constexpr int kMaxSessions = 32;
+  static constexpr int kIdleTimeoutS = 30;
+  void set_idle_timeout_s(int s) noexcept { idle_s_ = s; }  // before start(); tests
+
+
+ private:
   std::string path_;
   ControlProviders providers_;
   boost::asio::io_context io_;
   std::unique_ptr<boost::asio::local::stream_protocol::acceptor> acceptor_;
   std::thread thread_;
+  std::shared_ptr<int> sessions_ = std::make_shared<int>(0);  // touched by the io thread only
+  std::unique_ptr<boost::asio::steady_timer> backoff_;
+  int idle_s_ = kIdleTimeoutS;
 };
 
 }  // namespace scout::scoutd

@@ -17,6 +17,7 @@ void to_json(json& j, const RankEvidence& e) {
            {"syscall", e.syscall}, {"rchar", e.rchar}, {"wchar", e.wchar},
            {"steps", e.steps}, {"step_s", e.step_s}, {"compute_s", e.compute_s},
            {"wait_s", e.wait_s}};
+  if (!e.record_invalid.empty()) j["record_invalid"] = e.record_invalid;
   json cw = json::object();
   for (auto& [c, w] : e.comm_wait) cw[fmt::format("{:016x}", c)] = w;
   j["comm_wait"] = cw;
@@ -37,6 +38,8 @@ void from_json(const json& j, RankEvidence& e) {
   e.node = j.at("node").get<std::string>();
   e.pid = j.at("pid").get<int>();
   e.attached = j.at("attached").get<bool>();
+  if (j.contains("record_invalid") && j["record_invalid"].is_string())
+    e.record_invalid = j["record_invalid"].get<std::string>().substr(0, 256);
   e.alive = j.at("alive").get<bool>();
   e.finalized = j.at("finalized").get<bool>();
   e.seq = j.at("seq").get<std::uint64_t>();

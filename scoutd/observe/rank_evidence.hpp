@@ -19,6 +19,7 @@ struct RankEvidence {
   std::string node;
   int pid = 0;
   bool attached = false;     // its record has been seen
+  std::string record_invalid;  // why its record was dropped (then attached is false)
   bool alive = true;
   bool finalized = false;
   std::uint64_t seq = 0;
@@ -44,9 +45,6 @@ struct RankEvidence {
   };
   std::vector<OutSig> outsigs;
 };
-
-void to_json(nlohmann::json& j, const RankEvidence& e);
-void from_json(const nlohmann::json& j, RankEvidence& e);
 
 void to_json(nlohmann::json& j, const RankEvidence& e);
 void from_json(const nlohmann::json& j, RankEvidence& e);

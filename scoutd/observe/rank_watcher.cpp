@@ -24,6 +24,7 @@
 #include <fmt/format.h>
 
 #include "scoutd/observe/proc_info.hpp"
+#include "scoutd/observe/record_guard.hpp"
 
 namespace scout::scoutd {
 
@@ -95,7 +96,10 @@ RankWatcher::~RankWatcher() {
   }
 }
 
-void RankWatcher::start() { thread_ = std::thread([this] { loop(); }); }
+void RankWatcher::start() {
+  install_record_guard();  // truncated records: see record_guard.hpp
+  thread_ = std::thread([this] { loop(); });
+}
 
 void RankWatcher::stop() {
   stop_ = true;
@@ -131,19 +135,38 @@ void RankWatcher::try_attach(Slot& s) {
   close(fd);
   if (p == MAP_FAILED) return;
   auto* rec = static_cast<c3::RankRecord*>(p);
-  if (__atomic_load_n(&rec->magic, __ATOMIC_ACQUIRE) == 0) {  // not yet published
+  // The header is read once, into a copy, under the fault guard: the file
+  // can be truncated under us at any time.
+  c3::RankRecord* hdr_src = rec;
+  struct Header {
+    std::uint64_t magic;
+    char bytes[offsetof(c3::RankRecord, lock)];
+  } hdr{};
+  if (!guarded([&] {
+        hdr.magic = __atomic_load_n(&hdr_src->magic, __ATOMIC_ACQUIRE);
+        std::memcpy(hdr.bytes, hdr_src, sizeof hdr.bytes);
+      })) {
+    munmap(p, sizeof(c3::RankRecord));
+    invalidate(s, "record truncated while being read (SIGBUS)");
+    return;
+  }
+  if (hdr.magic == 0) {  // not yet published
     munmap(p, sizeof(c3::RankRecord));
     return;
   }
-  std::string why = c3::record_check_header(*rec, static_cast<std::size_t>(st.st_size));
+  c3::RankRecord head{};
+  std::memcpy(&head, hdr.bytes, sizeof hdr.bytes);
+  std::string why = c3::record_check_header(head, static_cast<std::size_t>(st.st_size));
+  if (why.empty() && (head.pid <= 0 || head.pid > (1 << 22)))
+    why = fmt::format("pid {} is out of range", head.pid);
   if (why.empty() && !match_host_.empty() &&
-      std::string(rec->host, strnlen(rec->host, sizeof rec->host)) != match_host_) {
+      std::string(head.host, strnlen(head.host, sizeof head.host)) != match_host_) {
     s.foreign = true;  // stable for the rank's lifetime: never looked at again
     munmap(p, sizeof(c3::RankRecord));
     return;
   }
-  if (why.empty() && rec->world_rank != s.rank)
-    why = fmt::format("claims rank {}; expected rank {}", rec->world_rank, s.rank);
+  if (why.empty() && head.world_rank != s.rank)
+    why = fmt::format("claims rank {}; expected rank {}", head.world_rank, s.rank);
   if (!why.empty()) {
     if (why != s.bad_record) {
       log::warning("{}: record {} refused: {}", node_, name, why);
@@ -153,10 +176,23 @@ void RankWatcher::try_attach(Slot& s) {
     return;
   }
   s.rec = rec;
-  s.pid = rec->pid;
+  s.pid = head.pid;
   s.pidfd = static_cast<int>(syscall(SYS_pidfd_open, s.pid, 0));
   if (s.pidfd < 0 && errno == ESRCH) s.death_ns = monotonic_ns();  // gone already
   s.last_progress_ns = monotonic_ns();
+}
+
+// A record that broke a rule is dropped for the rest of the step: the rank
+// is shown as `record_invalid` (with why) and counts as unobserved; scoutd
+// never reads that mapping again.
+void RankWatcher::invalidate(Slot& s, const std::string& why) {
+  if (s.invalid.empty()) log::warning("{}: rank {}: record invalid: {}; the rank is no longer observed", node_, s.rank, why);
+  s.invalid = why;
+  if (s.rec) munmap(s.rec, sizeof(c3::RankRecord));
+  s.rec = nullptr;
+  s.have_last = false;
+  if (s.pidfd >= 0) close(s.pidfd);
+  s.pidfd = -1;
 }
 
 void RankWatcher::tick() {
@@ -165,11 +201,26 @@ void RankWatcher::tick() {
   if (!match_host_.empty() && ticks_++ % 5 == 0) discover();
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     auto& s = slots_[i];
-    if (s.foreign) continue;
+    if (s.foreign || !s.invalid.empty()) continue;
     if (!s.rec) try_attach(s);
     if (!s.rec) continue;
+    // Everything below reads a file the job's user writes: each read copies
+    // under the fault guard, and each value is range-checked before use.
     c3::RecordLive live;
-    if (!c3::record_read(*s.rec, live)) continue;  // writer busy: next tick
+    bool consistent = false;
+    if (!guarded([&] { consistent = c3::record_read(*s.rec, live); })) {
+      invalidate(s, "record truncated while being read (SIGBUS)");
+      continue;
+    }
+    if (!consistent) continue;  // writer busy: next tick
+    if (std::string why = c3::record_check_live(live); !why.empty()) {
+      invalidate(s, why);
+      continue;
+    }
+    if (s.have_last && live.seq < s.last.seq) {
+      invalidate(s, fmt::format("sequence number went back from {} to {}", s.last.seq, live.seq));
+      continue;
+    }
     // Progress: a collective entered or completed.
     std::uint64_t key = live.seq * 0x9E3779B97F4A7C15ULL ^ live.exit_ns ^ (live.in_collective << 63);
     if (!s.have_last || key != s.progress_key) {
@@ -182,7 +233,11 @@ void RankWatcher::tick() {
     if (live.seq > 0) {
       c3::CollEvent ev[c3::kRingSize];
       std::uint64_t from = live.seq >= c3::kRingSize ? live.seq - c3::kRingSize + 1 : 1;
-      std::size_t n = c3::ring_read(*s.rec, from, live.seq, ev);
+      std::size_t n = 0;
+      if (!guarded([&] { n = c3::ring_read(*s.rec, from, live.seq, ev); })) {
+        invalidate(s, "record truncated while being read (SIGBUS)");
+        continue;
+      }
       auto& h = s.history;
       while (!h.empty() && h.back().seq >= from) h.pop_back();  // re-read: exits may be newer
       for (std::size_t i = 0; i < n; ++i) h.push_back(ev[i]);
@@ -192,16 +247,35 @@ void RankWatcher::tick() {
       s.comm_wait = comm_durations(h);
     }
     // New communicators this rank published (append-only table).
-    const std::uint64_t nc = std::min<std::uint64_t>(
-        __atomic_load_n(const_cast<std::uint64_t*>(&s.rec->comm_count), __ATOMIC_ACQUIRE), c3::kCommTable);
-    for (; s.comms_read < nc; ++s.comms_read) {
-      const c3::CommEntry& ce = s.rec->comms[s.comms_read];
+    std::uint64_t nc = 0;
+    bool comms_ok = guarded([&] {
+      nc = __atomic_load_n(const_cast<std::uint64_t*>(&s.rec->comm_count), __ATOMIC_ACQUIRE);
+    });
+    nc = std::min<std::uint64_t>(nc, c3::kCommTable);
+    for (; comms_ok && s.comms_read < nc; ++s.comms_read) {
+      c3::CommEntry ce;
+      const c3::CommEntry* src = &s.rec->comms[s.comms_read];
+      if (!(comms_ok = guarded([&] { std::memcpy(&ce, src, sizeof ce); }))) break;
+      if (std::string why = c3::comm_entry_check(ce, s.comms_read); !why.empty()) {
+        comms_ok = false;
+        invalidate(s, why);
+        break;
+      }
       if (ce.stored != ce.size || ce.size < 2) continue;  // too large to list, or SELF
       s.comm_members[ce.id] = std::vector<int>(ce.members, ce.members + ce.stored);
     }
+    if (!s.rec) continue;
+    if (!comms_ok) {
+      invalidate(s, "record truncated while being read (SIGBUS)");
+      continue;
+    }
     // New collective-output signatures.
     c3::OutSig os[c3::kOutSigRing];
-    std::size_t no = c3::outsig_read(*s.rec, s.outsig_next, os, &s.outsig_next);
+    std::size_t no = 0;
+    if (!guarded([&] { no = c3::outsig_read(*s.rec, s.outsig_next, os, &s.outsig_next); })) {
+      invalidate(s, "record truncated while being read (SIGBUS)");
+      continue;
+    }
     for (std::size_t k = 0; k < no; ++k) s.outsigs.push_back({os[k].comm, os[k].call, os[k].kind, os[k].sig});
     outsig_new_ += no;
     constexpr std::size_t kKeepSigs = 1024;  // undelivered, per rank: the oldest go first
@@ -272,10 +346,11 @@ std::vector<RankEvidence> RankWatcher::evidence(bool for_gather) const {
   std::vector<RankEvidence> out;
   const std::int64_t now = monotonic_ns();
   for (auto& s : slots_) {
-    if (s.foreign || (!match_host_.empty() && !s.rec)) continue;  // not (yet) ours
+    if (s.foreign || (!match_host_.empty() && !s.rec && s.invalid.empty())) continue;  // not (yet) ours
     RankEvidence e;
     e.rank = s.rank;
     e.node = node_;
+    e.record_invalid = s.invalid;
     if (s.rec && s.have_last) {
       e.attached = true;
       e.pid = s.pid;

@@ -76,6 +76,7 @@ class RankWatcher {
     int rank = 0;
     c3::RankRecord* rec = nullptr;  // mapping (kept after the name is unlinked)
     std::string bad_record;         // why the record was refused, once
+    std::string invalid;            // why a mapped record was dropped (record_invalid)
     int pidfd = -1;
     int pid = 0;
     bool announced = false;
@@ -99,6 +100,7 @@ class RankWatcher {
   void tick();
   void discover();
   void try_attach(Slot& s);
+  void invalidate(Slot& s, const std::string& why);
   void poll_deaths(int timeout_ms);
 
   std::string job_, step_, node_, match_host_;

@@ -38,36 +38,6 @@ ControlReply error(const std::string& msg, bool close = false) {
 
 }  // namespace
 
-std::string render_status_text(const json& s) {
-  std::string out = fmt::format("job {} step {} | scoutd {} | observers alive {}/{} | round {}\n",
-                                s.value("job", "?"), s.value("step", "?"), s.value("node", "?"),
-                                s.value("observers_alive", 0), s.value("observers", 0),
-                                s.value("round", 0));
-  out += fmt::format("{:>6} {:>8} {:>8} {:>7} {:<14} {:>7} {:>9} {:>9} {:>9} {:>7} {:<18}\n", "RANK",
-                     "PID", "SEQ", "WAITING", "COLLECTIVE", "IDLE_S", "STEP_MS", "COMPUTE", "WAIT_MS",
-                     "SCORE", "PROCESS");
-  for (auto& r : s.value("ranks", json::array())) {
-    if (!r.value("attached", false)) {
-      out += fmt::format("{:>6} {:>8} {:>8} {:>7} {:<14} {:>7} {:>9} {:>9} {:>9} {:>7} {:<18}\n",
-                         r.value("rank", -1), "-", "-", "-", "-", "-", "-", "-", "-", "-",
-                         "not attached");
-      continue;
-    }
-    std::string proc = r.value("finalized", false) ? "finalized"
-                       : !r.value("alive", true)  ? "gone"
-                                                  : r.value("process", "?");
-    const bool timed = r.value("steps", 0) > 0;
-    auto ms = [&](const char* k) { return timed ? fmt::format("{:.1f}", r.value(k, 0.0) * 1e3) : std::string("-"); };
-    std::string score = timed && r.value("score", 0.0) > 0 ? fmt::format("{:.2f}", r.value("score", 0.0)) : "-";
-    out += fmt::format("{:>6} {:>8} {:>8} {:>7} {:<14} {:>7.1f} {:>9} {:>9} {:>9} {:>7} {:<18}\n",
-                       r.value("rank", -1), r.value("pid", 0), r.value("seq", 0),
-                       r.value("in_collective", false) ? "yes" : "no", r.value("collective", "-"),
-                       r.value("stalled_s", 0.0), ms("step_s"), ms("compute_s"), ms("wait_s"), score,
-                       proc);
-  }
-  return out;
-}
-
 namespace {
 // Fields of a ledger row are text a user's scoutd wrote: read them by type,
 // never assume one, and print control characters escaped.
@@ -96,6 +66,38 @@ std::string join(const json& a) {
   return s.empty() ? std::string("-") : s;
 }
 }  // namespace
+
+std::string render_status_text(const json& s) {
+  std::string out = fmt::format("job {} step {} | scoutd {} | observers alive {}/{} | round {}\n",
+                                s.value("job", "?"), s.value("step", "?"), s.value("node", "?"),
+                                s.value("observers_alive", 0), s.value("observers", 0),
+                                s.value("round", 0));
+  out += fmt::format("{:>6} {:>8} {:>8} {:>7} {:<14} {:>7} {:>9} {:>9} {:>9} {:>7} {:<18}\n", "RANK",
+                     "PID", "SEQ", "WAITING", "COLLECTIVE", "IDLE_S", "STEP_MS", "COMPUTE", "WAIT_MS",
+                     "SCORE", "PROCESS");
+  for (auto& r : s.value("ranks", json::array())) {
+    if (!r.value("attached", false)) {
+      out += fmt::format("{:>6} {:>8} {:>8} {:>7} {:<14} {:>7} {:>9} {:>9} {:>9} {:>7} {:<18}\n",
+                         r.value("rank", -1), "-", "-", "-", "-", "-", "-", "-", "-", "-",
+                         r.contains("record_invalid") ? "record_invalid: " + escaped(r.value("record_invalid", ""))
+                                                      : std::string("not attached"));
+      continue;
+    }
+    std::string proc = r.value("finalized", false) ? "finalized"
+                       : !r.value("alive", true)  ? "gone"
+                                                  : r.value("process", "?");
+    const bool timed = r.value("steps", 0) > 0;
+    auto ms = [&](const char* k) { return timed ? fmt::format("{:.1f}", r.value(k, 0.0) * 1e3) : std::string("-"); };
+    std::string score = timed && r.value("score", 0.0) > 0 ? fmt::format("{:.2f}", r.value("score", 0.0)) : "-";
+    out += fmt::format("{:>6} {:>8} {:>8} {:>7} {:<14} {:>7.1f} {:>9} {:>9} {:>9} {:>7} {:<18}\n",
+                       r.value("rank", -1), r.value("pid", 0), r.value("seq", 0),
+                       r.value("in_collective", false) ? "yes" : "no", r.value("collective", "-"),
+                       r.value("stalled_s", 0.0), ms("step_s"), ms("compute_s"), ms("wait_s"), score,
+                       proc);
+  }
+  return out;
+}
+
 
 std::string render_verdicts_text(const json& v) {
   std::string out = fmt::format("{:<4} {:<14} {:<13} {:<10} {:<10} {:<24} {}\n", "ID", "KIND",

@@ -21,7 +21,7 @@ expect_error 4 "no such ledger file" "$SCOUTCTL" query 5 --ledger "$T/none.db"
 printf 'definitely not an sqlite database, but long enough to look like one%0200d\n' 0 > "$T/text.db"
 cp "$T/text.db" "$T/text.orig"
 expect_error 4 "not an SQLite database; expected a scout ledger" "$SCOUTCTL" query 5 --ledger "$T/text.db"
-expect_error 2 "not an SQLite database" "$SCOUT_RUN" --ledger "$T/text.db" -- true
+expect_error 3 "not an SQLite database" "$SCOUT_RUN" --required --ledger "$T/text.db" -- true
 cmp -s "$T/text.db" "$T/text.orig" || fail "a non-SQLite ledger file was modified"
 expect_error 5 "has no running scoutd" "$SCOUTCTL" status 424242
 

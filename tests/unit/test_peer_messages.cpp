@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "libc3/round_message.hpp"
 #include "scoutd/wire/peer_messages.hpp"
 
 using namespace scout::scoutd;
@@ -92,4 +93,39 @@ TEST_CASE("wire: gathers concatenate; a child that is not a JSON array adds noth
   CHECK(wire::decode_doubles(doubles, wire::Kind::kLearnUp) == std::vector<double>{1.0, 2.0, 3.0});
   std::uint8_t odd[3] = {1, 2, 3};
   CHECK_FALSE(wire::decode_doubles(wire::encode(wire::Kind::kLearnDown, odd, 3), wire::Kind::kLearnDown));
+}
+
+// The round layer under the typed messages: a peer's header lengths are
+// compared with what arrived without adding them (they used to be summed in
+// 64 bits, and a payload_len near 2^64 wrapped the check).
+TEST_CASE("round messages whose length fields do not add up are dropped") {
+  struct H {
+    std::uint32_t magic, nlost;
+    std::uint64_t round, payload_len;
+  };
+  auto make = [](std::uint32_t nlost, std::uint64_t payload_len, std::size_t extra) {
+    H h{0x53434F55, nlost, 7, payload_len};
+    std::vector<std::uint8_t> b(sizeof h + extra);
+    std::memcpy(b.data(), &h, sizeof h);
+    return b;
+  };
+  std::uint64_t round = 0;
+  std::vector<int> lost;
+  scout::c3::Bytes payload;
+  auto ok = make(1, 3, 4 + 3);
+  REQUIRE(scout::c3::parse_round_message(ok.data(), ok.size(), round, lost, payload));
+  CHECK(round == 7);
+  CHECK(lost.size() == 1);
+  CHECK(payload.size() == 3);
+  // sizeof h + 4 * nlost + payload_len wraps to the real size.
+  auto wrap = make(1, UINT64_MAX - 23 - 4 + 8, 8);
+  CHECK_FALSE(scout::c3::parse_round_message(wrap.data(), wrap.size(), round, lost, payload));
+  auto big_lost = make(0xffffffffu, 0, 16);
+  CHECK_FALSE(scout::c3::parse_round_message(big_lost.data(), big_lost.size(), round, lost, payload));
+  auto short_msg = make(0, 0, 0);
+  short_msg.resize(10);
+  CHECK_FALSE(scout::c3::parse_round_message(short_msg.data(), short_msg.size(), round, lost, payload));
+  auto magic = make(0, 0, 0);
+  magic[0] ^= 1;
+  CHECK_FALSE(scout::c3::parse_round_message(magic.data(), magic.size(), round, lost, payload));
 }

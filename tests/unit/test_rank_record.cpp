@@ -121,3 +121,50 @@ TEST_CASE("record ABI v5: a C writer and the C++ reader see the same layout") {
   CHECK(scout_test_record_v5_c_offset_outsigs() == offsetof(scout::c3::RankRecord, outsigs));
   CHECK(scout_test_record_v5_c_offset_comms() == offsetof(scout::c3::RankRecord, comms));
 }
+
+// Hostile records: the job's user writes the record, so every bound a reader
+// takes from it is checked (issue "trust but verify", part 4).
+TEST_CASE("readers stay bounded on hostile sequence numbers and counts") {
+  auto r = fresh();
+  CollEvent ev[kRingSize];
+  // seq == UINT64_MAX used to wrap the loop counter and spin forever.
+  CHECK(ring_read(*r, 1, UINT64_MAX, ev) == 0);  // no slot carries those tags
+  r->ring[UINT64_MAX % kRingSize].tag = UINT64_MAX;
+  CHECK(ring_read(*r, UINT64_MAX - 3, UINT64_MAX, ev) == 1);
+  CHECK(ring_read(*r, 10, 5, ev) == 0);  // from past to
+  OutSig os[kOutSigRing];
+  std::uint64_t next = 0;
+  r->outsig_count = UINT64_MAX;
+  CHECK(outsig_read(*r, 0, os, &next) == 0);
+  r->outsig_count = 5;
+  CHECK(outsig_read(*r, 9, os, &next) == 0);  // count went back: nothing, no wrap
+  CHECK(next == 5);
+}
+
+TEST_CASE("live fields and communicator entries are range-checked") {
+  RecordLive l{};
+  CHECK(record_check_live(l).empty());
+  l.in_collective = 7;
+  CHECK(record_check_live(l).find("expected 0 or 1") != std::string::npos);
+  l = {};
+  l.seq = UINT64_MAX;
+  CHECK(record_check_live(l).find("out of range") != std::string::npos);
+  l = {};
+  l.kind = 0x7777;
+  CHECK(record_check_live(l).find("kind") != std::string::npos);
+  l = {};
+  l.state = 99;
+  CHECK(record_check_live(l).find("state") != std::string::npos);
+  CommEntry c{};
+  c.size = 100;
+  c.stored = 64;
+  CHECK(comm_entry_check(c, 0).empty());
+  c.stored = 65;  // would read past members[64]
+  CHECK(comm_entry_check(c, 2).find("at most 64 fit") != std::string::npos);
+  c.size = 3;
+  c.stored = 4;
+  CHECK(comm_entry_check(c, 2).find("size-3") != std::string::npos);
+  c.stored = 2;
+  c.members[1] = -5;
+  CHECK(comm_entry_check(c, 2).find("member -5") != std::string::npos);
+}
