@@ -5,6 +5,8 @@
 #   make demo       run a job with an injected fault and print the verdict
 #   make bench      run the benchmarks (prints tables with baselines)
 #   make check-sanitizers   ASan+UBSan build in build-asan/, unit tests
+#   make fuzz               libFuzzer targets in build-fuzz/, each run for
+#                           FUZZ_SECONDS (default 60) or FUZZ_RUNS executions
 #   make install DESTDIR=... PREFIX given to configure via CONFIGURE_FLAGS
 BUILD           ?= build
 ASAN_BUILD      ?= build-asan
@@ -12,7 +14,7 @@ CONFIGURE_FLAGS ?=
 JOBS            ?= $(shell nproc 2>/dev/null || echo 2)
 AUTOTOOLS_IN     = configure.ac Makefile.am $(wildcard m4/x_ac_*.m4)
 
-.PHONY: all deps check check-sanitizers demo bench install clean distclean
+.PHONY: all deps check check-sanitizers demo bench fuzz install clean distclean
 
 all: $(BUILD)/Makefile
 	$(MAKE) -C $(BUILD) -j$(JOBS)
@@ -41,6 +43,12 @@ check-sanitizers: deps $(ASAN_BUILD)/Makefile
 	$(MAKE) -C $(ASAN_BUILD) -j$(JOBS)
 	$(MAKE) -C $(ASAN_BUILD) check
 
+FUZZ_SECONDS ?= 60
+FUZZ_RUNS    ?=
+fuzz: deps
+	$(MAKE) -f fuzz/Makefile OUT=$(CURDIR)/build-fuzz -j$(JOBS)
+	$(MAKE) -f fuzz/Makefile OUT=$(CURDIR)/build-fuzz run SECONDS=$(FUZZ_SECONDS) RUNS=$(FUZZ_RUNS)
+
 demo: deps
 	$(MAKE) all
 	$(BUILD)/examples/demo
@@ -57,7 +65,7 @@ clean:
 	-$(MAKE) -C $(BUILD) clean
 
 distclean:
-	rm -rf $(BUILD) $(ASAN_BUILD) configure Makefile.in aclocal.m4 autom4te.cache \
+	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz configure Makefile.in aclocal.m4 autom4te.cache \
 	  build-aux/compile build-aux/config.guess build-aux/config.sub build-aux/depcomp \
 	  build-aux/install-sh build-aux/ltmain.sh build-aux/missing build-aux/test-driver \
 	  m4/libtool.m4 m4/lt*.m4

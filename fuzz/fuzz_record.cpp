@@ -1,0 +1,41 @@
+// libFuzzer target: the shm record reader. The input is the bytes of a rank
+// record as a hostile job could write them (short inputs are zero-padded);
+// every reader scoutd uses on a mapped record runs on it and must stay in
+// bounds and terminate.
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+
+#include "libc3/rank_record.hpp"
+
+using namespace scout::c3;
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  auto rec = std::make_unique<RankRecord>();
+  std::memset(rec.get(), 0, sizeof *rec);
+  std::memcpy(rec.get(), data, std::min(size, sizeof *rec));
+  // The header check sees the size the mapping claims (the input's own).
+  (void)record_check_header(*rec, size);
+  RecordLive live;
+  if (record_read(*rec, live, nullptr, 4)) {
+    (void)record_check_live(live);
+    CollEvent ev[kRingSize];
+    const std::uint64_t from = live.seq >= kRingSize ? live.seq - kRingSize + 1 : 1;
+    std::size_t n = ring_read(*rec, from, live.seq, ev);
+    if (n > kRingSize) __builtin_trap();
+    n = ring_read(*rec, live.out_sig_seq, live.seq, ev);  // arbitrary bounds too
+    if (n > kRingSize) __builtin_trap();
+  }
+  for (std::size_t i = 0; i < kCommTable; ++i) {
+    CommEntry c;
+    std::memcpy(&c, &rec->comms[i], sizeof c);
+    if (comm_entry_check(c, i).empty() && c.stored > kCommMembers) __builtin_trap();
+  }
+  OutSig os[kOutSigRing];
+  std::uint64_t next = 0;
+  std::size_t n = outsig_read(*rec, rec->live.out_sig, os, &next);
+  if (n > kOutSigRing) __builtin_trap();
+  (void)coll_name(static_cast<std::uint32_t>(rec->live.kind));
+  return 0;
+}
