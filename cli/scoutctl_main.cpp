@@ -153,7 +153,31 @@ int cmd_query(const Args& a) {
 
 json gating_json(const sq::GatingRow& g) {
   return {{"job", g.job_id.empty() ? json(nullptr) : json(g.job_id)}, {"node", g.node}, {"decision", g.decision},
-          {"reason", g.reason}, {"decided_by", g.decided_by}, {"decided_at", g.decided_at}};
+          {"reason", g.reason}, {"decided_by", g.decided_by}, {"decided_at", g.decided_at},
+          {"evidence", json::parse(g.evidence, nullptr, false).is_discarded() ? json::object()
+                                                                              : json::parse(g.evidence, nullptr, false)}};
+}
+
+// One line of what root checked for a decision: "replay pass, d_state pass,
+// kernel_log unavailable; blame 1 job(s) of 1 user(s) (drain needs 3 of 2)".
+std::string checked_text(const json& ev) {
+  if (!ev.is_object()) return {};
+  std::string out;
+  auto add = [&](const std::string& s) { out += (out.empty() ? "" : ", ") + s; };
+  if (ev.contains("verdicts") && ev["verdicts"].is_array())
+    for (auto& v : ev["verdicts"])
+      if (v.is_object() && v.contains("check") && v["check"].is_object())
+        add(fmt::format("{} {}", v["check"].value("check", "?"), v["check"].value("result", "?")));
+  if (ev.contains("node_check") && ev["node_check"].is_array())
+    for (auto& c : ev["node_check"])
+      if (c.is_object()) add(fmt::format("{} {}", c.value("check", "?"), c.value("result", "?")));
+  if (ev.contains("blame") && ev["blame"].is_object()) {
+    const json& b = ev["blame"];
+    out += fmt::format("; blame {} job(s) of {} user(s) in {} days (drain needs {} of {})", b.value("jobs", 0),
+                       b.value("users", 0), b.value("window_days", 0.0), b.value("needs_jobs", 0),
+                       b.value("needs_users", 0));
+  }
+  return out;
 }
 
 // The site ledger for node review; dies with exit 4 when it cannot be read.
@@ -190,11 +214,16 @@ int cmd_node(const Args& a) {
   }
   if (!decisions.empty()) {
     std::printf("\n%-24s  %-8s  %-9s  %-28s  %s\n", "DECIDED", "DECISION", "JOB", "BY", "REASON");
-    for (auto& d : decisions)
-      std::printf("%-24s  %-8s  %-9s  %-28s  %s\n", d["decided_at"].get<std::string>().c_str(),
-                  d["decision"].get<std::string>().c_str(),
-                  d["job"].is_null() ? "-" : d["job"].get<std::string>().c_str(),
-                  d["decided_by"].get<std::string>().c_str(), d["reason"].get<std::string>().c_str());
+    auto str = [](const json& d, const char* k) {
+      return d.contains(k) && d[k].is_string() ? sd::escape_text(d[k].get<std::string>()) : std::string("-");
+    };
+    for (auto& d : decisions) {
+      if (!d.is_object()) continue;
+      std::printf("%-24s  %-8s  %-9s  %-28s  %s\n", str(d, "decided_at").c_str(), str(d, "decision").c_str(),
+                  str(d, "job").c_str(), str(d, "decided_by").c_str(), str(d, "reason").c_str());
+      if (std::string c = checked_text(d.value("evidence", json::object())); !c.empty())
+        std::printf("%-24s  root checked: %s\n", "", sd::escape_text(c).c_str());
+    }
   }
   return kExitOk;
 }

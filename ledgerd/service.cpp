@@ -47,7 +47,8 @@ json verdict_json(const sql::VerdictRow& v) {
           {"ranks", parse(v.ranks, json::array())}, {"hosts", parse(v.hosts, json::array())},
           {"evidence", parse(v.evidence, json::object())}, {"detected_at", v.detected_at},
           {"resolved_at", v.resolved_at ? json(*v.resolved_at) : json(nullptr)},
-          {"origin", v.origin ? json(*v.origin) : json(nullptr)}, {"vkey", v.vkey ? json(*v.vkey) : json(nullptr)}};
+          {"origin", v.origin ? json(*v.origin) : json(nullptr)}, {"vkey", v.vkey ? json(*v.vkey) : json(nullptr)},
+          {"confirmation", v.confirmation ? json(*v.confirmation) : json(nullptr)}};
 }
 
 }  // namespace
@@ -247,6 +248,8 @@ json Service::node(const Identity& who, const json& req) {
   for (auto& g : ledger_.node_gating(n))
     decisions.push_back({{"job", g.job_id.empty() ? json(nullptr) : json(g.job_id)}, {"node", g.node},
                          {"decision", g.decision}, {"reason", g.reason}, {"decided_by", g.decided_by},
+                         {"evidence", json::parse(g.evidence, nullptr, false).is_discarded()
+                                          ? json::object() : json::parse(g.evidence, nullptr, false)},
                          {"decided_at", g.decided_at}});
   return {{"ok", true}, {"node", n}, {"open_verdicts", open}, {"decisions", decisions}};
 }
@@ -256,11 +259,22 @@ json Service::gating(const Identity& who, const json& req) {
   const std::string job = text(req, "job"), n = text(req, "node"), decision = text(req, "decision");
   if (!c3::valid_job_id(job) || !valid_node_name(n))
     return refuse("malformed", "gating: expected \"job\" and \"node\"");
-  if (decision != "drain" && decision != "keep" && decision != "error" && decision != "refuse")
-    return refuse("malformed", "gating: expected \"decision\": drain, keep, error or refuse");
+  if (decision != "drain" && decision != "keep" && decision != "error" && decision != "refuse" && decision != "suspect")
+    return refuse("malformed", "gating: expected \"decision\": drain, suspect, keep, error or refuse");
+  const json evidence = req.contains("evidence") && req["evidence"].is_object() ? req["evidence"] : json::object();
+  const std::string ev = evidence.dump();
+  if (ev.size() > kMaxEvidenceBytes)
+    return refuse("too_large", fmt::format("gating: evidence of {} bytes; expected at most {}", ev.size(), kMaxEvidenceBytes));
   ledger_.insert_job_if_missing({.job_id = job, .user = "?", .uid = 0, .launcher = "slurm"});
   ledger_.insert_gating({job, n, decision, text(req, "reason").substr(0, 4096),
-                         text(req, "decided_by").substr(0, 256), ""});
+                         text(req, "decided_by").substr(0, 256), "", ev});
+  // Root's epilog says which verdicts it reproduced (or not): the prolog of
+  // any node only refuses on confirmed ones.
+  for (const char* c : {"confirmed", "unconfirmed"})
+    if (evidence.contains(c) && evidence[c].is_array())
+      for (auto& k : evidence[c])
+        if (k.is_string() && k.get<std::string>().rfind(job + ".", 0) == 0)
+          ledger_.set_confirmation_by_key(k.get<std::string>(), c);
   return {{"ok", true}};
 }
 

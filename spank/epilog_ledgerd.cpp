@@ -37,6 +37,7 @@ sql::VerdictRow row_of(const json& v) {
   if (v.contains("resolved_at") && v["resolved_at"].is_string()) r.resolved_at = v["resolved_at"].get<std::string>();
   if (v.contains("origin") && v["origin"].is_string()) r.origin = v["origin"].get<std::string>();
   if (v.contains("vkey") && v["vkey"].is_string()) r.vkey = v["vkey"].get<std::string>();
+  if (v.contains("confirmation") && v["confirmation"].is_string()) r.confirmation = v["confirmation"].get<std::string>();
   return r;
 }
 }  // namespace
@@ -73,7 +74,10 @@ std::string EpilogLedgerd::submit(const std::string& job, const std::vector<sql:
 std::string EpilogLedgerd::gating(const sql::GatingRow& g) {
   std::string why;
   request(ep_, {{"op", "gating"}, {"job", g.job_id}, {"node", g.node}, {"decision", g.decision},
-                {"reason", g.reason}, {"decided_by", g.decided_by}}, why);
+                {"reason", g.reason}, {"decided_by", g.decided_by},
+                {"evidence", json::parse(g.evidence, nullptr, false).is_discarded() ? json::object()
+                                                                                : json::parse(g.evidence, nullptr, false)}},
+          why);
   return why;
 }
 

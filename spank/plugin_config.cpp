@@ -81,6 +81,20 @@ std::string parse_plugin_args(const std::vector<std::string>& args, PluginConfig
     } else if (k == "replay_budget") {
       if (!parse_secs(v, 0, 1, c.replay_budget) || c.replay_budget <= 0)
         err = "plugstack argument replay_budget=" + v + ": expected a fraction of CPU time above 0 and at most 1";
+    } else if (k == "blame_jobs" || k == "blame_users") {
+      double n = 0;
+      if (!parse_secs(v, 1, 1000, n) || n != static_cast<int>(n))
+        err = "plugstack argument " + k + "=" + v + ": expected a whole number from 1 to 1000";
+      else (k == "blame_jobs" ? c.blame_jobs : c.blame_users) = static_cast<int>(n);
+    } else if (k == "blame_window") {
+      if (!parse_secs(v, 0.01, 365, c.blame_window_days))
+        err = "plugstack argument blame_window=" + v + ": expected days from 0.01 to 365";
+    } else if (k == "node_check") {
+      if (!parse_on_off(v, c.node_check) || v == "(null)" || v.empty())
+        err = "plugstack argument node_check=" + v + ": expected on or off";
+    } else if (k == "dstate_wait") {
+      if (!parse_secs(v, 0, 60, c.dstate_wait))
+        err = "plugstack argument dstate_wait=" + v + ": expected seconds from 0 to 60";
     } else if (k == "drain_kinds" || k == "prolog_kinds") {
       auto& kinds = k == "drain_kinds" ? c.drain_kinds : c.prolog_kinds;
       kinds.clear();
@@ -96,7 +110,8 @@ std::string parse_plugin_args(const std::vector<std::string>& args, PluginConfig
     } else {
       return "plugstack argument '" + k + "': unknown key; expected one of scoutd, probe, srun, "
              "scontrol, spool, ledger, runtime_dir, default, required, stall_threshold, grace, "
-             "gate, drain_kinds, prolog_kinds, fail_closed, companion_wait, learn, replay, replay_interval, replay_budget";
+             "gate, drain_kinds, prolog_kinds, fail_closed, companion_wait, learn, replay, replay_interval, replay_budget, "
+             "blame_jobs, blame_users, blame_window, node_check, dstate_wait";
     }
     if (!err.empty()) return err;
   }

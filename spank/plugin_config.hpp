@@ -26,6 +26,14 @@ struct PluginConfig {
   std::vector<std::string> drain_kinds = {"stall", "crash", "sdc"};
   std::vector<std::string> prolog_kinds = {"sdc"};  // open verdicts that refuse a node at job start
   bool fail_closed = false;     // epilog exits non-zero on its own errors
+  // Gating by verified evidence: a stall/crash/hang/divergence verdict makes
+  // a node suspect; it is drained when root's node check fails or when at
+  // least blame_jobs jobs of blame_users users blamed it in blame_window days.
+  int blame_jobs = 3;
+  int blame_users = 2;
+  double blame_window_days = 7;
+  bool node_check = true;       // root's own node check before deciding
+  double dstate_wait = 2;       // seconds between the two D-state samples
   bool learn = true;            // federated telemetry outlier detection
   bool replay = true;           // replay cycles for silent data corruption
   double replay_interval = 600; // seconds between cycles (0: on demand only)

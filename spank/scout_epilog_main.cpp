@@ -15,7 +15,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
+#include <ctime>
+#include <optional>
 #include <cstdlib>
 #include <cerrno>
 #include <cstring>
@@ -30,6 +33,7 @@
 #include "libc3/log.hpp"
 #include "libc3/options.hpp"
 #include "spank/epilog_ledgerd.hpp"
+#include "spank/node_check.hpp"
 #include "spank/plugin_config.hpp"
 #include "sql/ledger.hpp"
 
@@ -94,21 +98,33 @@ std::set<std::string> expand_nodelist(const std::string& scontrol, const std::st
 
 // The job's node list: SLURM_JOB_NODELIST where the epilog has it, else
 // from slurmctld (the job is still known while its epilog runs).
+// The job's allocation: SLURM_JOB_NODELIST (slurmd sets it for the prolog
+// and epilog), else Slurm's job record as JSON. The one-line text format is
+// not parsed: a job name or comment can contain " NodeList=". Empty when
+// neither answers; callers then trust only what names this node.
 std::string job_nodelist(const std::string& scontrol, const std::string& job) {
   std::string from_env = env("SLURM_JOB_NODELIST");
   if (!from_env.empty()) return from_env;
-  std::string cmd = scontrol + " show job " + job + " --oneliner 2>/dev/null";
+  if (!scout::c3::valid_job_id(job)) return "";
+  std::string cmd = scontrol + " show job " + job + " --json 2>/dev/null";
   std::string out;
   if (std::FILE* p = popen(cmd.c_str(), "r")) {
     char buf[4096];
     std::size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0 && out.size() < (std::size_t{16} << 20)) out.append(buf, n);
     pclose(p);
   }
-  auto pos = out.find(" NodeList=");
-  if (pos == std::string::npos) return "";
-  pos += 10;
-  return out.substr(pos, out.find_first_of(" \n", pos) - pos);
+  json j = json::parse(out, nullptr, false);
+  if (!j.is_object() || !j.contains("jobs") || !j["jobs"].is_array()) return "";
+  for (auto& jj : j["jobs"]) {
+    if (!jj.is_object()) continue;
+    const json id = jj.value("job_id", json());
+    if (!(id.is_number_integer() && std::to_string(id.get<long long>()) == job)) continue;
+    const json nodes = jj.value("nodes", json());
+    if (nodes.is_string() && nodes.get<std::string>().find_first_of(" \n\t") == std::string::npos)
+      return nodes.get<std::string>();
+  }
+  return "";
 }
 
 // Every host a verdict names lies in the job's allocation.
@@ -136,10 +152,14 @@ bool names_host(const sq::VerdictRow& v, const std::string& node) {
 // late epilog would take verdicts naming an early node for foreign ones.
 // Root-written, next to the site ledger (node-local), read and removed by
 // the epilog.
-std::string allocation_file(const sp::PluginConfig& cfg, const std::string& job, const std::string& node) {
+// The directory of the site ledger (root's, node-local or shared).
+std::string site_dir(const sp::PluginConfig& cfg) {
   const auto slash = cfg.ledger.find_last_of('/');
-  const std::string dir = slash == std::string::npos ? std::string(".") : cfg.ledger.substr(0, slash);
-  return dir + "/jobs/" + job + "." + node + ".nodes";  // per node: the directory may be shared
+  return slash == std::string::npos ? std::string(".") : cfg.ledger.substr(0, slash);
+}
+
+std::string allocation_file(const sp::PluginConfig& cfg, const std::string& job, const std::string& node) {
+  return site_dir(cfg) + "/jobs/" + job + "." + node + ".nodes";  // per node: the directory may be shared
 }
 
 void remember_allocation(const sp::PluginConfig& cfg, const Args& a) {
@@ -182,7 +202,9 @@ bool prolog(const sp::PluginConfig& cfg, const Args& a, const std::string& who) 
   remember_allocation(cfg, a);
   std::vector<sq::VerdictRow> open;
   try {
-    open = sq::Ledger::open(cfg.ledger, sq::Ledger::Mode::kReadOnly).open_verdicts_on(a.node, cfg.prolog_kinds);
+    // Only verdicts root confirmed (reproduced) refuse a node: an unchecked
+    // verdict is its job user's word.
+    open = sq::Ledger::open(cfg.ledger, sq::Ledger::Mode::kReadOnly).open_verdicts_on(a.node, cfg.prolog_kinds, true);
   } catch (const sq::LedgerError& e) {
     if (e.code() != sq::LedgerError::Code::kMissing) throw;
   }
@@ -196,7 +218,7 @@ bool prolog(const sp::PluginConfig& cfg, const Args& a, const std::string& who) 
     }
     std::set<std::string> kinds(cfg.prolog_kinds.begin(), cfg.prolog_kinds.end());
     for (auto& v : remote)
-      if (kinds.empty() || kinds.count(v.kind)) open.push_back(v);
+      if ((kinds.empty() || kinds.count(v.kind)) && v.confirmation && *v.confirmation == "confirmed") open.push_back(v);
   }
   if (open.empty()) return true;
   auto site = sq::Ledger::open(cfg.ledger, sq::Ledger::Mode::kReadWrite);
@@ -369,7 +391,6 @@ int main(int argc, char** argv) {
     }
     // --- policy: drain on attributed verdicts of the drainable kinds -----
     std::set<std::string> kinds(cfg.drain_kinds.begin(), cfg.drain_kinds.end());
-    std::vector<std::string> reasons;
     std::vector<sq::VerdictRow> verdicts = site.verdicts(a.job);
     if (service) {  // also what other nodes forwarded (this node's scoutd may have died)
       std::vector<sq::VerdictRow> remote;
@@ -380,33 +401,143 @@ int main(int argc, char** argv) {
       for (auto& v : remote)
         if (!v.vkey || !keys.count(*v.vkey)) verdicts.push_back(v);
     }
-    for (auto& v : verdicts) {
-      if (v.status != "attributed" || !kinds.count(v.kind) || !names_host(v, a.node)) continue;
-      json r = json::parse(v.ranks, nullptr, false);
-      std::string ranks;
-      if (r.is_array())
-        for (auto& x : r) ranks += (ranks.empty() ? "" : ",") + x.dump();
-      reasons.push_back(fmt::format("{} rank {} job {}", v.kind, ranks.empty() ? "?" : ranks, a.job));
-    }
-    if (reasons.empty()) {
+    // --- policy: gating by verified evidence (docs/architecture.md, "Trust
+    // model"). A verdict is the job's user's word; root drains only on what
+    // it checked itself.
+    std::vector<const sq::VerdictRow*> mine;
+    for (auto& v : verdicts)
+      if (v.status == "attributed" && kinds.count(v.kind) && names_host(v, a.node)) mine.push_back(&v);
+    if (mine.empty()) {
       record({a.job, a.node, "keep", "no attributed " + fmt::format("{}", fmt::join(cfg.drain_kinds, "/")) +
                           " verdict on this node", who, ""});
       return unreachable();
     }
-    std::string reason = "scout: " + reasons.front();
-    if (reasons.size() > 1) reason += fmt::format(" (+{} more)", reasons.size() - 1);
+    sp::NodeCheckOptions nco;
+    nco.node = a.node;
+    nco.dstate_wait_s = cfg.dstate_wait;
+    nco.fault_file = site_dir(cfg) + "/node-check-fault";  // test builds only (see node_check.hpp)
+    std::optional<sp::NodeCheck> check;
+    auto node_check = [&]() -> const sp::NodeCheck& {
+      if (!check) {
+        if (cfg.node_check) {
+          check = sp::run_node_check(nco, &site);
+        } else {
+          check = sp::NodeCheck{};
+          check->checks.push_back({"node_check", "unavailable", "node_check=off in the plugstack"});
+        }
+      }
+      return *check;
+    };
+    std::vector<std::string> drain_reasons, drain_why, suspect_reasons, kept_reasons;
+    json verdict_ev = json::array(), confirmed = json::array(), unconfirmed = json::array();
+    std::vector<std::string> suspect_kinds;
+    for (auto& k : cfg.drain_kinds)
+      if (k != "sdc") suspect_kinds.push_back(k);
+    const auto now = std::chrono::system_clock::now();
+    const std::time_t since_t = std::chrono::system_clock::to_time_t(
+        now - std::chrono::seconds(static_cast<long long>(cfg.blame_window_days * 86400)));
+    char since[32];
+    std::tm tmv{};
+    gmtime_r(&since_t, &tmv);
+    std::strftime(since, sizeof since, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+    std::optional<sq::Ledger::Blame> blame;
+    for (const sq::VerdictRow* v : mine) {
+      json r = json::parse(v->ranks, nullptr, false);
+      std::string ranks;
+      if (r.is_array())
+        for (auto& x : r) ranks += (ranks.empty() ? "" : ",") + x.dump();
+      const std::string what = fmt::format("{} rank {} job {}", v->kind, ranks.empty() ? "?" : ranks, a.job);
+      json one = {{"verdict", v->id}, {"kind", v->kind}, {"vkey", v->vkey ? json(*v->vkey) : json(nullptr)}};
+      if (v->kind == "sdc") {
+        // Evidence class "reproduce": root re-runs what the verdict names.
+        json e = json::parse(v->evidence, nullptr, false);
+        sp::CheckResult rr;
+        if (e.is_object() && e.value("source", "") == "replay" && e.contains("core") && e["core"].is_number_integer() &&
+            e.contains("recipe") && e["recipe"].is_string() && e.contains("cycle") && e["cycle"].is_number_integer()) {
+          rr = sp::reproduce_sdc(nco, &site, e["recipe"].get<std::string>(), e["core"].get<int>(),
+                                 e["cycle"].get<long>());
+        } else {
+          rr.result = "unavailable";
+        }
+        if (rr.result == "unavailable") {
+          // Collective outputs (or a device root cannot re-run): every
+          // recipe on every core instead.
+          const auto& nc = node_check();
+          rr = {"reproduce", nc.failed() ? "fail" : "pass",
+                nc.failed() ? "reproduced by root's node check: " + nc.failures()
+                            : "not reproduced: nothing to re-run as named; root's node check passed"};
+        }
+        one["class"] = "reproduce";
+        one["check"] = {{"check", rr.check}, {"result", rr.result}, {"detail", rr.detail}};
+        if (rr.result == "fail") {
+          drain_reasons.push_back(what);
+          drain_why.push_back(rr.detail);
+          if (v->vkey) confirmed.push_back(*v->vkey);
+          site.set_confirmation(v->id, "confirmed");
+        } else {
+          kept_reasons.push_back(what + " not reproduced");
+          if (v->vkey) unconfirmed.push_back(*v->vkey);
+          site.set_confirmation(v->id, "unconfirmed");
+        }
+      } else {
+        // Evidence class "suspect": root's own node check, or many users.
+        const auto& nc = node_check();
+        if (!blame) blame = site.node_blame(a.node, suspect_kinds, since);
+        one["class"] = "suspect";
+        if (nc.failed()) {
+          drain_reasons.push_back(what);
+          drain_why.push_back("root's node check failed: " + nc.failures());
+        } else if (blame->jobs >= cfg.blame_jobs && blame->users >= cfg.blame_users) {
+          drain_reasons.push_back(what);
+          drain_why.push_back(fmt::format("blamed by {} job(s) of {} user(s) in {:g} days (drain at {} of {})",
+                                          blame->jobs, blame->users, cfg.blame_window_days, cfg.blame_jobs,
+                                          cfg.blame_users));
+        } else {
+          suspect_reasons.push_back(what);
+        }
+      }
+      verdict_ev.push_back(std::move(one));
+    }
+    json evidence = {{"verdicts", verdict_ev}};
+    if (check) evidence["node_check"] = check->to_json();
+    if (blame)
+      evidence["blame"] = {{"jobs", blame->jobs}, {"users", blame->users}, {"window_days", cfg.blame_window_days},
+                           {"needs_jobs", cfg.blame_jobs}, {"needs_users", cfg.blame_users}};
+    if (!confirmed.empty()) evidence["confirmed"] = confirmed;
+    if (!unconfirmed.empty()) evidence["unconfirmed"] = unconfirmed;
+    const std::string ev = evidence.dump();
+    auto summary = [](const std::vector<std::string>& rs) {
+      std::string out = "scout: " + rs.front();
+      if (rs.size() > 1) out += fmt::format(" (+{} more)", rs.size() - 1);
+      return out;
+    };
+    if (drain_reasons.empty()) {
+      const bool suspect = !suspect_reasons.empty();
+      std::string reason = suspect ? summary(suspect_reasons) +
+                                         fmt::format("; node suspect: root's node check passed and {} job(s) of {} "
+                                                     "user(s) blamed it in {:g} days (drain needs {} of {})",
+                                                     blame ? blame->jobs : 0, blame ? blame->users : 0,
+                                                     cfg.blame_window_days, cfg.blame_jobs, cfg.blame_users)
+                                   : summary(kept_reasons) + "; kept: root did not reproduce it";
+      record({a.job, a.node, suspect ? "suspect" : "keep", reason, who, "", ev});
+      scout::log::info("{} {}: {}", suspect ? "suspect" : "kept", a.node, reason);
+      return unreachable();
+    }
+    // Slurm's node reason stays short (sinfo); the decision row says why.
+    std::string reason = summary(drain_reasons);
+    const std::string why = reason + "; " + drain_why.front();
     if (!cfg.gate || a.dry_run) {
-      record({a.job, a.node, "keep", reason + (a.dry_run ? " [dry run]" : " [gating off]"), who, ""});
+      record({a.job, a.node, "keep", why + (a.dry_run ? " [dry run]" : " [gating off]"), who, "", ev});
       std::printf("scout-epilog: would drain %s: %s\n", a.node.c_str(), reason.c_str());
       return unreachable();
     }
     std::string err;
     if (drain_node(cfg, a.node, reason, err) != 0) {
-      record({a.job, a.node, "error", reason + "; drain failed: " + err, who, ""});
+      record({a.job, a.node, "error", why + "; drain failed: " + err, who, "", ev});
       return finish(true, "drain " + a.node + ": " + err);
     }
-    record({a.job, a.node, "drain", reason, who, ""});
-    scout::log::info("drained {}: {}", a.node, reason);
+    record({a.job, a.node, "drain", why, who, "", ev});
+    scout::log::info("drained {}: {}", a.node, why);
     return unreachable();
   } catch (const std::exception& e) {
     // Every decision is recorded, a failed one too (best effort: the site

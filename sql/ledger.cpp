@@ -479,13 +479,14 @@ void Ledger::insert_gating(const GatingRow& g) {
   if (g.job_id.empty()) s.bind_null();  // a node-level decision (clear)
   else s.bind(g.job_id);
   s.bind(g.node).bind(g.decision).bind(g.reason)
-      .bind(g.decided_by).bind(g.decided_at.empty() ? now_iso8601() : g.decided_at).run();
+      .bind(g.decided_by).bind(g.decided_at.empty() ? now_iso8601() : g.decided_at)
+      .bind(g.evidence.empty() ? std::string("{}") : g.evidence).run();
 }
 
 namespace {
 std::vector<GatingRow> read_gating(Stmt& s) {
   std::vector<GatingRow> out;
-  while (s.step()) out.push_back({s.text(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5)});
+  while (s.step()) out.push_back({s.text(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5), s.text(6)});
   s.reset();
   return out;
 }
@@ -518,6 +519,7 @@ std::vector<VerdictRow> read_verdicts(Stmt& s) {
     v.resolved_at = s.opt_text(9);
     v.origin = s.opt_text(10);
     v.vkey = s.opt_text(11);
+    v.confirmation = s.opt_text(12);
     out.push_back(std::move(v));
   }
   s.reset();
@@ -526,14 +528,56 @@ std::vector<VerdictRow> read_verdicts(Stmt& s) {
 }  // namespace
 
 std::vector<VerdictRow> Ledger::verdicts(const std::string& job_id) {
-  return read_verdicts(stmt(schema_version() >= 5 ? kSelectVerdicts : kSelectVerdictsV4).bind(job_id));
+  const int v = schema_version();
+  return read_verdicts(stmt(v >= 6 ? kSelectVerdicts : v == 5 ? kSelectVerdictsV5 : kSelectVerdictsV4).bind(job_id));
 }
 
-std::vector<VerdictRow> Ledger::open_verdicts_on(const std::string& node, const std::vector<std::string>& kinds) {
+namespace {
+std::string kinds_array(const std::vector<std::string>& kinds) {
   std::string arr = "[";
   for (auto& k : kinds) arr += (arr.size() > 1 ? ",\"" : "\"") + k + "\"";  // kinds are plain words
-  arr += "]";
-  return read_verdicts(stmt(kSelectOpenOnNode).bind(arr).bind(node));
+  return arr + "]";
+}
+}  // namespace
+
+std::vector<VerdictRow> Ledger::open_verdicts_on(const std::string& node, const std::vector<std::string>& kinds,
+                                                 bool confirmed_only) {
+  return read_verdicts(
+      stmt(kSelectOpenOnNode).bind(kinds_array(kinds)).bind(node).bind(std::int64_t{confirmed_only ? 1 : 0}));
+}
+
+void Ledger::set_confirmation(std::int64_t verdict_id, const std::string& confirmation) {
+  stmt(kSetConfirmation).bind(confirmation).bind(verdict_id).run();
+}
+
+void Ledger::set_confirmation_by_key(const std::string& vkey, const std::string& confirmation) {
+  stmt(kSetConfirmationByKey).bind(confirmation).bind(vkey).run();
+}
+
+std::optional<std::string> Ledger::reference_signature(const std::string& device_class, const std::string& recipe,
+                                                       const std::string& seed) {
+  auto& s = stmt(kSelectReference).bind(device_class).bind(recipe).bind(seed);
+  std::optional<std::string> out;
+  if (s.step()) out = s.text(0);
+  s.reset();
+  return out;
+}
+
+void Ledger::record_reference(const std::string& device_class, const std::string& recipe, const std::string& seed,
+                              const std::string& signature, const std::string& node) {
+  stmt(kInsertReference).bind(device_class).bind(recipe).bind(seed).bind(signature).bind(node).bind(now_iso8601()).run();
+}
+
+Ledger::Blame Ledger::node_blame(const std::string& node, const std::vector<std::string>& kinds,
+                                 const std::string& since) {
+  auto& s = stmt(kNodeBlame).bind(kinds_array(kinds)).bind(node).bind(since);
+  Blame b;
+  if (s.step()) {
+    b.jobs = static_cast<int>(s.i64(0));
+    b.users = static_cast<int>(s.i64(1));
+  }
+  s.reset();
+  return b;
 }
 
 void Ledger::insert_replay_cycle(const ReplayCycleRow& r) {

@@ -54,10 +54,12 @@ struct VerdictRow {
   std::optional<std::string> resolved_at;
   std::optional<std::string> origin;  // provenance of an imported row
   std::optional<std::string> vkey;    // stable key of the verdict (schema 5)
+  std::optional<std::string> confirmation;  // root's check (schema 6): confirmed, unconfirmed
 };
 
 struct GatingRow {
   std::string job_id, node, decision, reason, decided_by, decided_at;
+  std::string evidence = "{}";  // what root checked and the result (JSON)
 };
 
 struct ReplayCycleRow {
@@ -87,7 +89,7 @@ struct LedgerMetrics {
   std::map<std::string, std::int64_t> open_by_node, drains_by_node;
 };
 
-inline constexpr int kSchemaVersion = 5;
+inline constexpr int kSchemaVersion = 6;
 
 // ISO-8601 UTC with milliseconds, e.g. 2026-11-29T17:39:29.123Z
 std::string now_iso8601();
@@ -158,7 +160,21 @@ class Ledger {
   // that were detected (or imported) after the node's last 'clear'
   // decision (no kinds: every kind). The prolog refuses a node that has one.
   // Oldest first.
-  std::vector<VerdictRow> open_verdicts_on(const std::string& node, const std::vector<std::string>& kinds);
+  std::vector<VerdictRow> open_verdicts_on(const std::string& node, const std::vector<std::string>& kinds,
+                                           bool confirmed_only = false);
+  // Gating by verified evidence (schema 6).
+  void set_confirmation(std::int64_t verdict_id, const std::string& confirmation);
+  void set_confirmation_by_key(const std::string& vkey, const std::string& confirmation);
+  std::optional<std::string> reference_signature(const std::string& device_class, const std::string& recipe,
+                                                 const std::string& seed);
+  void record_reference(const std::string& device_class, const std::string& recipe, const std::string& seed,
+                        const std::string& signature, const std::string& node);
+  struct Blame {
+    int jobs = 0, users = 0;
+  };
+  // Distinct jobs and users whose attributed verdicts of `kinds` named `node`
+  // since `since` (ISO-8601 UTC, compared with root-stamped import times).
+  Blame node_blame(const std::string& node, const std::vector<std::string>& kinds, const std::string& since);
 
   void insert_replay_cycle(const ReplayCycleRow& r);  // one row per (job, cycle)
   std::vector<ReplayCycleRow> replay_cycles(const std::string& job_id);

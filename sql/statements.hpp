@@ -51,19 +51,22 @@ inline constexpr const char* kInsertJobIfMissing =
     "INSERT OR IGNORE INTO jobs(job_id,user,uid,launcher,command,nodes,ranks,started_at) "
     "VALUES(?,?,?,?,?,?,?,?)";
 inline constexpr const char* kInsertGating =
-    "INSERT INTO gating(job_id,node,decision,reason,decided_by,decided_at) VALUES(?,?,?,?,?,?)";
+    "INSERT INTO gating(job_id,node,decision,reason,decided_by,decided_at,evidence) VALUES(?,?,?,?,?,?,?)";
 inline constexpr const char* kSelectGating =
-    "SELECT job_id,node,decision,reason,decided_by,decided_at FROM gating WHERE job_id=? ORDER BY id";
+    "SELECT job_id,node,decision,reason,decided_by,decided_at,evidence FROM gating WHERE job_id=? ORDER BY id";
 inline constexpr const char* kSelectNodeGating =
-    "SELECT job_id,node,decision,reason,decided_by,decided_at FROM gating WHERE node=? ORDER BY id";
+    "SELECT job_id,node,decision,reason,decided_by,decided_at,evidence FROM gating WHERE node=? ORDER BY id";
 // Open verdicts on a node: attributed, unresolved, of the given kinds (a JSON
-// array), naming the node, and detected or imported after its last clear.
+// array), naming the node, and imported after its last clear. Openness is
+// decided by times root stamped (imported_at; detected_at is the user's word
+// and only counts for rows never imported, as in a user's own ledger).
 inline constexpr const char* kSelectOpenOnNode =
-    "SELECT id,job_id,step,kind,status,ranks,hosts,evidence,detected_at,resolved_at,origin,vkey FROM verdicts v "
-    "WHERE v.status='attributed' AND v.resolved_at IS NULL "
+    "SELECT id,job_id,step,kind,status,ranks,hosts,evidence,detected_at,resolved_at,origin,vkey,confirmation "
+    "FROM verdicts v WHERE v.status='attributed' AND v.resolved_at IS NULL "
+    "AND (?3 = 0 OR v.confirmation = 'confirmed') "
     "AND (?1 = '[]' OR v.kind IN (SELECT value FROM json_each(?1))) "
     "AND CASE WHEN json_valid(v.hosts) THEN EXISTS (SELECT 1 FROM json_each(v.hosts) WHERE value=?2) ELSE 0 END "
-    "AND max(v.detected_at, coalesce(v.imported_at, '')) > "
+    "AND coalesce(v.imported_at, v.detected_at) > "
     "coalesce((SELECT max(decided_at) FROM gating WHERE node=?2 AND decision='clear'), '') "
     "ORDER BY v.id";
 // Metrics (scout-ledgerd's /metrics).
@@ -71,7 +74,7 @@ inline constexpr const char* kCountVerdicts = "SELECT kind,status,count(*) FROM 
 inline constexpr const char* kCountOpenByNode =
     "SELECT h.value, count(*) FROM verdicts v, json_each(CASE WHEN json_valid(v.hosts) THEN v.hosts ELSE '[]' END) h "
     "WHERE v.status='attributed' AND v.resolved_at IS NULL AND typeof(h.value)='text' "
-    "AND max(v.detected_at, coalesce(v.imported_at, '')) > "
+    "AND coalesce(v.imported_at, v.detected_at) > "
     "coalesce((SELECT max(decided_at) FROM gating WHERE node=h.value AND decision='clear'), '') "
     "GROUP BY h.value";
 inline constexpr const char* kCountDrainsByNode =
@@ -81,7 +84,7 @@ inline constexpr const char* kCountDrainsByNode =
 // days), and its last decision.
 inline constexpr const char* kNodeSummaries =
     "WITH named AS (SELECT h.value AS node, v.status, v.resolved_at, "
-    "  max(v.detected_at, coalesce(v.imported_at, '')) AS at "
+    "  coalesce(v.imported_at, v.detected_at) AS at "
     "  FROM verdicts v, json_each(CASE WHEN json_valid(v.hosts) THEN v.hosts ELSE '[]' END) h "
     "  WHERE typeof(h.value) = 'text'), "
     "nodes AS (SELECT node FROM named UNION SELECT node FROM gating) "
@@ -110,10 +113,31 @@ inline constexpr const char* kResolveVerdictByKey =
 inline constexpr const char* kResolveVerdict =
     "UPDATE verdicts SET resolved_at=? WHERE id=? AND resolved_at IS NULL";
 inline constexpr const char* kSelectVerdicts =
-    "SELECT id,job_id,step,kind,status,ranks,hosts,evidence,detected_at,resolved_at,origin,vkey "
+    "SELECT id,job_id,step,kind,status,ranks,hosts,evidence,detected_at,resolved_at,origin,vkey,confirmation "
+    "FROM verdicts WHERE job_id=? ORDER BY id";
+inline constexpr const char* kSelectVerdictsV5 =
+    "SELECT id,job_id,step,kind,status,ranks,hosts,evidence,detected_at,resolved_at,origin,vkey,NULL "
     "FROM verdicts WHERE job_id=? ORDER BY id";
 // A ledger of schema 4 or older (read-only, not migrated) has no vkey.
 inline constexpr const char* kSelectVerdictsV4 =
-    "SELECT id,job_id,step,kind,status,ranks,hosts,evidence,detected_at,resolved_at,origin,NULL "
+    "SELECT id,job_id,step,kind,status,ranks,hosts,evidence,detected_at,resolved_at,origin,NULL,NULL "
     "FROM verdicts WHERE job_id=? ORDER BY id";
+
+// Gating by verified evidence (schema 6).
+inline constexpr const char* kSetConfirmation = "UPDATE verdicts SET confirmation=?1 WHERE id=?2";
+inline constexpr const char* kSetConfirmationByKey = "UPDATE verdicts SET confirmation=?1 WHERE vkey=?2";
+inline constexpr const char* kSelectReference =
+    "SELECT signature FROM reference_signatures WHERE device_class=?1 AND recipe=?2 AND seed=?3";
+inline constexpr const char* kInsertReference =
+    "INSERT OR IGNORE INTO reference_signatures(device_class,recipe,seed,signature,node,recorded_at) "
+    "VALUES(?1,?2,?3,?4,?5,?6)";
+// Blame of a node: distinct jobs and distinct users (the verdict's origin
+// uid: the spool's owner root checked, or the uid MUNGE certified; never a
+// uid a user's own rows claim) with attributed verdicts of the given kinds
+// naming it, imported since ?3.
+inline constexpr const char* kNodeBlame =
+    "SELECT count(DISTINCT v.job_id), count(DISTINCT v.origin_uid) FROM verdicts v "
+    "WHERE v.status='attributed' AND v.kind IN (SELECT value FROM json_each(?1)) "
+    "AND CASE WHEN json_valid(v.hosts) THEN EXISTS (SELECT 1 FROM json_each(v.hosts) WHERE value=?2) ELSE 0 END "
+    "AND coalesce(v.imported_at, v.detected_at) >= ?3";
 }  // namespace scout::sql::statements

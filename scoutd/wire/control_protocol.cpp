@@ -41,13 +41,18 @@ ControlReply error(const std::string& msg, bool close = false) {
 namespace {
 // Fields of a ledger row are text a user's scoutd wrote: read them by type,
 // never assume one, and print control characters escaped.
-std::string escaped(const std::string& in) {
+std::string escaped(const std::string& in) { return escape_text(in); }
+}  // namespace
+
+std::string escape_text(const std::string& in) {
   std::string out;
   for (unsigned char c : in)
     if (c < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", c);
     else out += static_cast<char>(c);
   return out;
 }
+
+namespace {
 std::string text_of(const json& o, const char* key, const std::string& fallback) {
   if (!o.is_object() || !o.contains(key)) return fallback;
   const json& v = o[key];
@@ -69,7 +74,8 @@ std::string join(const json& a) {
 
 std::string render_status_text(const json& s) {
   std::string out = fmt::format("job {} step {} | scoutd {} | observers alive {}/{} | round {}\n",
-                                s.value("job", "?"), s.value("step", "?"), s.value("node", "?"),
+                                escaped(s.value("job", "?")), escaped(s.value("step", "?")),
+                                escaped(s.value("node", "?")),
                                 s.value("observers_alive", 0), s.value("observers", 0),
                                 s.value("round", 0));
   out += fmt::format("{:>6} {:>8} {:>8} {:>7} {:<14} {:>7} {:>9} {:>9} {:>9} {:>7} {:<18}\n", "RANK",
@@ -85,13 +91,13 @@ std::string render_status_text(const json& s) {
     }
     std::string proc = r.value("finalized", false) ? "finalized"
                        : !r.value("alive", true)  ? "gone"
-                                                  : r.value("process", "?");
+                                                  : escaped(r.value("process", "?"));
     const bool timed = r.value("steps", 0) > 0;
     auto ms = [&](const char* k) { return timed ? fmt::format("{:.1f}", r.value(k, 0.0) * 1e3) : std::string("-"); };
     std::string score = timed && r.value("score", 0.0) > 0 ? fmt::format("{:.2f}", r.value("score", 0.0)) : "-";
     out += fmt::format("{:>6} {:>8} {:>8} {:>7} {:<14} {:>7.1f} {:>9} {:>9} {:>9} {:>7} {:<18}\n",
                        r.value("rank", -1), r.value("pid", 0), r.value("seq", 0),
-                       r.value("in_collective", false) ? "yes" : "no", r.value("collective", "-"),
+                       r.value("in_collective", false) ? "yes" : "no", escaped(r.value("collective", "-")),
                        r.value("stalled_s", 0.0), ms("step_s"), ms("compute_s"), ms("wait_s"), score,
                        proc);
   }

@@ -37,6 +37,10 @@ struct ControlReply {
 ControlReply handle_control_line(ControlState& st, const std::string& line,
                                  const ControlProviders& p);
 
+// Control characters of untrusted text (a user's evidence, a reason that
+// quotes it) as \xNN, so nothing printed can drive the terminal.
+std::string escape_text(const std::string& in);
+
 // Text renderings shared with scoutctl.
 std::string render_status_text(const nlohmann::json& status);
 std::string render_verdicts_text(const nlohmann::json& verdicts);

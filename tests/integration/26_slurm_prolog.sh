@@ -8,6 +8,11 @@
 # and after that the next job runs on n3.
 . "$top_srcdir/tests/integration/slurm_lib.sh"
 start_cluster
+# n3's core 0 computes wrong: root's own node check (the epilog re-runs the
+# replay recipes on every core) must find it before n3 is drained. Test-only
+# hook of --enable-fault-injection builds: a root-owned file beside the site
+# ledger, SCOUT_REPLAY_FAULT syntax.
+echo "node=n3,core=0,recipe=*,bit=3" > "$CL/node-check-fault"
 SCOUT_OUTSIG_EVERY=1 srun --scout=on --mpi=pmix -N3 -n3 "$TRAIN" --steps 1500 --step-ms 10 \
   --fault corrupt:rank=2:step=50 > "$T/run.log" 2>&1 &
 RUN_PID=$!
@@ -20,6 +25,9 @@ v=$("$SCOUTCTL" query "$J1" --json | jq -c 'map(select(.kind == "sdc"))')
 expect_eq "sdc hosts" "$(echo "$v" | jq -c '.[0].hosts')" '["n3"]'
 expect_eq "sdc status" "$(echo "$v" | jq -r '.[0].status')" attributed
 case "$(node_reason n3)" in "scout: sdc rank 2 job $J1"*) ;; *) fail "n3 reason after the epilog: $(node_reason n3)" ;; esac
+expect_eq "n3's drain names root's reproduction" \
+  "$(sqlite3 "$SITE" "select count(*) from gating where job_id='$J1' and node='n3' and decision='drain' and reason like '%reproduced by root''s node check: replay: core 0%'")" 1
+expect_eq "sdc confirmed by root" "$(sqlite3 "$SITE" "select confirmation from verdicts where job_id='$J1' and kind='sdc'")" confirmed
 
 # The administrator resumes n3 without clearing it: the prolog refuses it.
 scontrol update nodename=n3 state=resume

@@ -57,7 +57,7 @@ start_cluster() {
   mkdir -p "$CL.bin" && ln -sf "$B/spank/scout-epilog" "$CL.bin/scout-prolog"
   printf '#!/bin/sh\n%sexec %s/scout-prolog --plugstack %s/plugstack.conf\n' "$conf" "$CL.bin" "$CL" > "$CL.prolog"
   chmod +x "$CL.epilog" "$CL.prolog"
-  line="required $SCOUT_SO scoutd=$B/scoutd/scoutd probe=$B/probe/.libs/libscout_probe.so spool=$SPOOL ledger=$SITE runtime_dir=$RUNDIR stall_threshold=2 companion_wait=20 $*"
+  line="required $SCOUT_SO scoutd=$B/scoutd/scoutd probe=$B/probe/.libs/libscout_probe.so spool=$SPOOL ledger=$SITE runtime_dir=$RUNDIR stall_threshold=2 companion_wait=20 blame_jobs=1 blame_users=1 dstate_wait=0.5 $*"
   SCOUT_CLUSTER_EXTRA="Epilog=$CL.epilog
 Prolog=$CL.prolog" SCOUT_CLUSTER_EXPOSE="$top_srcdir $top_builddir" \
     "$top_srcdir/tests/cluster/cluster.sh" start "$CL" "$line" || fail "cluster did not start: $(tail -20 "$CL"/log/*.log 2>/dev/null)"

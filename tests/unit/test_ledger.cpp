@@ -418,8 +418,52 @@ TEST_CASE("a version-4 ledger is migrated to version 5; a read-only v4 spool sti
     CHECK(site.import_job(from, "9", "spool:n1:" + p, 1, [](const VerdictRow&) { return true; }) == 1);
   }
   auto l = Ledger::open(p, Ledger::Mode::kReadWrite);
-  CHECK(l.schema_version() == 5);
+  CHECK(l.schema_version() == kSchemaVersion);
   auto vs = l.verdicts("9");
   REQUIRE(vs.size() == 1);
   CHECK_FALSE(vs[0].vkey.has_value());
+}
+
+// Trust model: times that decide openness are root's (imported_at), blame
+// counts the users root certified, and only confirmed verdicts refuse nodes.
+TEST_CASE("a far-future detected_at does not outlive a clear; blame counts certified users; confirmation") {
+  TempDir t;
+  auto l = Ledger::open((t.path / "site.db").string(), Ledger::Mode::kReadWrite);
+  auto imp = [&](const char* job, const char* kind, const char* at, std::int64_t uid) {
+    l.insert_job_if_missing({.job_id = job, .user = "u", .uid = uid, .launcher = "slurm"});
+    VerdictRow v;
+    v.job_id = job;
+    v.step = "0";
+    v.kind = kind;
+    v.status = "attributed";
+    v.hosts = "[\"n2\"]";
+    v.detected_at = at;  // the user's word
+    v.vkey = std::string(job) + ".0.o0.1.1";
+    return l.import_verdict(v, "spool:n2:/var/spool/scout/x.db", uid);
+  };
+  CHECK(imp("11", "sdc", "2999-01-01T00:00:00.000Z", 1000) == 1);  // forged far-future time
+  CHECK(l.open_verdicts_on("n2", {"sdc"}).size() == 1);
+  l.insert_gating({"", "n2", "clear", "tested", "admin", ""});
+  CHECK(l.open_verdicts_on("n2", {"sdc"}).empty());  // the clear (root's time) closes it
+  // Blame: jobs and distinct origin uids since a time.
+  imp("12", "stall", "2026-01-01T00:00:00.000Z", 1000);
+  imp("13", "crash", "2026-01-01T00:00:00.000Z", 1000);
+  imp("14", "stall", "2026-01-01T00:00:00.000Z", 1001);
+  auto b = l.node_blame("n2", {"stall", "crash"}, "2000-01-01T00:00:00Z");
+  CHECK(b.jobs == 3);
+  CHECK(b.users == 2);
+  CHECK(l.node_blame("n2", {"stall"}, "2000-01-01T00:00:00Z").jobs == 2);
+  CHECK(l.node_blame("n2", {"stall", "crash"}, "2999-12-31T00:00:00Z").jobs == 0);  // outside the window
+  // Only confirmed verdicts count when asked.
+  CHECK(imp("15", "sdc", "2026-01-01T00:00:00.000Z", 1000) == 1);
+  CHECK(l.open_verdicts_on("n2", {"sdc"}, true).empty());
+  l.set_confirmation_by_key("15.0.o0.1.1", "confirmed");
+  auto open = l.open_verdicts_on("n2", {"sdc"}, true);
+  REQUIRE(open.size() == 1);
+  CHECK(open[0].confirmation == std::optional<std::string>("confirmed"));
+  // Root's clean runs become the reference of a device class.
+  CHECK_FALSE(l.reference_signature("cls", "gemm_f64", "00ff").has_value());
+  l.record_reference("cls", "gemm_f64", "00ff", "abcd", "n1");
+  l.record_reference("cls", "gemm_f64", "00ff", "ffff", "n3");  // the first one stays
+  CHECK(l.reference_signature("cls", "gemm_f64", "00ff") == std::optional<std::string>("abcd"));
 }

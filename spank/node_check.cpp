@@ -1,0 +1,272 @@
+// Root's own node checks (see node_check.hpp).
+#include "spank/node_check.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "replay/recipes.hpp"
+#include "replay/runner.hpp"
+
+namespace scout::spank {
+
+using nlohmann::json;
+
+bool NodeCheck::failed() const {
+  for (auto& c : checks)
+    if (c.result == "fail") return true;
+  return false;
+}
+
+std::string NodeCheck::failures() const {
+  std::string out;
+  for (auto& c : checks)
+    if (c.result == "fail") out += (out.empty() ? "" : "; ") + c.check + ": " + c.detail;
+  return out;
+}
+
+json NodeCheck::to_json() const {
+  json a = json::array();
+  for (auto& c : checks) a.push_back({{"check", c.check}, {"result", c.result}, {"detail", c.detail}});
+  return a;
+}
+
+std::uint64_t node_check_seed() noexcept { return replay::cycle_seed(-1); }
+
+namespace {
+
+std::string hex(std::uint64_t v) { return fmt::format("{:016x}", v); }
+
+replay::FaultInjector load_faults(const NodeCheckOptions& opt) {
+#ifdef SCOUT_FAULT_INJECTION
+  if (!opt.fault_file.empty()) {
+    const int fd = ::open(opt.fault_file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd >= 0) {
+      struct stat st {};
+      std::string text;
+      if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 && st.st_size < 4096) {
+        char buf[4096];
+        const ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n > 0) text.assign(buf, static_cast<std::size_t>(n));
+      }
+      ::close(fd);
+      while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+      if (!text.empty()) {
+        try {
+          return replay::FaultInjector(replay::parse_fault_specs(text));
+        } catch (const std::exception&) {
+        }
+      }
+    }
+  }
+#else
+  (void)opt;
+#endif
+  return {};
+}
+
+struct CoreRun {
+  int core;
+  std::string cls;
+  std::string recipe;
+  std::uint64_t signature;
+};
+
+// Runs `recipes` on each of `cores`, one pinned thread per core.
+std::vector<CoreRun> run_on_cores(const NodeCheckOptions& opt, const std::vector<int>& cores,
+                                  const std::vector<replay::Recipe>& recipes, long cycle, std::uint64_t seed) {
+  replay::FaultInjector faults = load_faults(opt);
+  std::mutex mu;
+  std::vector<CoreRun> out;
+  std::vector<std::thread> threads;
+  for (int core : cores) {
+    threads.emplace_back([&, core] {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(core, &set);
+      sched_setaffinity(0, sizeof set, &set);
+      const std::string cls = replay::cpu_class(core).key();
+      for (auto r : recipes) {
+        int bit;
+        {
+          std::lock_guard lk(mu);
+          bit = faults.bit_for(opt.node, core, r, std::max(cycle, 0L));
+        }
+        auto res = replay::run_recipe(r, seed ^ static_cast<std::uint64_t>(r), 1, bit);
+        std::lock_guard lk(mu);
+        out.push_back({core, cls, replay::recipe_name(r), res.signature});
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return out;
+}
+
+// Compares the runs: per class and recipe, the strict-majority signature of
+// the cores, then the site's reference for (class, recipe, seed). Returns
+// the disagreements; records references from clean runs.
+std::vector<std::string> compare_runs(const std::vector<CoreRun>& runs, sql::Ledger* site, const std::string& seed,
+                                      const std::string& node, int only_core = -1) {
+  std::map<std::pair<std::string, std::string>, std::vector<const CoreRun*>> groups;
+  for (auto& r : runs) groups[{r.cls, r.recipe}].push_back(&r);
+  std::vector<std::string> bad;
+  for (auto& [key, rs] : groups) {
+    std::map<std::uint64_t, int> votes;
+    for (auto* r : rs) ++votes[r->signature];
+    std::uint64_t majority = 0;
+    int best = 0;
+    for (auto& [sig, n] : votes)
+      if (n > best) best = n, majority = sig;
+    const bool strict = 2 * best > static_cast<int>(rs.size());
+    std::optional<std::string> ref;
+    if (site) ref = site->reference_signature(key.first, key.second, seed);
+    for (auto* r : rs) {
+      if (only_core >= 0 && r->core != only_core) continue;
+      const std::string sig = hex(r->signature);
+      if (ref && sig != *ref)
+        bad.push_back(fmt::format("core {} {} signature {} differs from the site reference {} of its CPU class",
+                                  r->core, r->recipe, sig, *ref));
+      else if (!ref && rs.size() >= 2 && (!strict || r->signature != majority))
+        bad.push_back(fmt::format("core {} {} signature {} differs from the node's other cores ({})", r->core,
+                                  r->recipe, sig, strict ? hex(majority) : std::string("no majority")));
+    }
+    // A class whose every core agrees (and matches any reference) becomes
+    // the reference: root computed it, on a node that passed.
+    if (site && !ref && votes.size() == 1 && only_core < 0) site->record_reference(key.first, key.second, seed, hex(majority), node);
+  }
+  return bad;
+}
+
+CheckResult check_replay(const NodeCheckOptions& opt, sql::Ledger* site) {
+  const std::vector<int> cores = replay::allowed_cpus();
+  std::vector<replay::Recipe> all(std::begin(replay::kAllRecipes), std::end(replay::kAllRecipes));
+  const auto t0 = std::chrono::steady_clock::now();
+  auto runs = run_on_cores(opt, cores, all, -1, node_check_seed());
+  auto bad = compare_runs(runs, site, hex(node_check_seed()), opt.node);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!bad.empty()) return {"replay", "fail", fmt::format("{} ({} more)", bad.front(), bad.size() - 1)};
+  return {"replay", "pass", fmt::format("{} recipes on {} cores agree ({:.2f} s)", all.size(), cores.size(), s)};
+}
+
+CheckResult check_d_state(const NodeCheckOptions& opt) {
+  auto sample = [] {
+    std::map<int, std::string> d;
+    DIR* dir = opendir("/proc");
+    if (!dir) return d;
+    while (dirent* e = readdir(dir)) {
+      char* end = nullptr;
+      const long pid = std::strtol(e->d_name, &end, 10);
+      if (*end || pid <= 0) continue;
+      std::ifstream f(fmt::format("/proc/{}/stat", pid));
+      std::string line;
+      if (!std::getline(f, line)) continue;
+      const auto rp = line.rfind(')');
+      if (rp == std::string::npos || rp + 2 >= line.size() || line[rp + 2] != 'D') continue;
+      std::ifstream w(fmt::format("/proc/{}/wchan", pid));
+      std::string wchan;
+      std::getline(w, wchan);
+      d[static_cast<int>(pid)] = line.substr(line.find('(') + 1, rp - line.find('(') - 1) + " in " + wchan;
+    }
+    closedir(dir);
+    return d;
+  };
+  auto first = sample();
+  if (first.empty()) return {"d_state", "pass", "no process in uninterruptible sleep"};
+  std::this_thread::sleep_for(std::chrono::duration<double>(opt.dstate_wait_s));
+  auto second = sample();
+  std::vector<std::string> stuck;
+  for (auto& [pid, what] : first)
+    if (auto it = second.find(pid); it != second.end() && it->second == what)
+      stuck.push_back(fmt::format("pid {} ({})", pid, what));
+  if (stuck.empty()) return {"d_state", "pass", "no process stayed in uninterruptible sleep"};
+  return {"d_state", "fail",
+          fmt::format("{} process(es) in uninterruptible sleep for {:.0f} s: {}", stuck.size(), opt.dstate_wait_s,
+                      stuck.front())};
+}
+
+CheckResult check_kernel_log(const NodeCheckOptions& opt) {
+  const int fd = ::open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return {"kernel_log", "unavailable", fmt::format("/dev/kmsg: {}", std::strerror(errno))};
+  ::lseek(fd, 0, SEEK_DATA);  // from the oldest record kept
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);  // /dev/kmsg stamps are CLOCK_MONOTONIC microseconds
+  const double now_s = now.tv_sec + now.tv_nsec / 1e9;
+  static const char* const kPatterns[] = {"Machine check", "mce:", "Hardware Error", "EDAC", "hung_task",
+                                          "blocked for more than", "NVRM: Xid"};
+  std::vector<std::string> hits;
+  char buf[8192];
+  for (int records = 0; records < 100000; ++records) {
+    const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    if (n < 0 && errno == EPIPE) continue;  // overwritten while reading: next record
+    if (n <= 0) break;
+    buf[n] = 0;
+    // "prio,seq,usec,flags;message"
+    unsigned long long usec = 0;
+    const char* p = std::strchr(buf, ',');
+    if (p) p = std::strchr(p + 1, ',');
+    if (p) usec = std::strtoull(p + 1, nullptr, 10);
+    if (now_s - usec / 1e6 > opt.kernel_log_since_s) continue;
+    const char* msg = std::strchr(buf, ';');
+    if (!msg) continue;
+    std::string m(msg + 1);
+    if (auto nl = m.find('\n'); nl != std::string::npos) m.resize(nl);
+    for (const char* pat : kPatterns)
+      if (m.find(pat) != std::string::npos) {
+        hits.push_back(m.substr(0, 200));
+        break;
+      }
+  }
+  ::close(fd);
+  if (hits.empty())
+    return {"kernel_log", "pass", fmt::format("no machine-check, hardware-error or hung-task message in {:.0f} h",
+                                              opt.kernel_log_since_s / 3600)};
+  return {"kernel_log", "fail", fmt::format("{} message(s), the last: {}", hits.size(), hits.back())};
+}
+
+}  // namespace
+
+NodeCheck run_node_check(const NodeCheckOptions& opt, sql::Ledger* site) {
+  NodeCheck c;
+  c.checks.push_back(check_replay(opt, site));
+  c.checks.push_back(check_d_state(opt));
+  c.checks.push_back(check_kernel_log(opt));
+  c.checks.push_back({"gpu", "unavailable", "no GPU health source on this node (NVML not present)"});
+  return c;
+}
+
+CheckResult reproduce_sdc(const NodeCheckOptions& opt, sql::Ledger* site, const std::string& recipe, int core,
+                          long cycle) {
+  auto r = replay::recipe_from_name(recipe);
+  const std::vector<int> cores = replay::allowed_cpus();
+  if (!r || core < 0 || std::find(cores.begin(), cores.end(), core) == cores.end())
+    return {"reproduce", "unavailable",
+            fmt::format("recipe '{}' on core {} cannot be re-run by root here", recipe.substr(0, 40), core)};
+  const std::uint64_t seed = replay::cycle_seed(cycle);
+  auto runs = run_on_cores(opt, cores, {*r}, cycle, seed);
+  auto bad = compare_runs(runs, site, hex(seed ^ static_cast<std::uint64_t>(*r)), opt.node, core);
+  if (!bad.empty()) return {"reproduce", "fail", "reproduced: " + bad.front()};
+  return {"reproduce", "pass",
+          fmt::format("not reproduced: {} on core {} with cycle {}'s seed agrees with the node's {} core(s){}", recipe,
+                      core, cycle, cores.size(),
+                      site && site->reference_signature(replay::cpu_class(core).key(), recipe,
+                                                        hex(seed ^ static_cast<std::uint64_t>(*r)))
+                          ? " and the site reference"
+                          : "")};
+}
+
+}  // namespace scout::spank
