@@ -352,17 +352,25 @@ int main(int argc, char** argv) {
       if (service) note_service(service->gating(g));
     };
     // --- import the job's spool ledger, if the job's user owns it ---------
+    // The spool is a file the job's user wrote: without the job's uid there
+    // is no owner to check it against, so nothing is imported (fail closed).
+    // Otherwise it is never opened in place (Ledger::open_untrusted).
     const std::string spool = cfg.spool + "/" + a.job + ".db";
     struct stat st {};
-    if (::lstat(spool.c_str(), &st) == 0) {
-      if (!S_ISREG(st.st_mode)) {
-        record({a.job, a.node, "error", "spool ledger " + spool + " is not a regular file; not imported", who, ""});
-      } else if (a.uid >= 0 && st.st_uid != static_cast<uid_t>(a.uid) && st.st_uid != 0) {
-        record({a.job, a.node, "error",
-                            fmt::format("spool ledger {} is owned by uid {}, not by the job's user {}; not imported",
-                                        spool, st.st_uid, a.uid), who, ""});
-      } else {
-        auto from = sq::Ledger::open(spool, sq::Ledger::Mode::kReadOnly);
+    if (::lstat(spool.c_str(), &st) == 0 && a.uid < 0) {
+      record({a.job, a.node, "error",
+              "SLURM_JOB_UID is not set (and no --uid): the spool ledger " + spool +
+                  " cannot be checked against the job's user; not imported", who, ""});
+      scout::log::error("job {}: SLURM_JOB_UID missing: spool {} not imported", a.job, spool);
+    } else if (::lstat(spool.c_str(), &st) == 0) {
+      std::optional<sq::Ledger> opened;
+      try {
+        opened.emplace(sq::Ledger::open_untrusted(spool, static_cast<uid_t>(a.uid)));
+      } catch (const sq::LedgerError& e) {
+        record({a.job, a.node, "error", std::string(e.what()) + "; not imported", who, ""});
+      }
+      if (opened) {
+        auto& from = *opened;
         // The spool is the user's file: verdicts naming nodes outside the
         // job's allocation are not taken into the site ledger.
         std::string nodelist = remembered;

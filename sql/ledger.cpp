@@ -97,20 +97,155 @@ class Stmt {
 
 Ledger::Ledger(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
 Ledger::Ledger(Ledger&& o) noexcept
-    : db_(std::exchange(o.db_, nullptr)), path_(std::move(o.path_)), stmts_(std::move(o.stmts_)) {}
+    : db_(std::exchange(o.db_, nullptr)), path_(std::move(o.path_)),
+      private_copy_dir_(std::exchange(o.private_copy_dir_, {})), deadline_(o.deadline_), stmts_(std::move(o.stmts_)) {
+  arm_deadline();  // the handler points at this object's deadline
+}
 Ledger& Ledger::operator=(Ledger&& o) noexcept {
   if (this != &o) {
     stmts_.clear();
     if (db_) sqlite3_close(db_);
     db_ = std::exchange(o.db_, nullptr);
     path_ = std::move(o.path_);
+    private_copy_dir_ = std::exchange(o.private_copy_dir_, {});
+    deadline_ = o.deadline_;
     stmts_ = std::move(o.stmts_);
+    arm_deadline();
   }
   return *this;
 }
 Ledger::~Ledger() {
   stmts_.clear();
   if (db_) sqlite3_close(db_);
+  if (!private_copy_dir_.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(private_copy_dir_, ec);
+  }
+}
+
+namespace {
+// Copies an untrusted file through one descriptor opened without following
+// links or blocking (a FIFO or device swapped in is refused by fstat, never
+// waited on). Returns false if it does not exist; throws on anything else.
+bool copy_untrusted(const std::string& from, const std::string& to, uid_t owner, std::size_t max_bytes,
+                    const std::string& what) {
+  const int fd = ::open(from.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    if (errno == ENOENT) return false;
+    throw LedgerError(LedgerError::Code::kUnreadable, fmt::format("ledger: {}: {}{}", from, std::strerror(errno),
+                                                                  errno == ELOOP ? " (a symbolic link; refused)" : ""));
+  }
+  struct stat st {};
+  std::string err;
+  if (::fstat(fd, &st) != 0) err = std::strerror(errno);
+  else if (!S_ISREG(st.st_mode)) err = "not a regular file; expected " + what;
+  else if (st.st_uid != owner) err = fmt::format("owned by uid {}, not by the job's user {}", st.st_uid, owner);
+  else if (static_cast<std::size_t>(st.st_size) > max_bytes)
+    err = fmt::format("{} bytes; expected at most {}", st.st_size, max_bytes);
+  if (!err.empty()) {
+    ::close(fd);
+    throw LedgerError(LedgerError::Code::kUnreadable, fmt::format("ledger: {}: {}", from, err));
+  }
+  const int out = ::open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (out < 0) {
+    ::close(fd);
+    throw LedgerError(LedgerError::Code::kIo, fmt::format("ledger: {}: {}", to, std::strerror(errno)));
+  }
+  char buf[65536];
+  std::size_t total = 0;
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    total += static_cast<std::size_t>(n);
+    if (total > max_bytes || ::write(out, buf, static_cast<std::size_t>(n)) != n) {
+      err = total > max_bytes ? fmt::format("grew past {} bytes while read", max_bytes) : std::strerror(errno);
+      break;
+    }
+  }
+  ::close(fd);
+  ::close(out);
+  if (!err.empty()) throw LedgerError(LedgerError::Code::kUnreadable, fmt::format("ledger: {}: {}", from, err));
+  return true;
+}
+
+double monotonic_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+}  // namespace
+
+Ledger Ledger::open_untrusted(const std::string& path, uid_t owner, std::size_t max_bytes, double seconds) {
+  char tmpl[] = "/tmp/scout-untrusted.XXXXXX";
+  if (!::mkdtemp(tmpl))
+    throw LedgerError(LedgerError::Code::kIo, fmt::format("ledger: private copy: {}", std::strerror(errno)));
+  const std::string dir = tmpl, copy = dir + "/spool.db";
+  auto cleanup = [&] {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  };
+  sqlite3* db = nullptr;
+  try {
+    if (!copy_untrusted(path, copy, owner, max_bytes, "an SQLite ledger"))
+      throw LedgerError(LedgerError::Code::kMissing, fmt::format("ledger: {}: no such ledger file", path));
+    copy_untrusted(path + "-wal", copy + "-wal", owner, max_bytes, "its write-ahead log");
+    int rc = sqlite3_open_v2(copy.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW,
+                             nullptr);
+    if (rc != SQLITE_OK) {
+      std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+      throw LedgerError(LedgerError::Code::kUnreadable, fmt::format("ledger: {}: {}", path, msg));
+    }
+  } catch (...) {
+    if (db) sqlite3_close(db);
+    cleanup();
+    throw;
+  }
+  sqlite3_extended_result_codes(db, 1);
+  sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
+  sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
+  sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, nullptr);
+  sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_VIEW, 0, nullptr);
+  sqlite3_limit(db, SQLITE_LIMIT_LENGTH, 1 << 20);
+  sqlite3_limit(db, SQLITE_LIMIT_SQL_LENGTH, 1 << 16);
+  sqlite3_limit(db, SQLITE_LIMIT_COLUMN, 100);
+  sqlite3_limit(db, SQLITE_LIMIT_EXPR_DEPTH, 100);
+  sqlite3_limit(db, SQLITE_LIMIT_COMPOUND_SELECT, 10);
+  sqlite3_limit(db, SQLITE_LIMIT_VDBE_OP, 100000);
+  sqlite3_limit(db, SQLITE_LIMIT_ATTACHED, 0);
+  sqlite3_limit(db, SQLITE_LIMIT_TRIGGER_DEPTH, 1);
+  Ledger l(db, path);
+  l.private_copy_dir_ = dir;
+  l.deadline_ = monotonic_s() + seconds;
+  l.arm_deadline();  // every statement on it stops at the deadline (SQLITE_INTERRUPT)
+  try {
+    Stmt qc(db, "PRAGMA quick_check");
+    const std::string r = qc.step() ? qc.text(0) : std::string("no answer");
+    if (r != "ok")
+      throw LedgerError(LedgerError::Code::kNotSqlite, fmt::format("ledger: {}: quick_check: {}", path, r.substr(0, 200)));
+    Stmt kinds(db, "SELECT name, type FROM sqlite_master WHERE name IN ('jobs','verdicts','nodes','replay_cycles',"
+                   "'checkpoints') OR type='trigger' OR type='view'");
+    while (kinds.step())
+      if (kinds.text(1) != "table")
+        throw LedgerError(LedgerError::Code::kNotSqlite,
+                          fmt::format("ledger: {}: '{}' is a {}; expected only scout's plain tables", path,
+                                      kinds.text(0).substr(0, 64), kinds.text(1)));
+    const int v = l.schema_version();
+    if (v == 0 || v > kSchemaVersion)
+      throw LedgerError(LedgerError::Code::kNotSqlite,
+                        fmt::format("ledger: {}: schema version {}; expected 1 to {}", path, v, kSchemaVersion));
+  } catch (const LedgerError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw LedgerError(LedgerError::Code::kNotSqlite, fmt::format("ledger: {}: {}", path, e.what()));
+  }
+  return l;
+}
+
+void Ledger::arm_deadline() {
+  if (db_ && deadline_ > 0)
+    sqlite3_progress_handler(db_, 1000, [](void* p) -> int { return monotonic_s() > *static_cast<double*>(p) ? 1 : 0; },
+                             &deadline_);
 }
 
 // Opening is retried while another process holds a lock SQLite's busy
@@ -426,12 +561,20 @@ int Ledger::import_job(Ledger& from, const std::string& job_id, const std::strin
   auto src_job = from.job(job_id);
   auto src_nodes = from.nodes(job_id);
   auto src_verdicts = from.verdicts(job_id);
+  // A source is someone's file: take a bounded share of it.
+  auto cap = [](auto& rows) {
+    if (rows.size() > kImportMaxRows) rows.resize(kImportMaxRows);
+  };
+  cap(src_nodes);
+  cap(src_verdicts);
   // Schema v3 sources also carry replay cycles and checkpoint states.
   std::vector<ReplayCycleRow> src_cycles;
   std::vector<CheckpointRow> src_ckpts;
   if (from.schema_version() >= 3) {
     src_cycles = from.replay_cycles(job_id);
     src_ckpts = from.checkpoints(job_id);
+    cap(src_cycles);
+    cap(src_ckpts);
   }
   const std::string now = now_iso8601();
   int added = 0;
@@ -439,7 +582,7 @@ int Ledger::import_job(Ledger& from, const std::string& job_id, const std::strin
   try {
     if (src_job) {
       const auto& r = *src_job;
-      stmt(kInsertJobIfMissing).bind(r.job_id).bind(r.user).bind(r.uid).bind(r.launcher)
+      stmt(kInsertJobIfMissing).bind(r.job_id).bind(r.user).bind(origin_uid >= 0 ? origin_uid : r.uid).bind(r.launcher)
           .bind(r.command).bind(r.nodes).bind(r.ranks).bind(r.started_at).run();
     } else {
       stmt(kInsertJobIfMissing).bind(job_id).bind(std::string("?")).bind(origin_uid)

@@ -4,6 +4,8 @@
 // write is its own transaction, committed before it is reported.
 #pragma once
 
+#include <sys/types.h>
+
 #include <sqlite3.h>
 
 #include <cstdint>
@@ -105,6 +107,19 @@ class Ledger {
   // kReadWrite creates the file (and its directory) and migrates it;
   // kReadOnly requires an existing ledger of a known schema version.
   static Ledger open(const std::string& path, Mode mode);
+
+  // A ledger a user wrote (a job's spool), read by root: never opened in
+  // place. The file (and its -wal) is opened O_NOFOLLOW|O_NONBLOCK, checked
+  // with fstat (regular, owned by `owner`, at most `max_bytes`), copied
+  // through that descriptor into a private directory, and the copy is opened
+  // with SQLITE_DBCONFIG_DEFENSIVE, trusted_schema off, tight sqlite3_limits,
+  // a progress-handler deadline of `seconds`, after quick_check passes and
+  // jobs/verdicts are plain tables (no views, no triggers). Throws
+  // LedgerError naming what was expected.
+  static Ledger open_untrusted(const std::string& path, uid_t owner, std::size_t max_bytes = std::size_t{64} << 20,
+                               double seconds = 10);
+  // Caps on what import_job takes from one source (rows per table).
+  static constexpr std::size_t kImportMaxRows = 2000;
   LedgerMetrics metrics();
   // Every node with verdicts or decisions, for administrators (scoutctl nodes).
   std::vector<NodeSummary> node_summaries(const std::string& now_iso);
@@ -193,6 +208,9 @@ class Ledger {
 
   sqlite3* db_ = nullptr;
   std::string path_;
+  void arm_deadline();
+  std::string private_copy_dir_;  // open_untrusted: removed with the ledger
+  double deadline_ = 0;           // open_untrusted: CLOCK_MONOTONIC seconds
   std::map<const char*, std::unique_ptr<Stmt>> stmts_;
 };
 

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -466,4 +467,55 @@ TEST_CASE("a far-future detected_at does not outlive a clear; blame counts certi
   l.record_reference("cls", "gemm_f64", "00ff", "abcd", "n1");
   l.record_reference("cls", "gemm_f64", "00ff", "ffff", "n3");  // the first one stays
   CHECK(l.reference_signature("cls", "gemm_f64", "00ff") == std::optional<std::string>("abcd"));
+}
+
+// Root reads a user's spool only through open_untrusted: a private copy,
+// checked and time-limited (the attacks of the trust review).
+TEST_CASE("untrusted ledgers: links, FIFOs, other owners, views and triggers are refused") {
+  TempDir t;
+  const std::string good = (t.path / "good.db").string();
+  {
+    auto l = Ledger::open(good, Ledger::Mode::kReadWrite);
+    l.insert_job({.job_id = "5", .user = "u", .uid = 1, .launcher = "slurm"});
+  }
+  const uid_t me = geteuid();
+  {
+    auto u = Ledger::open_untrusted(good, me);
+    CHECK(u.job("5").has_value());
+  }
+  auto refused = [&](const std::string& path, uid_t owner, const char* what) {
+    try {
+      Ledger::open_untrusted(path, owner, 1 << 20, 2);
+      FAIL("opened " << path);
+    } catch (const LedgerError& e) {
+      CHECK_MESSAGE(std::string(e.what()).find(what) != std::string::npos, e.what());
+    }
+  };
+  refused(good, me + 1, "not by the job's user");
+  std::filesystem::create_symlink(good, t.path / "link.db");
+  refused((t.path / "link.db").string(), me, "symbolic link");
+  REQUIRE(::mkfifo((t.path / "fifo.db").c_str(), 0600) == 0);
+  refused((t.path / "fifo.db").string(), me, "not a regular file");  // never blocks in open()
+  // A 'jobs' view over an endless recursive CTE (it hung the epilog).
+  const std::string view = (t.path / "view.db").string();
+  {
+    auto l = Ledger::open(view, Ledger::Mode::kReadWrite);
+  }
+  raw_exec(view, "DROP TABLE jobs; CREATE VIEW jobs AS WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) "
+                 "SELECT x AS job_id, '' AS user, 0 AS uid, '' AS launcher, '' AS command, 0 AS nodes, 0 AS ranks, "
+                 "'' AS started_at, NULL AS ended_at, NULL AS exit_status FROM c");
+  refused(view, me, "is a view");
+  const std::string trig = (t.path / "trig.db").string();
+  {
+    auto l = Ledger::open(trig, Ledger::Mode::kReadWrite);
+  }
+  raw_exec(trig, "CREATE TRIGGER t AFTER INSERT ON jobs BEGIN DELETE FROM verdicts; END");
+  refused(trig, me, "is a trigger");
+  // Too large for the cap.
+  try {
+    Ledger::open_untrusted(good, me, 100, 2);
+    FAIL("a ledger over the size cap was opened");
+  } catch (const LedgerError& e) {
+    CHECK(std::string(e.what()).find("expected at most 100") != std::string::npos);
+  }
 }
