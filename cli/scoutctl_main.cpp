@@ -24,6 +24,7 @@
 
 #include "cli/control_client.hpp"
 #include "cli/scoutctl.hpp"
+#include "libc3/json_num.hpp"
 #include "ledgerd/client.hpp"
 #include "ledgerd/views.hpp"
 #include "ledgerd/site_config.hpp"
@@ -173,9 +174,9 @@ std::string checked_text(const json& ev) {
       if (c.is_object()) add(fmt::format("{} {}", c.value("check", "?"), c.value("result", "?")));
   if (ev.contains("blame") && ev["blame"].is_object()) {
     const json& b = ev["blame"];
-    out += fmt::format("; blame {} job(s) of {} user(s) in {} days (drain needs {} of {})", b.value("jobs", 0),
-                       b.value("users", 0), b.value("window_days", 0.0), b.value("needs_jobs", 0),
-                       b.value("needs_users", 0));
+    out += fmt::format("; blame {} job(s) of {} user(s) in {} days (drain needs {} of {})", scout::c3::json_int_or(b, "jobs", 0),
+                       scout::c3::json_int_or(b, "users", 0), b.value("window_days", 0.0), scout::c3::json_int_or(b, "needs_jobs", 0),
+                       scout::c3::json_int_or(b, "needs_users", 0));
   }
   return out;
 }

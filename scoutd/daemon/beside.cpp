@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "libc3/json_num.hpp"
 #include "scoutd/daemon/daemon.hpp"
 
 namespace scout::scoutd {
@@ -154,9 +155,9 @@ void Daemon::apply_replay(const json& down) {
     }
     if (down.contains("replay_rerun"))
       for (auto& r : down["replay_rerun"]) {
-        if (r.value("observer", -1) != me_) continue;
+        if (c3::json_int_or(r, "observer", -1) != me_) continue;
         replay_->rerun(r.value("cycle", 0L), r.value("device", ""), r.value("recipe", ""),
-                       std::clamp(r.value("times", 1), 1, 100));
+                       std::clamp(c3::json_int_or(r, "times", 1), 1, 100));
       }
   } catch (const nlohmann::json::exception& e) {
     ++wire::stats().malformed;  // a field of the wrong type: dropped, never trusted

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "scoutd/daemon/daemon.hpp"
+#include "libc3/json_num.hpp"
 
 namespace scout::scoutd {
 
@@ -198,7 +199,7 @@ wire::Bytes Daemon::decide_gather(const wire::Bytes& acc) {
         if (j.is_object() && j.contains("telemetry")) {
           drafts.push_back(telemetry_anomaly_draft(j["telemetry"].get<AnomalyFlag>()));
         } else if (j.is_object() && j.contains("replay")) {
-          if (coordinator_) coordinator_->on_report(j.value("observer", -1), j["replay"].get<replay::Report>());
+          if (coordinator_) coordinator_->on_report(c3::json_int_or(j, "observer", -1), j["replay"].get<replay::Report>());
         } else {
           ev.push_back(j.get<RankEvidence>());
         }

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "libc3/json_num.hpp"
+
 namespace scout::scoutd {
 
 using nlohmann::json;
@@ -34,28 +36,28 @@ void to_json(json& j, const RankEvidence& e) {
 }
 
 void from_json(const json& j, RankEvidence& e) {
-  e.rank = j.at("rank").get<int>();
+  e.rank = c3::json_int<int>(j, "rank");
   e.node = j.at("node").get<std::string>();
-  e.pid = j.at("pid").get<int>();
+  e.pid = c3::json_int<int>(j, "pid");
   e.attached = j.at("attached").get<bool>();
   if (j.contains("record_invalid") && j["record_invalid"].is_string())
     e.record_invalid = j["record_invalid"].get<std::string>().substr(0, 256);
   e.alive = j.at("alive").get<bool>();
   e.finalized = j.at("finalized").get<bool>();
-  e.seq = j.at("seq").get<std::uint64_t>();
+  e.seq = c3::json_int<std::uint64_t>(j, "seq");
   e.fingerprint = std::stoull(j.at("fingerprint").get<std::string>(), nullptr, 16);
   e.comm_id = std::stoull(j.at("comm").get<std::string>(), nullptr, 16);
-  e.kind = j.at("kind").get<std::uint32_t>();
+  e.kind = c3::json_int<std::uint32_t>(j, "kind");
   e.in_collective = j.at("in_collective").get<bool>();
   e.stalled_s = j.at("stalled_s").get<double>();
   auto st = j.at("state").get<std::string>();
   e.state = st.empty() ? '?' : st[0];
   e.wchan = j.at("wchan").get<std::string>();
-  e.death_ns = j.at("death_ns").get<std::int64_t>();
-  e.syscall = j.value("syscall", -1L);
-  e.rchar = j.value("rchar", -1LL);
-  e.wchar = j.value("wchar", -1LL);
-  e.steps = j.value("steps", 0);
+  e.death_ns = c3::json_int<std::int64_t>(j, "death_ns");
+  e.syscall = c3::json_int_or(j, "syscall", -1L);
+  e.rchar = c3::json_int_or(j, "rchar", -1LL);
+  e.wchar = c3::json_int_or(j, "wchar", -1LL);
+  e.steps = c3::json_int_or(j, "steps", 0);
   e.step_s = j.value("step_s", 0.0);
   e.compute_s = j.value("compute_s", 0.0);
   e.wait_s = j.value("wait_s", 0.0);
@@ -64,12 +66,16 @@ void from_json(const json& j, RankEvidence& e) {
       if (v.is_number()) e.comm_wait[std::stoull(k, nullptr, 16)] = v.get<double>();
   if (j.contains("comm_members") && j["comm_members"].is_object())
     for (auto& [k, v] : j["comm_members"].items())
-      if (v.is_array()) e.comm_members[std::stoull(k, nullptr, 16)] = v.get<std::vector<int>>();
+      if (v.is_array()) {
+        std::vector<int> m;
+        for (auto& x : v) m.push_back(c3::json_int_at<int>(x));
+        e.comm_members[std::stoull(k, nullptr, 16)] = std::move(m);
+      }
   if (j.contains("outsigs") && j["outsigs"].is_array())
     for (auto& o : j["outsigs"])
       if (o.is_array() && o.size() == 4)
-        e.outsigs.push_back({std::stoull(o[0].get<std::string>(), nullptr, 16), o[1].get<std::uint64_t>(),
-                             o[2].get<std::uint64_t>(), std::stoull(o[3].get<std::string>(), nullptr, 16)});
+        e.outsigs.push_back({std::stoull(o[0].get<std::string>(), nullptr, 16), c3::json_int_at<std::uint64_t>(o[1]),
+                             c3::json_int_at<std::uint64_t>(o[2]), std::stoull(o[3].get<std::string>(), nullptr, 16)});
 }
 
 }  // namespace scout::scoutd

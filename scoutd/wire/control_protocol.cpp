@@ -1,6 +1,8 @@
 // scoutd control protocol (see control_protocol.hpp).
 #include "scoutd/wire/control_protocol.hpp"
 
+#include "libc3/json_num.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <sstream>
@@ -76,15 +78,15 @@ std::string render_status_text(const json& s) {
   std::string out = fmt::format("job {} step {} | scoutd {} | observers alive {}/{} | round {}\n",
                                 escaped(s.value("job", "?")), escaped(s.value("step", "?")),
                                 escaped(s.value("node", "?")),
-                                s.value("observers_alive", 0), s.value("observers", 0),
-                                s.value("round", 0));
+                                c3::json_int_or<long long>(s, "observers_alive", 0), c3::json_int_or<long long>(s, "observers", 0),
+                                c3::json_int_or<long long>(s, "round", 0));
   out += fmt::format("{:>6} {:>8} {:>8} {:>7} {:<14} {:>7} {:>9} {:>9} {:>9} {:>7} {:<18}\n", "RANK",
                      "PID", "SEQ", "WAITING", "COLLECTIVE", "IDLE_S", "STEP_MS", "COMPUTE", "WAIT_MS",
                      "SCORE", "PROCESS");
   for (auto& r : s.value("ranks", json::array())) {
     if (!r.value("attached", false)) {
       out += fmt::format("{:>6} {:>8} {:>8} {:>7} {:<14} {:>7} {:>9} {:>9} {:>9} {:>7} {:<18}\n",
-                         r.value("rank", -1), "-", "-", "-", "-", "-", "-", "-", "-", "-",
+                         c3::json_int_or<long long>(r, "rank", -1), "-", "-", "-", "-", "-", "-", "-", "-", "-",
                          r.contains("record_invalid") ? "record_invalid: " + escaped(r.value("record_invalid", ""))
                                                       : std::string("not attached"));
       continue;
@@ -92,11 +94,11 @@ std::string render_status_text(const json& s) {
     std::string proc = r.value("finalized", false) ? "finalized"
                        : !r.value("alive", true)  ? "gone"
                                                   : escaped(r.value("process", "?"));
-    const bool timed = r.value("steps", 0) > 0;
+    const bool timed = c3::json_int_or<long long>(r, "steps", 0) > 0;
     auto ms = [&](const char* k) { return timed ? fmt::format("{:.1f}", r.value(k, 0.0) * 1e3) : std::string("-"); };
     std::string score = timed && r.value("score", 0.0) > 0 ? fmt::format("{:.2f}", r.value("score", 0.0)) : "-";
     out += fmt::format("{:>6} {:>8} {:>8} {:>7} {:<14} {:>7.1f} {:>9} {:>9} {:>9} {:>7} {:<18}\n",
-                       r.value("rank", -1), r.value("pid", 0), r.value("seq", 0),
+                       c3::json_int_or<long long>(r, "rank", -1), c3::json_int_or<long long>(r, "pid", 0), c3::json_int_or<long long>(r, "seq", 0),
                        r.value("in_collective", false) ? "yes" : "no", escaped(r.value("collective", "-")),
                        r.value("stalled_s", 0.0), ms("step_s"), ms("compute_s"), ms("wait_s"), score,
                        proc);
