@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -16,7 +17,8 @@
 
 namespace scout::cli {
 
-ControlConnection::ControlConnection(const std::string& socket_path, int timeout_s) {
+ControlConnection::ControlConnection(const std::string& socket_path, int timeout_s, long job_uid)
+    : timeout_s_(timeout_s) {
   sockaddr_un addr{};
   if (socket_path.size() >= sizeof addr.sun_path)
     throw std::runtime_error(fmt::format("socket path is {} bytes; expected under {}", socket_path.size(),
@@ -34,6 +36,17 @@ ControlConnection::ControlConnection(const std::string& socket_path, int timeout
     fd_ = -1;
     throw std::runtime_error(why);
   }
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  const bool known = ::getsockopt(fd_, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0;
+  if (!known || !(cred.uid == 0 || cred.uid == ::getuid() || (job_uid >= 0 && cred.uid == static_cast<uid_t>(job_uid)))) {
+    ::close(fd_);
+    fd_ = -1;
+    throw std::runtime_error(known ? fmt::format("answered by uid {}, which is neither root, you, nor the job's user{}; "
+                                                 "refused (a socket planted at this path?)",
+                                                 cred.uid, job_uid >= 0 ? fmt::format(" (uid {})", job_uid) : "")
+                                   : std::string("cannot tell who answers (SO_PEERCRED); refused"));
+  }
   request(fmt::format("HELLO {}", scoutd::kProtocolVersion));
 }
 
@@ -47,6 +60,7 @@ std::vector<std::string> ControlConnection::request(const std::string& line) {
     throw std::runtime_error(fmt::format("write: {}", std::strerror(errno)));
   std::vector<std::string> lines;
   std::size_t reply_bytes = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s_);
   char buf[4096];
   for (;;) {
     auto nl = pending_.find('\n');
@@ -58,6 +72,8 @@ std::vector<std::string> ControlConnection::request(const std::string& line) {
       lines.push_back(std::move(l));
       continue;
     }
+    if (std::chrono::steady_clock::now() > deadline)
+      throw std::runtime_error(fmt::format("no complete reply within {} s", timeout_s_));
     ssize_t n = ::read(fd_, buf, sizeof buf);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) throw std::runtime_error("no reply in time");
     if (n <= 0) throw std::runtime_error("connection closed");

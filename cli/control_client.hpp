@@ -13,7 +13,11 @@ class ControlConnection {
  public:
   static constexpr std::size_t kMaxReplyBytes = std::size_t{64} << 20;
   // Connects and greets (HELLO); `timeout_s` bounds each read.
-  explicit ControlConnection(const std::string& socket_path, int timeout_s = 5);
+  // Connects and checks who answers (SO_PEERCRED): root, the caller, or
+  // `job_uid` (the job's user, when the caller is root and knows it); any
+  // other process at that path is refused before a byte is read. timeout_s
+  // bounds each request as a whole, not each read.
+  explicit ControlConnection(const std::string& socket_path, int timeout_s = 5, long job_uid = -1);
   ~ControlConnection();
   ControlConnection(const ControlConnection&) = delete;
   ControlConnection& operator=(const ControlConnection&) = delete;
@@ -24,6 +28,7 @@ class ControlConnection {
 
  private:
   int fd_ = -1;
+  int timeout_s_ = 5;
   std::string pending_;
 };
 

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <termios.h>
 #include <sys/un.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -292,6 +293,15 @@ int cmd_clear(const Args& a) {
   return kExitOk;
 }
 
+// Whose scoutds may answer for a job, besides root and the caller: the owner
+// of the job's runtime directory, which the SPANK plugin (root) made 0700 for
+// the job's user (a name planted there before the job is taken back then).
+long job_dir_owner(const std::string& dir) {
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || (st.st_mode & 077) != 0) return -1;
+  return static_cast<long>(st.st_uid);
+}
+
 // The control sockets of a job's scoutds, sorted; dies with exit 5 (naming
 // the command) when there is none.
 std::vector<std::string> job_sockets(const Args& a, std::string& dir) {
@@ -311,12 +321,15 @@ json fetch_status(const Args& a) {
   int answered = 0;
   for (auto& path : sockets) {
     try {
-      cli::ControlConnection c(path);
+      cli::ControlConnection c(path, 5, job_dir_owner(dir));
       c.request("SET FORMAT json");
       auto lines = c.request("STATUS");
       json s = json::parse(lines.empty() ? "{}" : lines.front());
+      if (!s.is_object()) throw std::runtime_error("status reply is not a JSON object");
       if (merged.empty()) merged = s;
-      for (auto& r : s["ranks"]) ranks.push_back(r);
+      if (s.contains("ranks") && s["ranks"].is_array())
+        for (auto& r : s["ranks"])
+          if (r.is_object() && r.contains("rank") && r["rank"].is_number_integer()) ranks.push_back(r);
       ++answered;
       c.quit();
     } catch (const std::exception& e) {
@@ -337,7 +350,7 @@ int cmd_replay(const Args& a) {
   const auto sockets = job_sockets(a, dir);
   for (auto& path : sockets) {
     try {
-      cli::ControlConnection c(path);
+      cli::ControlConnection c(path, 5, job_dir_owner(dir));
       c.request("REPLAY");
       c.quit();
       if (a.json) std::puts(json{{"job", a.job}, {"replay", "requested"}, {"via", path}}.dump().c_str());

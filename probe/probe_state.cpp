@@ -304,7 +304,22 @@ void probe_init() noexcept {
   clock_calibrate();
   faults::parse(rank);
   parse_outsig(rank);
-  int fd = shm_open(g_shm_name, O_CREAT | O_RDWR, 0600);
+  // The name is predictable and /dev/shm is shared: create it exclusively.
+  // A name that exists already is reused only if it is this user's own
+  // regular file (a rank restarted in the same step); another user's file
+  // (planted for this job id) is never mapped.
+  int fd = shm_open(g_shm_name, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW, 0600);
+  if (fd < 0 && errno == EEXIST) {
+    fd = shm_open(g_shm_name, O_RDWR | O_NOFOLLOW, 0);
+    struct stat st {};
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid())) {
+      std::fprintf(stderr, "scout-probe: init: %s exists and belongs to uid %u, not to this job's user %u; "
+                   "probe disabled (the rank runs unobserved)\n", g_shm_name, static_cast<unsigned>(st.st_uid),
+                   static_cast<unsigned>(geteuid()));
+      close(fd);
+      return;
+    }
+  }
   if (fd < 0) {
     std::fprintf(stderr, "scout-probe: init: shm_open %s: %s; probe disabled\n", g_shm_name,
                  std::strerror(errno));

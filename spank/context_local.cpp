@@ -128,7 +128,16 @@ int local_user_init(spank_t sp) {
   const std::string log = cfg.spool + "/" + jid + "." + sid + ".companion.log";
   int ready_fd = -1;  // read end of the companion's stdout: "scoutd ready NODE" lines
   auto launch = [&]() -> pid_t {
-    int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    // The spool is shared: never follow a link planted at this name, and
+    // never append to another user's file.
+    int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+    if (log_fd >= 0) {
+      struct stat lst {};
+      if (::fstat(log_fd, &lst) != 0 || !S_ISREG(lst.st_mode) || lst.st_uid != ::geteuid()) {
+        ::close(log_fd);
+        log_fd = -1;
+      }
+    }
     int ready[2] = {-1, -1};
     if (cfg.companion_wait > 0 && ::pipe2(ready, O_CLOEXEC) != 0) ready[0] = ready[1] = -1;
     pid_t pid = fork();

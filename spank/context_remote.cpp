@@ -3,8 +3,11 @@
 // never twice), tell it the job and step, and create the job's runtime
 // directory for the scoutds' control sockets. Batch and extern steps and the
 // companion step itself are never touched.
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <ctime>
 
 #include <cerrno>
 #include <cstdint>
@@ -24,6 +27,71 @@ std::string job_env(spank_t sp, const char* name) {
   return "";
 }
 }  // namespace
+
+namespace {
+// A name of this job that someone else made: files are removed (root may,
+// even in a sticky directory), directories moved aside under a unique name.
+// Returns what was done, for the log.
+std::string take_back(const std::string& path, const struct stat& st) {
+  if (S_ISDIR(st.st_mode)) {
+    const auto slash = path.find_last_of('/');
+    const std::string aside = path.substr(0, slash + 1) + ".scout-refused." + path.substr(slash + 1) + "." +
+                              std::to_string(st.st_uid) + "." + std::to_string(::getpid()) + "." +
+                              std::to_string(std::time(nullptr));
+    return ::rename(path.c_str(), aside.c_str()) == 0 ? "moved aside to " + aside
+                                                      : "could not be moved aside: " + std::string(std::strerror(errno));
+  }
+  return ::unlink(path.c_str()) == 0 ? "removed" : "could not be removed: " + std::string(std::strerror(errno));
+}
+
+// Takes back `path` unless it is absent or `kind` (S_IFDIR or S_IFREG) owned by `uid`.
+void claim(const std::string& path, mode_t kind, uid_t uid) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return;
+  if ((st.st_mode & S_IFMT) == kind && st.st_uid == uid) return;
+  const std::string done = take_back(path, st);
+  slurm_info("scout: %s was created by uid %u before this job (of uid %u) and %s", path.c_str(),
+             static_cast<unsigned>(st.st_uid), static_cast<unsigned>(uid), done.c_str());
+}
+}  // namespace
+
+// Root, in slurmstepd, before any task or companion of the step exists
+// (slurm_spank_init, remote context). The job's names in shared directories
+// are predictable (/run/scout/JOB, SPOOL/JOB.db, SPOOL/JOB.STEP.*.log,
+// /dev/shm/scout.JOB.STEP.*), so another user could make them in advance for
+// an upcoming job id. Whatever of them is not the job user's own is taken
+// back here, and the job's runtime directory is made by root: 0700, owned by
+// the job's user.
+int remote_prepare_names(spank_t sp) {
+  if (::geteuid() != 0) return 0;
+  std::uint32_t job = 0, step = 0;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS || spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS || spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS)
+    return 0;
+  const auto& cfg = state().cfg;
+  const std::string j = std::to_string(job), s = std::to_string(step);
+  const std::string dir = cfg.runtime_dir + "/" + j;
+  claim(dir, S_IFDIR, uid);
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0 && ::mkdir(dir.c_str(), 0700) == 0) {
+    if (::lchown(dir.c_str(), uid, gid) != 0)
+      slurm_info("scout: %s: chown to uid %u: %s", dir.c_str(), static_cast<unsigned>(uid), std::strerror(errno));
+  }
+  for (const char* suffix : {".db", ".db-wal", ".db-shm"}) claim(cfg.spool + "/" + j + suffix, S_IFREG, uid);
+  for (const char* suffix : {".scoutd.log", ".companion.log"}) claim(cfg.spool + "/" + j + "." + s + suffix, S_IFREG, uid);
+  // Records of this step in /dev/shm.
+  if (DIR* d = ::opendir("/dev/shm")) {
+    const std::string prefix = "scout." + j + "." + s + ".";
+    while (dirent* e = ::readdir(d)) {
+      const std::string n = e->d_name;
+      if (n.rfind(prefix, 0) == 0) claim("/dev/shm/" + n, S_IFREG, uid);
+    }
+    ::closedir(d);
+  }
+  return 0;
+}
 
 int remote_user_init(spank_t sp) {
   auto& st = state();

@@ -37,6 +37,7 @@ inline constexpr const char* kSbatchCkptEnv = "SLURM_SPANK__SLURM_SPANK_OPTION_s
 int local_user_init(spank_t sp);
 int local_exit(spank_t sp);
 int remote_user_init(spank_t sp);
+int remote_prepare_names(spank_t sp);  // root, before the step's tasks
 
 // Whether scout is on for this step: option, then sbatch's option in the
 // environment, then the site default.

@@ -112,6 +112,7 @@ extern "C" __attribute__((visibility("default"))) int slurm_spank_init(spank_t s
           slurm_error("scout: init: cannot register option --%s", o->name);
           return -1;
         }
+    if (ctx == S_CTX_REMOTE) remote_prepare_names(sp);
     return 0;
   } catch (...) {
     slurm_error("scout: init: internal error");

@@ -357,10 +357,10 @@ int main(int argc, char** argv) {
     // Otherwise it is never opened in place (Ledger::open_untrusted).
     const std::string spool = cfg.spool + "/" + a.job + ".db";
     struct stat st {};
-    if (::lstat(spool.c_str(), &st) == 0 && a.uid < 0) {
+    if (a.uid < 0) {
       record({a.job, a.node, "error",
               "SLURM_JOB_UID is not set (and no --uid): the spool ledger " + spool +
-                  " cannot be checked against the job's user; not imported", who, ""});
+                  " cannot be checked against the job's user; nothing imported", who, ""});
       scout::log::error("job {}: SLURM_JOB_UID missing: spool {} not imported", a.job, spool);
     } else if (::lstat(spool.c_str(), &st) == 0) {
       std::optional<sq::Ledger> opened;
