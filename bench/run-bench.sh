@@ -33,6 +33,9 @@ done
 echo "(gather: 256 ranks x 320 B of evidence per observer; loss round: the round"
 echo " that detects a SIGKILLed observer, bounded by the hop deadlines)"
 echo
+echo "== ledger durability: cost per verdict commit, synchronous=FULL vs NORMAL"
+"$B/tests/integration/ledger_writer" bench "$(mktemp -d)/durability.db" 2000
+echo
 echo "== site ledger service: submissions with 64 clients, the epilog's decision time"
 sh "$top_srcdir/bench/ledgerd-bench.sh"
 echo

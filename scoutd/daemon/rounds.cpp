@@ -161,7 +161,9 @@ wire::Bytes Daemon::decide_trigger(const wire::Bytes& acc, const std::vector<int
     trouble = true;
   // Replay reports and collective-output signatures ride on a gather.
   if (t.replay_pending > 0) trouble = true;
-  if (t.outsig_pending > 0 && now_s() - last_outsig_gather_s_ >= cfg_.outsig_period_s) {
+  // At stop, whatever was signed since the last comparison is compared now:
+  // a corruption shortly before the end of a job is still named.
+  if (t.outsig_pending > 0 && (t.stop || now_s() - last_outsig_gather_s_ >= cfg_.outsig_period_s)) {
     last_outsig_gather_s_ = now_s();
     trouble = true;
   }

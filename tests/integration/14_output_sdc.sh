@@ -27,4 +27,15 @@ start_run -n 4 --nodes 4 --outsig-every 1 --scoutd-arg=--outsig-period=0.5 -- "$
 finish_run
 expect_eq "exit status (healthy)" "$RUN_RC" 0
 expect_eq "verdicts (healthy)" "$(verdicts_json | jq length)" 0
-pass "collective output: rank 2's corrupted allreduce output named; healthy run clean"
+# Durability at stop: with the default comparison period (60 s) a corruption
+# near the end of a short job would never be compared; the stop round
+# compares what is pending.
+JOB=$((JOB + 1))
+start_run -n 4 --nodes 4 --outsig-every 1 -- "$TRAIN" --steps 300 --fault corrupt:rank=1:step=230
+finish_run
+expect_eq "exit status (late corruption)" "$RUN_RC" 0
+v=$(verdicts_json)
+expect_eq "late corruption: verdicts" "$(echo "$v" | jq length)" 1
+expect_eq "late corruption: kind and rank" "$(echo "$v" | jq -c '[.[0].kind, .[0].ranks]')" '["sdc",[1]]'
+assert_no_leftovers
+pass "collective output: rank 2's corrupted allreduce output named; healthy run clean; a late one named at stop"
