@@ -10,6 +10,7 @@ namespace scout::c3 {
 namespace {
 constexpr int kTagUp = 0x5C01;
 constexpr int kTagDown = 0x5C02;
+constexpr int kTagJoin = 0x5C03;  // a member the others lost asks back in
 
 int height_of(int i, int n) {
   int h = 0;
@@ -103,9 +104,23 @@ bool TreeRound::receive_one() {
     ++malformed_;
     return true;  // not ours, or a peer's bytes that do not add up: dropped
   }
+  const bool from_lost =
+      st.MPI_SOURCE >= 0 && st.MPI_SOURCE < size_ && is_lost_[static_cast<std::size_t>(st.MPI_SOURCE)];
+  if (st.MPI_TAG == kTagJoin) {
+    // Only a member this one holds lost may ask back in; the root acts on it.
+    if (from_lost) join_requests_.insert(st.MPI_SOURCE);
+    return true;
+  }
+  if (minority_) {
+    // Cut off from the majority: only a down message that names this member
+    // as rejoined matters, whatever its round or sender.
+    if (st.MPI_TAG == kTagDown &&
+        std::find(msg.lost.begin(), msg.lost.end(), -(me_ + 1)) != msg.lost.end())
+      inbox_.push_back(std::move(msg));
+    return true;
+  }
   if (msg.round < round_) return true;  // stale
-  if (st.MPI_SOURCE >= 0 && st.MPI_SOURCE < size_ && is_lost_[static_cast<std::size_t>(st.MPI_SOURCE)])
-    return true;  // a member already declared lost: ignored
+  if (from_lost) return true;           // a member already declared lost: ignored
   inbox_.push_back(std::move(msg));
   return true;
 }
@@ -143,18 +158,67 @@ std::optional<TreeRound::Msg> TreeRound::wait_for(int tag, const std::vector<int
   }
 }
 
+// A member that sees no strict majority (it was frozen, partitioned, or
+// declared lost by the others) decides nothing. It asks every member it
+// cannot reach to take it back (at most once a second) and waits one hop for
+// a down message that names it as rejoined; then it adopts that message's
+// membership and result and is a member again.
+RoundResult TreeRound::run_minority(RoundResult& res, Clock::time_point t0, Clock::duration hop) {
+  minority_ = true;
+  if (Clock::now() - last_join_ >= std::chrono::seconds(1)) {
+    last_join_ = Clock::now();
+    for (int w = 0; w < size_; ++w)
+      if (w != me_) send(w, kTagJoin, {}, Bytes{});
+  }
+  auto m = wait_for_rejoin(t0 + hop);
+  minority_ = false;
+  if (!m) {
+    res.minority = true;
+    ++round_;
+    res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    return res;
+  }
+  // The root's view: exactly the members its message lists as lost.
+  std::fill(is_lost_.begin(), is_lost_.end(), false);
+  for (int w : m->lost) {
+    if (w >= 0 && w < size_ && w != me_) is_lost_[static_cast<std::size_t>(w)] = true;
+    if (w < 0 && -w - 1 < size_) res.rejoined.push_back(-w - 1);
+  }
+  alive_.clear();
+  for (int w = 0; w < size_; ++w)
+    if (!is_lost_[static_cast<std::size_t>(w)]) alive_.push_back(w);
+  round_ = m->round + 1;
+  inbox_.clear();
+  res.down = std::move(m->payload);
+  res.complete = true;
+  res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return res;
+}
+
+std::optional<TreeRound::Msg> TreeRound::wait_for_rejoin(Clock::time_point deadline) {
+  for (;;) {
+    poll_sends();
+    while (receive_one()) {
+    }
+    for (auto it = inbox_.begin(); it != inbox_.end(); ++it)
+      if (it->tag == kTagDown && std::find(it->lost.begin(), it->lost.end(), -(me_ + 1)) != it->lost.end()) {
+        Msg m = std::move(*it);
+        inbox_.erase(it);
+        return m;
+      }
+    if (Clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 RoundResult TreeRound::run(const Bytes& up, const Combine& combine, const Decide& decide) {
   RoundResult res;
   const auto t0 = Clock::now();
   const auto hop = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(opt_.hop_timeout_s));
+  if (index_of(me_) < 0 || !has_quorum()) return run_minority(res, t0, hop);
   const int n = static_cast<int>(alive_.size());
   const int i = index_of(me_);
-  if (i < 0) {  // expelled earlier: nothing to take part in
-    res.expelled = true;
-    ++round_;
-    return res;
-  }
   const int height = height_of(i, n);
   const int tree_height = height_of(0, n);
   const int depth = depth_of(i);
@@ -182,15 +246,33 @@ RoundResult TreeRound::run(const Bytes& up, const Combine& combine, const Decide
 
   // --- down: the root decides, everyone forwards --------------------------
   std::vector<int> lost;
+  std::vector<int> rejoining;
   if (i == 0) {
     // The message down carries every member lost so far (empty in steady
     // state), so a member that skipped a round still converges.
     lost = suspects;
     res.root = true;
-    res.down = decide(acc, lost);
-    res.complete = true;
+    // Only a root that heard from a strict majority of all the members
+    // decides. A root made by a stale view (it was frozen, or it is cut off
+    // and declared its own root lost) hears from a minority: it decides
+    // nothing, and its members go on to ask the majority back in.
+    int reached = n;
+    for (int w : suspects)
+      if (std::binary_search(alive_.begin(), alive_.end(), w)) --reached;
+    if (2 * reached > size_) {
+      // Members the others had lost and that asked back in rejoin now; the
+      // message down names them as -(w+1) so every survivor re-admits them.
+      for (int w : join_requests_)
+        if (w >= 0 && w < size_ && is_lost_[static_cast<std::size_t>(w)]) rejoining.push_back(w);
+      for (int w : rejoining) is_lost_[static_cast<std::size_t>(w)] = false;
+      res.down = decide(acc, lost);
+      res.complete = true;
+    } else {
+      res.minority = true;
+    }
     for (int w = 0; w < size_; ++w)
       if (is_lost_[static_cast<std::size_t>(w)]) lost.push_back(w);
+    for (int w : rejoining) lost.push_back(-(w + 1));
   } else {
     const int parent = alive_[static_cast<std::size_t>((i - 1) / 2)];
     send(parent, kTagUp, suspects, acc);
@@ -211,10 +293,19 @@ RoundResult TreeRound::run(const Bytes& up, const Combine& combine, const Decide
       send(child, kTagDown, lost, res.complete ? res.down : Bytes{});
   }
   for (int g : adopted) send(g, kTagDown, lost, res.complete ? res.down : Bytes{});
+  for (int w : rejoining) send(w, kTagDown, lost, res.down);  // not in this round's tree
   poll_sends();
 
   // --- apply the membership change ----------------------------------------
   for (int w : lost) {
+    if (w < 0 && -w - 1 < size_) {  // rejoined
+      const int r = -w - 1;
+      if (is_lost_[static_cast<std::size_t>(r)] || std::find(rejoining.begin(), rejoining.end(), r) != rejoining.end()) {
+        is_lost_[static_cast<std::size_t>(r)] = false;
+        res.rejoined.push_back(r);
+      }
+      continue;
+    }
     if (w < 0 || w >= size_ || is_lost_[static_cast<std::size_t>(w)]) continue;
     if (w == me_) {
       res.expelled = true;
@@ -223,10 +314,10 @@ RoundResult TreeRound::run(const Bytes& up, const Combine& combine, const Decide
     is_lost_[static_cast<std::size_t>(w)] = true;
     res.newly_lost.push_back(w);
   }
-  alive_.erase(std::remove_if(alive_.begin(), alive_.end(),
-                              [&](int w) { return is_lost_[static_cast<std::size_t>(w)]; }),
-               alive_.end());
-  if (res.expelled) alive_.erase(std::remove(alive_.begin(), alive_.end(), me_), alive_.end());
+  alive_.clear();
+  for (int w = 0; w < size_; ++w)
+    if (!is_lost_[static_cast<std::size_t>(w)] && !(res.expelled && w == me_)) alive_.push_back(w);
+  join_requests_.clear();
   // Drop what is left of this round.
   inbox_.erase(std::remove_if(inbox_.begin(), inbox_.end(),
                               [&](const Msg& m) { return m.round <= round_; }),

@@ -14,6 +14,7 @@
 #include <deque>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,8 @@ struct RoundResult {
   bool expelled = false;       // the others declared this member lost
   Bytes down;                  // the root's decision (empty if !complete)
   std::vector<int> newly_lost; // world ranks removed in this round
+  std::vector<int> rejoined;   // world ranks taken back in this round (maybe this one)
+  bool minority = false;       // this member sees no strict majority: nothing decided
   double seconds = 0;          // wall time of the round on this member
 };
 
@@ -74,6 +77,8 @@ class TreeRound {
   std::optional<Msg> wait_for(int tag, const std::vector<int>& sources, Clock::time_point deadline);
   void poll_sends();
   bool receive_one();
+  RoundResult run_minority(RoundResult& res, Clock::time_point t0, Clock::duration hop);
+  std::optional<Msg> wait_for_rejoin(Clock::time_point deadline);
   int index_of(int world) const;
 
   MPI_Comm comm_ = MPI_COMM_NULL;
@@ -82,6 +87,9 @@ class TreeRound {
   std::vector<int> alive_;
   std::vector<bool> is_lost_;
   std::uint64_t malformed_ = 0;
+  std::set<int> join_requests_;     // lost members that asked back in
+  bool minority_ = false;           // in run_minority: accept a rejoin from anyone
+  Clock::time_point last_join_{};
   std::uint64_t round_ = 0;
   std::deque<Msg> inbox_;
   struct PendingSend {

@@ -90,6 +90,7 @@ class Daemon {
   wire::Bytes decide_learn(const wire::Bytes& acc);
   void apply_down(const nlohmann::json& down);
   void note_lost(const std::vector<int>& newly_lost);
+  void note_membership(const c3::RoundResult& r);
   void final_flush();
 
   // beside.cpp: replay coordination and checkpoint certification.
@@ -120,6 +121,7 @@ class Daemon {
   std::unique_ptr<ReplicaWriter> replicas_;    // the others' verdicts, into this node's ledger
   std::unique_ptr<Forwarder> forwarder_;       // to scout-ledgerd, when the site has one
   bool forwarded_book_ = false;                // this observer forwarded its whole book once
+  bool in_minority_ = false;
   std::uint64_t rounds_ = 0;
   bool book_behind_ = false;                   // the root's digest differed from ours
   bool peers_lost_ = false;

@@ -44,6 +44,30 @@ void Daemon::note_lost(const std::vector<int>& newly_lost) {
   }
 }
 
+// Observers the majority took back (a frozen or cut-off scoutd that came
+// back): their ranks are observed again, and their loss is resolved.
+void Daemon::note_membership(const c3::RoundResult& r) {
+  std::lock_guard lk(mu_);
+  if (r.minority) {
+    if (!in_minority_)
+      log(fmt::format("sees {} of {} observers, no strict majority: deciding nothing and asking to rejoin",
+                      tree_->alive().size(), size_));
+    in_minority_ = true;
+    return;
+  }
+  for (int w : r.rejoined) {
+    if (w == me_) {
+      log(fmt::format("rejoined the observers at round {} ({} of {} alive)", tree_->round(), tree_->alive().size(),
+                      size_));
+      in_minority_ = false;
+      continue;
+    }
+    book_.note_returned(w);
+    log(fmt::format("observer {} ({}) rejoined", w, observers_[static_cast<std::size_t>(w)].node));
+    if (tree_->is_root()) decider_->resolve(fmt::format("observer_lost:{}", w));
+  }
+}
+
 bool Daemon::period() {
   announce_ranks();
   const LocalSummary s = watcher_->summary();
@@ -71,9 +95,12 @@ bool Daemon::period() {
   auto r = tree_->run(wire::encode_trigger(t), wire::combine_triggers,
                       [this](const wire::Bytes& acc, const std::vector<int>& lost) { return decide_trigger(acc, lost); });
   note_lost(r.newly_lost);
+  note_membership(r);
   if (r.expelled) {
-    log("the other observers declared this one lost; stopping");
-    return false;
+    // Frozen (SIGSTOP, swap, a network blip) past the deadlines: the others
+    // went on without it. It asks back in from the next round on.
+    log("the other observers declared this one lost; asking to rejoin");
+    return !g_stop_signal;
   }
   const json down = wire::decode_json(r.down, wire::Kind::kDecisionDown).value_or(json::object());
   apply_down(down);
@@ -104,6 +131,7 @@ void Daemon::gather_round() {
   auto g = tree_->run(wire::encode_json(wire::Kind::kGatherUp, payload), wire::concat_gathers,
                       [this](const wire::Bytes& acc, const std::vector<int>&) { return decide_gather(acc); });
   note_lost(g.newly_lost);
+  note_membership(g);
   apply_down(wire::decode_json(g.down, wire::Kind::kDecisionDown).value_or(json::object()));
   if (g.complete) watcher_->mark_deaths_reported(dead);
   else if (replay_) replay_->put_back(std::move(reports));
@@ -115,6 +143,7 @@ void Daemon::learn_round() {
   auto lr = tree_->run(wire::encode_doubles(wire::Kind::kLearnUp, rec), wire::concat_doubles,
                        [this](const wire::Bytes& acc, const std::vector<int>&) { return decide_learn(acc); });
   note_lost(lr.newly_lost);
+  note_membership(lr);
   fed_->apply_global(wire::decode_doubles(lr.down, wire::Kind::kLearnDown).value_or(std::vector<double>{}));
   if (fed_->round() != learn_logged_round_) {
     learn_logged_round_ = fed_->round();

@@ -45,6 +45,8 @@ class IncidentBook {
 
   // Observers that missed a round: each gets one observer_lost verdict.
   void note_lost(int observer) { lost_unrecorded_.insert(observer); }
+  // It came back before its loss was recorded: nothing to record.
+  void note_returned(int observer) { lost_unrecorded_.erase(observer); }
   const std::set<int>& lost_unrecorded() const { return lost_unrecorded_; }
 
   // Inconclusive drafts name nobody, so one must be seen in `needed`
