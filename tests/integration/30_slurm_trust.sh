@@ -81,11 +81,13 @@ grep -q "scout: $SPOOL/$NEXT.db was created by uid $NOBODY before this job" "$CL
 
 # --- 4. a socket planted by another user ------------------------------------------
 FAKE=$(mktemp -d /tmp/scout-fake.XXXXXX) && chmod 755 "$FAKE" && mkdir "$FAKE/4242" && chmod 1777 "$FAKE/4242"
-as_nobody socat UNIX-LISTEN:"$FAKE/4242/scoutd.n1.sock",fork SYSTEM:'echo SCOUTD 1 job 4242 node n1; echo OK' &
-SOCAT=$!
+setpriv --reuid $NOBODY --regid $NOBODY --clear-groups \
+  socat UNIX-LISTEN:"$FAKE/4242/scoutd.n1.sock",fork SYSTEM:'echo SCOUTD 1 job 4242 node n1; echo OK' &
+SOCAT=$!  # setpriv execs socat: this is socat's pid
 n=0; until [ -S "$FAKE/4242/scoutd.n1.sock" ]; do n=$((n + 1)); [ $n -lt 50 ] || fail "socat did not listen"; sleep 0.1; done
 rc=0; "$SCOUTCTL" status 4242 --runtime-dir "$FAKE" > "$T/fake.out" 2> "$T/fake.err" || rc=$?
 kill "$SOCAT" 2>/dev/null || true
+wait "$SOCAT" 2>/dev/null || true
 rm -rf "$FAKE"
 expect_eq "scoutctl status on a planted socket" "$rc" 5
 grep -q "answered by uid $NOBODY, which is neither root, you, nor the job's user; refused" "$T/fake.err" ||
