@@ -107,8 +107,9 @@ bool TreeRound::receive_one() {
   const bool from_lost =
       st.MPI_SOURCE >= 0 && st.MPI_SOURCE < size_ && is_lost_[static_cast<std::size_t>(st.MPI_SOURCE)];
   if (st.MPI_TAG == kTagJoin) {
-    // Only a member this one holds lost may ask back in; the root acts on it.
-    if (from_lost) join_requests_.insert(st.MPI_SOURCE);
+    // A majority root takes back only members it holds lost; a minority
+    // member may form a majority with any that ask (run_minority).
+    if (st.MPI_SOURCE >= 0 && st.MPI_SOURCE < size_) join_requests_.insert(st.MPI_SOURCE);
     return true;
   }
   if (minority_) {
@@ -172,6 +173,39 @@ RoundResult TreeRound::run_minority(RoundResult& res, Clock::time_point t0, Cloc
   }
   auto m = wait_for_rejoin(t0 + hop);
   minority_ = false;
+  // Minority members that hear each other's JOINs and together are a strict
+  // majority form one (the majority can be cut in pieces when several
+  // members miss a deadline at once, under load): the lowest of them takes
+  // the others back, and becomes their root from the next round on. Members
+  // only ask to join while they see no majority, so no member is part of two.
+  if (!m) {
+    std::vector<int> group{me_};
+    for (int w : join_requests_)
+      if (w >= 0 && w < size_ && w != me_) group.push_back(w);
+    join_requests_.clear();
+    std::sort(group.begin(), group.end());
+    group.erase(std::unique(group.begin(), group.end()), group.end());
+    if (2 * group.size() > static_cast<std::size_t>(size_) && group.front() == me_) {
+      std::fill(is_lost_.begin(), is_lost_.end(), true);
+      for (int w : group) is_lost_[static_cast<std::size_t>(w)] = false;
+      std::vector<int> lost;
+      for (int w = 0; w < size_; ++w)
+        if (is_lost_[static_cast<std::size_t>(w)]) lost.push_back(w);
+      for (int w : group)
+        if (w != me_) {
+          lost.push_back(-(w + 1));
+          res.rejoined.push_back(w);
+        }
+      for (int w : group)
+        if (w != me_) send(w, kTagDown, lost, Bytes{});
+      poll_sends();
+      alive_ = group;
+      res.rejoined.push_back(me_);
+      ++round_;
+      res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+      return res;  // nothing decided this round; a majority again from the next
+    }
+  }
   if (!m) {
     res.minority = true;
     ++round_;

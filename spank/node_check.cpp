@@ -124,6 +124,8 @@ std::vector<std::string> compare_runs(const std::vector<CoreRun>& runs, sql::Led
                                       const std::string& node, int only_core = -1) {
   std::map<std::pair<std::string, std::string>, std::vector<const CoreRun*>> groups;
   for (auto& r : runs) groups[{r.cls, r.recipe}].push_back(&r);
+  for (auto& [key, rs] : groups)  // threads finish in any order: report by core
+    std::sort(rs.begin(), rs.end(), [](const CoreRun* a, const CoreRun* b) { return a->core < b->core; });
   std::vector<std::string> bad;
   for (auto& [key, rs] : groups) {
     std::map<std::uint64_t, int> votes;

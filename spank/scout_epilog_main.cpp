@@ -98,33 +98,31 @@ std::set<std::string> expand_nodelist(const std::string& scontrol, const std::st
 
 // The job's node list: SLURM_JOB_NODELIST where the epilog has it, else
 // from slurmctld (the job is still known while its epilog runs).
-// The job's allocation: SLURM_JOB_NODELIST (slurmd sets it for the prolog
-// and epilog), else Slurm's job record as JSON. The one-line text format is
-// not parsed: a job name or comment can contain " NodeList=". Empty when
-// neither answers; callers then trust only what names this node.
+// The job's allocation: SLURM_JOB_NODELIST when slurmd provides it, else
+// the one field squeue prints for the job (`squeue -h -j JOB -o %N`). Slurm's
+// job record as text (`scontrol show job --oneliner`) is not parsed: a job
+// name or comment can contain " NodeList=". Empty when neither answers;
+// callers then trust only what names this node.
 std::string job_nodelist(const std::string& scontrol, const std::string& job) {
   std::string from_env = env("SLURM_JOB_NODELIST");
   if (!from_env.empty()) return from_env;
   if (!scout::c3::valid_job_id(job)) return "";
-  std::string cmd = scontrol + " show job " + job + " --json 2>/dev/null";
+  // squeue lives beside scontrol (a site may name scontrol by its path).
+  std::string squeue = "squeue";
+  if (const auto slash = scontrol.find_last_of('/'); slash != std::string::npos)
+    squeue = scontrol.substr(0, slash + 1) + "squeue";
+  const std::string cmd = squeue + " -h -j " + job + " -o %N 2>/dev/null";
   std::string out;
   if (std::FILE* p = popen(cmd.c_str(), "r")) {
     char buf[4096];
     std::size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0 && out.size() < (std::size_t{16} << 20)) out.append(buf, n);
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0 && out.size() < 65536) out.append(buf, n);
     pclose(p);
   }
-  json j = json::parse(out, nullptr, false);
-  if (!j.is_object() || !j.contains("jobs") || !j["jobs"].is_array()) return "";
-  for (auto& jj : j["jobs"]) {
-    if (!jj.is_object()) continue;
-    const json id = jj.value("job_id", json());
-    if (!(id.is_number_integer() && std::to_string(id.get<long long>()) == job)) continue;
-    const json nodes = jj.value("nodes", json());
-    if (nodes.is_string() && nodes.get<std::string>().find_first_of(" \n\t") == std::string::npos)
-      return nodes.get<std::string>();
-  }
-  return "";
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  // One job, one field: a node list has no blanks and no second line.
+  if (out.empty() || out.find_first_of(" \t\n") != std::string::npos || out == "(null)") return "";
+  return out;
 }
 
 // Every host a verdict names lies in the job's allocation.

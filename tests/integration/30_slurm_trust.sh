@@ -48,7 +48,7 @@ srun --scout=on --mpi=pmix -N3 -n3 "$TRAIN" --steps 600 --step-ms 10 > "$T/forge
 RUN_PID=$!
 J=$(current_job)
 n=0; until on n1 test -s "$SPOOL/$J.db"; do n=$((n + 1)); [ $n -lt 100 ] || fail "no spool for $J"; sleep 0.2; done
-on n1 sqlite3 "$SPOOL/$J.db" "insert into verdicts(job_id,step,kind,status,ranks,hosts,evidence,detected_at,vkey) values('$J','0','stall','attributed','[0]','[\"n1\"]','{}','2999-01-01T00:00:00Z','$J.0.o0.1.99')" ||
+on n1 sqlite3 -cmd ".timeout 10000" "$SPOOL/$J.db" "insert into verdicts(job_id,step,kind,status,ranks,hosts,evidence,detected_at,vkey) values('$J','0','stall','attributed','[0]','[\"n1\"]','{}','2999-01-01T00:00:00Z','$J.0.o0.1.99')" ||
   fail "could not forge a row (the spool was not writable by the job's user?)"
 wait "$RUN_PID" || fail "the forging job failed: $(tail -5 "$T/forge.log")"
 RUN_PID=
