@@ -22,23 +22,20 @@ namespace scout::scoutd {
 
 class ControlServer {
  public:
+  static constexpr int kMaxSessions = 32;
+  static constexpr int kIdleTimeoutS = 30;
+
   ControlServer(std::string socket_path, ControlProviders providers);
   ~ControlServer();
   void start();  // binds (replacing a stale socket) and starts the thread
   void stop();
   const std::string& path() const noexcept { return path_; }
+  void set_idle_timeout_s(int s) noexcept { idle_s_ = s; }  // before start(); tests
 
  private:
   void accept();
   void accept_later();
 
- public:
-  static constexpr int kMaxSessions = 32;
-  static constexpr int kIdleTimeoutS = 30;
-  void set_idle_timeout_s(int s) noexcept { idle_s_ = s; }  // before start(); tests
-
-
- private:
   std::string path_;
   ControlProviders providers_;
   boost::asio::io_context io_;

@@ -16,7 +16,6 @@
 . "$top_srcdir/tests/integration/slurm_lib.sh"
 start_cluster blame_jobs=3 blame_users=2 dstate_wait=0.5
 NOBODY=65534
-as_nobody() { setpriv --reuid $NOBODY --regid $NOBODY --clear-groups "$@"; }
 
 # --- 1. self-crash, twice --------------------------------------------------
 for round in 1 2; do
