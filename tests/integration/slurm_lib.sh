@@ -121,10 +121,11 @@ wait_job_end() {
   done
 }
 
-# current_job : the id of the job running now
+# current_job : the newest job that is pending or running (a job of an earlier
+# step that is still completing, its epilog running, is not the current one)
 current_job() {
   n=0
-  until j=$(squeue -h -o %i 2>/dev/null | head -1) && [ -n "$j" ]; do
+  until j=$(squeue -h -t PD,CF,R -o %i --sort=-i 2>/dev/null | head -1) && [ -n "$j" ]; do
     n=$((n + 1)); [ $n -lt 100 ] || fail "no job appeared in squeue"; sleep 0.1
   done
   echo "$j"
