@@ -9,7 +9,18 @@
 //         the probe's test hook when scout's probe is loaded, and in the
 //         application's copy either way), io (block in a write to a FIFO nobody
 //         reads at step S), hog (from step S on, a thread of the rank spins
-//         at nice 19: a CPU hog inside the process, count=N threads).
+//         at nice 19: a CPU hog inside the process, count=N threads),
+//         deadlock (at step S rank R and rank R+1 each wait in MPI_Recv for
+//         the other: an application deadlock), abort (MPI_Abort with error
+//         code 3 at step S).
+// Communication modes: the default exchanges gradients with collectives;
+//   --halo        a 2-D periodic halo exchange each step (MPI_Cart_create,
+//                 MPI_Irecv/MPI_Isend to four neighbours, MPI_Waitall) and
+//                 no collective until the end;
+//   --pipeline K  K pipeline stages (ranks r, r+1, ... of each group of K):
+//                 activations forward and gradients back with blocking
+//                 MPI_Send/MPI_Recv, then a gradient Allreduce among the
+//                 replicas of each stage when there is more than one group.
 #include <fcntl.h>
 #include <mpi.h>
 #include <sys/resource.h>
@@ -48,6 +59,8 @@ struct Options {
   double jitter = 0.0;   // +- fraction of step_ms, random per rank and step
   unsigned seed = 1;
   int grid_rows = 0, grid_cols = 0;  // --grid RxC
+  bool halo = false;                 // --halo
+  int pipeline = 0;                  // --pipeline K
   Fault fault;
 };
 
@@ -57,7 +70,8 @@ struct Options {
                  "usage: mpi_train [--steps N] [--features F] [--hidden H] [--batch B]\n"
                  "                 [--step-ms MS] [--jitter FRAC] [--print-every K] [--seed S]\n"
                  "                 [--fault KIND:rank=R:step=S[:ms=M][:count=N]] [--grid RxC]\n"
-                 "KIND is one of stop, hang, crash, slow, diverge, corrupt, io, hog\n", msg.c_str());
+                 "                 [--halo | --pipeline K]\n"
+                 "KIND is one of stop, hang, crash, slow, diverge, corrupt, io, hog, deadlock, abort\n", msg.c_str());
   int init = 0;
   MPI_Initialized(&init);
   if (init) MPI_Finalize();
@@ -86,12 +100,12 @@ Fault parse_fault(int rank, const std::string& spec) {
   Fault f;
   auto colon = spec.find(':');
   f.kind = spec.substr(0, colon);
-  static const char* kKinds[] = {"stop", "hang", "crash", "slow", "diverge", "corrupt", "io", "hog"};
+  static const char* kKinds[] = {"stop", "hang", "crash", "slow", "diverge", "corrupt", "io", "hog", "deadlock", "abort"};
   bool known = false;
   for (auto* k : kKinds) known |= f.kind == k;
   if (!known)
     usage_error(rank, "--fault: unknown kind '" + f.kind +
-                          "'; expected stop, hang, crash, slow, diverge, corrupt, io or hog");
+                          "'; expected stop, hang, crash, slow, diverge, corrupt, io, hog, deadlock or abort");
   std::string rest = colon == std::string::npos ? "" : spec.substr(colon + 1);
   while (!rest.empty()) {
     auto next = rest.find(':');
@@ -129,6 +143,8 @@ Options parse(int rank, int argc, char** argv) {
     else if (a == "--jitter") o.jitter = to_double(rank, a, val(), 0);
     else if (a == "--seed") o.seed = static_cast<unsigned>(to_long(rank, a, val(), 0));
     else if (a == "--fault") o.fault = parse_fault(rank, val());
+    else if (a == "--halo") o.halo = true;
+    else if (a == "--pipeline") o.pipeline = static_cast<int>(to_long(rank, a, val(), 2));
     else if (a == "--grid") {
       std::string g = val();
       auto x = g.find('x');
@@ -138,6 +154,10 @@ Options parse(int rank, int argc, char** argv) {
     }
     else usage_error(rank, "unknown option '" + a + "'");
   }
+  if (o.halo && (o.pipeline || o.grid_rows)) usage_error(rank, "--halo: not with --pipeline or --grid");
+  if (o.pipeline && o.grid_rows) usage_error(rank, "--pipeline: not with --grid");
+  if (o.halo && (o.fault.kind == "diverge" || o.fault.kind == "corrupt"))
+    usage_error(rank, "--fault " + o.fault.kind + ": acts on the gradient Allreduce, which --halo has not");
   return o;
 }
 
@@ -195,6 +215,29 @@ int main(int argc, char** argv) {
     MPI_Comm_split(MPI_COMM_WORLD, rank / o.grid_cols, rank, &row_comm);
     MPI_Comm_split(MPI_COMM_WORLD, rank % o.grid_cols, rank, &col_comm);
   }
+
+  // Halo mode: a periodic 2-D Cartesian grid, four neighbours.
+  MPI_Comm cart = MPI_COMM_NULL;
+  int nbr[4] = {MPI_PROC_NULL, MPI_PROC_NULL, MPI_PROC_NULL, MPI_PROC_NULL};
+  if (o.halo) {
+    int dims[2] = {0, 0}, periods[2] = {1, 1};
+    MPI_Dims_create(size, 2, dims);
+    MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, 0, &cart);
+    MPI_Cart_shift(cart, 0, 1, &nbr[0], &nbr[1]);  // source below, destination above
+    MPI_Cart_shift(cart, 1, 1, &nbr[2], &nbr[3]);
+  }
+  // Pipeline mode: stage = rank % K within each group of K ranks.
+  MPI_Comm stage_comm = MPI_COMM_NULL;
+  int stage = 0;
+  if (o.pipeline) {
+    if (size % o.pipeline != 0)
+      usage_error(rank, "--pipeline " + std::to_string(o.pipeline) + ": " + std::to_string(size) +
+                            " ranks are not a multiple of the stages");
+    stage = rank % o.pipeline;
+    if (size > o.pipeline) MPI_Comm_split(MPI_COMM_WORLD, stage, rank, &stage_comm);
+  }
+  std::vector<double> halo_out(static_cast<std::size_t>(4 * o.hidden), 0.0), halo_in(halo_out.size(), 0.0);
+  std::vector<double> act(static_cast<std::size_t>(o.hidden), 0.0);
 
   // Teacher and data shard: deterministic per seed and rank.
   std::mt19937_64 rng(o.seed * 7919 + static_cast<unsigned>(rank));
@@ -293,7 +336,57 @@ int main(int argc, char** argv) {
       } else if (o.fault.kind == "crash") {
         std::fprintf(stderr, "mpi_train: rank %d: injected fault: abort at step %ld\n", rank, step);
         std::abort();
+      } else if (o.fault.kind == "abort") {
+        std::fprintf(stderr, "mpi_train: rank %d: injected fault: MPI_Abort(3) at step %ld\n", rank, step);
+        MPI_Abort(MPI_COMM_WORLD, 3);
       }
+    }
+    if (o.fault.kind == "deadlock" && step == o.fault.step && size > 1 &&
+        (faulty || rank == (o.fault.rank + 1) % size)) {
+      // Each of the two waits for the other to send first.
+      const int other = faulty ? (o.fault.rank + 1) % size : o.fault.rank;
+      if (faulty) std::fprintf(stderr, "mpi_train: rank %d: injected fault: deadlock with rank %d at step %ld\n", rank, other, step);
+      double x = 0;
+      MPI_Recv(&x, 1, MPI_DOUBLE, other, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Send(&x, 1, MPI_DOUBLE, other, 99, MPI_COMM_WORLD);
+    }
+
+    // --- point-to-point modes -------------------------------------------------
+    if (o.halo) {
+      for (std::size_t k = 0; k < halo_out.size(); ++k) halo_out[k] = grads[k % grads.size()] + loss;
+      const int h = o.hidden;
+      MPI_Request rq[8];
+      for (int d = 0; d < 4; ++d)  // tag d: a message travelling in direction d
+        MPI_Irecv(&halo_in[static_cast<std::size_t>(d * h)], h, MPI_DOUBLE, nbr[d], d, cart, &rq[d]);
+      for (int d = 0; d < 4; ++d)
+        MPI_Isend(&halo_out[static_cast<std::size_t>(d * h)], h, MPI_DOUBLE, nbr[d ^ 1], d, cart, &rq[4 + d]);
+      MPI_Waitall(8, rq, MPI_STATUSES_IGNORE);
+      double mix = 0;
+      for (double v : halo_in) mix += v;
+      m.pack(params);
+      for (std::size_t k = 0; k < params.size(); ++k) params[k] -= lr * (grads[k] + 1e-6 * mix);
+      m.unpack(params);
+      if (rank == 0 && (step % o.print_every == o.print_every - 1 || step == o.steps - 1))
+        std::printf("step %ld loss %.6f\n", step + 1, loss);
+      continue;
+    }
+    if (o.pipeline) {
+      const int h = o.hidden;
+      for (int j = 0; j < h; ++j) act[static_cast<std::size_t>(j)] += 1e-3 * grads[static_cast<std::size_t>(j) % grads.size()];
+      if (stage > 0) MPI_Recv(act.data(), h, MPI_DOUBLE, rank - 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      if (stage < o.pipeline - 1) MPI_Send(act.data(), h, MPI_DOUBLE, rank + 1, 1, MPI_COMM_WORLD);
+      if (stage < o.pipeline - 1) MPI_Recv(act.data(), h, MPI_DOUBLE, rank + 1, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      if (stage > 0) MPI_Send(act.data(), h, MPI_DOUBLE, rank - 1, 2, MPI_COMM_WORLD);
+      if (stage_comm != MPI_COMM_NULL)
+        MPI_Allreduce(grads.data(), sum.data(), static_cast<int>(grads.size()), MPI_DOUBLE, MPI_SUM, stage_comm);
+      else
+        sum = grads;
+      m.pack(params);
+      for (std::size_t k = 0; k < params.size(); ++k) params[k] -= lr * sum[k];
+      m.unpack(params);
+      if (rank == 0 && (step % o.print_every == o.print_every - 1 || step == o.steps - 1))
+        std::printf("step %ld loss %.6f\n", step + 1, loss);
+      continue;
     }
 
     // --- 2-D exchange: row, then column --------------------------------------
@@ -341,6 +434,13 @@ int main(int argc, char** argv) {
     MPI_Comm_free(&row_comm);
     MPI_Comm_free(&col_comm);
   }
+  if (o.halo || o.pipeline) {  // one result for the whole job
+    double mine = loss;
+    MPI_Allreduce(&mine, &loss, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    loss /= size;
+  }
+  if (cart != MPI_COMM_NULL) MPI_Comm_free(&cart);
+  if (stage_comm != MPI_COMM_NULL) MPI_Comm_free(&stage_comm);
   if (rank == 0) std::printf("done: %ld steps on %d ranks, final loss %.6f\n", o.steps, size, loss);
   std::fflush(stdout);
   MPI_Finalize();

@@ -123,14 +123,80 @@ std::string record_check_header(const RankRecord& r, std::size_t mapped_bytes) {
   if (r.magic != kRecordMagic)
     return format_c("bad magic %#018llx; expected %#018llx (not a scout rank record)",
                     static_cast<unsigned long long>(r.magic), static_cast<unsigned long long>(kRecordMagic));
-  if (r.version != kRecordVersion)
-    return format_c("record version %u; expected version %u (this scoutd reads version %u only)", r.version,
-                    kRecordVersion, kRecordVersion);
-  if (r.size != sizeof(RankRecord))
-    return format_c("record size field %u; expected %zu", r.size, sizeof(RankRecord));
+  if (r.version != kRecordVersion && r.version != kRecordVersionOld)
+    return format_c("record version %u; expected version %u or %u", r.version, kRecordVersionOld, kRecordVersion);
+  const std::size_t want = r.version == kRecordVersion ? sizeof(RecordV6) : sizeof(RankRecord);
+  if (r.size != want) return format_c("record size field %u; expected %zu for version %u", r.size, want, r.version);
+  if (mapped_bytes < want)
+    return format_c("record is %zu bytes; expected at least %zu for version %u", mapped_bytes, want, r.version);
   if (r.world_rank < 0 || r.world_size <= 0 || r.world_rank >= r.world_size)
     return format_c("rank %d of %d is out of range", r.world_rank, r.world_size);
   return {};
+}
+
+const char* p2p_call_name(std::uint64_t call) noexcept {
+  static const char* const kNames[SCOUT_P2P_CALL_COUNT] = {
+      "", "MPI_Send", "MPI_Ssend", "MPI_Bsend", "MPI_Rsend", "MPI_Recv", "MPI_Sendrecv",
+      "MPI_Sendrecv_replace", "MPI_Probe", "MPI_Mprobe", "MPI_Mrecv", "MPI_Wait", "MPI_Waitall",
+      "MPI_Waitany", "MPI_Waitsome", "MPI_Test", "MPI_Testall", "MPI_Testany", "MPI_Testsome", "MPI_Iprobe"};
+  return call < SCOUT_P2P_CALL_COUNT ? kNames[call] : "unknown";
+}
+
+bool p2p_read(const RecordV6& r, P2PLive& out, int tries) noexcept {
+  constexpr std::size_t kWords = sizeof(P2PLive) / 8;
+  auto* lock = const_cast<std::uint64_t*>(&r.p2p_lock);
+  for (int t = 0; t < tries; ++t) {
+    std::uint64_t s1 = __atomic_load_n(lock, __ATOMIC_ACQUIRE);
+    if (s1 & 1) continue;
+    const auto* src = reinterpret_cast<const std::uint64_t*>(&r.p2p);
+    std::uint64_t buf[kWords];
+    for (std::size_t i = 0; i < kWords; ++i)
+      buf[i] = __atomic_load_n(const_cast<std::uint64_t*>(src + i), __ATOMIC_RELAXED);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (__atomic_load_n(lock, __ATOMIC_RELAXED) != s1) continue;
+    std::memcpy(&out, buf, sizeof out);
+    return true;
+  }
+  return false;
+}
+
+std::string p2p_check_live(const P2PLive& l, std::int32_t world_size) {
+  if (l.call >= SCOUT_P2P_CALL_COUNT) return format_c("point-to-point call %llu is not one scout knows", (unsigned long long)l.call);
+  if (l.npeers > kBlockedPeers)
+    return format_c("lists %llu awaited peers; at most %zu fit", (unsigned long long)l.npeers, kBlockedPeers);
+  for (std::uint64_t i = 0; i < l.npeers; ++i)
+    if (l.peers[i] != kPeerAny && (l.peers[i] < 0 || l.peers[i] >= world_size))
+      return format_c("awaited peer %lld is not a rank of this %d-rank job", (long long)l.peers[i], world_size);
+  if (l.more_peers > 1) return "more_peers is neither 0 nor 1";
+  if (l.ops > kMaxSeq) return format_c("message count %llu is out of range", (unsigned long long)l.ops);
+  return {};
+}
+
+bool end_read(const RecordV6& r, EndEvent& out, std::string* why) noexcept {
+  auto* e = const_cast<EndEvent*>(&r.end);
+  const std::uint64_t tag = __atomic_load_n(&e->tag, __ATOMIC_ACQUIRE);
+  if (tag == 0) return false;
+  out.tag = tag;
+  out.kind = __atomic_load_n(&e->kind, __ATOMIC_RELAXED);
+  out.code = __atomic_load_n(&e->code, __ATOMIC_RELAXED);
+  out.addr = __atomic_load_n(&e->addr, __ATOMIC_RELAXED);
+  out.ns = __atomic_load_n(&e->ns, __ATOMIC_RELAXED);
+  out.comm_id = __atomic_load_n(&e->comm_id, __ATOMIC_RELAXED);
+  out.seq = __atomic_load_n(&e->seq, __ATOMIC_RELAXED);
+  out.p2p_call = __atomic_load_n(&e->p2p_call, __ATOMIC_RELAXED);
+  if ((out.kind != SCOUT_END_ABORT && out.kind != SCOUT_END_SIGNAL) || tag != out.kind) {
+    if (why) *why = "end event of an unknown kind";
+    return false;
+  }
+  if (out.kind == SCOUT_END_SIGNAL && (out.code <= 0 || out.code > 64)) {
+    if (why) *why = "end event names a signal outside 1-64";
+    return false;
+  }
+  if (out.seq > kMaxSeq || out.p2p_call >= SCOUT_P2P_CALL_COUNT) {
+    if (why) *why = "end event out of range";
+    return false;
+  }
+  return true;
 }
 
 std::string record_shm_prefix(const std::string& job, const std::string& step) {

@@ -1,5 +1,6 @@
-// The per-rank shared-memory record (its C ABI: abi/scout_record_v5.h):
-// written by the probe inside a training rank (single writer), read by scoutd. A seqlock guards the live part so a
+// The per-rank shared-memory record (its C ABI: abi/scout_record_v6.h, which
+// starts with version 5 unchanged): written by the probe inside a training
+// rank, read by scoutd, which accepts versions 5 and 6. A seqlock guards the live part so a
 // reader never sees a torn record. The writer side is header-only and must
 // never allocate, lock, log or make a syscall.
 #pragma once
@@ -11,12 +12,13 @@
 #include <string>
 #include <type_traits>
 
-#include "libc3/abi/scout_record_v5.h"
+#include "libc3/abi/scout_record_v6.h"
 
 namespace scout::c3 {
 
 inline constexpr std::uint64_t kRecordMagic = SCOUT_RECORD_MAGIC;  // "SOUTPRB1" LE
-inline constexpr std::uint32_t kRecordVersion = SCOUT_RECORD_VERSION_5;  // the version written
+inline constexpr std::uint32_t kRecordVersion = SCOUT_RECORD_VERSION_6;  // the version written
+inline constexpr std::uint32_t kRecordVersionOld = SCOUT_RECORD_VERSION_5;  // still read
 inline constexpr std::uint64_t kRingSize = SCOUT_RECORD_V5_RING;  // recent collectives kept per rank
 inline constexpr std::size_t kCommTable = SCOUT_RECORD_V5_COMMS;    // communicators published
 inline constexpr std::size_t kCommMembers = SCOUT_RECORD_V5_MEMBERS;  // members stored per communicator
@@ -59,6 +61,42 @@ static_assert(offsetof(RankRecord, lock) % 64 == 0);
 static_assert(sizeof(RankRecord) == 20096 && offsetof(RankRecord, live) == 200 && offsetof(RankRecord, outsigs) == 7768,
               "record v5 layout changed: write abi/scout_record_v6.h instead");
 
+// Version 6: version 5 at the front, then the point-to-point part.
+using RecordV6 = scout_record_v6;
+using P2PLive = scout_p2p_live_v6;
+using EndEvent = scout_end_v6;
+using PeerSlot = scout_peer_v6;
+inline constexpr std::size_t kPeerSlots = SCOUT_RECORD_V6_PEERS;
+inline constexpr std::size_t kBlockedPeers = SCOUT_RECORD_V6_BLOCKED;
+inline constexpr std::int64_t kPeerAny = SCOUT_PEER_ANY;
+static_assert(std::is_trivially_copyable_v<P2PLive> && sizeof(P2PLive) % 8 == 0);
+static_assert(offsetof(RecordV6, v5) == 0 && offsetof(RecordV6, p2p_lock) == 20096 && sizeof(RecordV6) == 24448,
+              "record v6 layout changed: write abi/scout_record_v7.h instead");
+// The name of a point-to-point or completion call ("MPI_Recv"), "" for none.
+const char* p2p_call_name(std::uint64_t call) noexcept;
+// The version-6 part of a record whose header said version 6 (and whose
+// mapping covers sizeof(RecordV6)); null for version 5.
+inline const RecordV6* as_v6(const RankRecord& r, std::uint32_t version) noexcept {
+  return version == SCOUT_RECORD_VERSION_6 ? reinterpret_cast<const RecordV6*>(&r) : nullptr;
+}
+inline RecordV6& v6_of(RankRecord& r) noexcept { return *reinterpret_cast<RecordV6*>(&r); }
+
+inline void p2p_write_begin(RecordV6& r) noexcept {
+  std::uint64_t s = __atomic_load_n(&r.p2p_lock, __ATOMIC_RELAXED);
+  __atomic_store_n(&r.p2p_lock, s + 1, __ATOMIC_RELAXED);
+  std::atomic_thread_fence(std::memory_order_release);
+}
+inline void p2p_write_end(RecordV6& r) noexcept {
+  std::uint64_t s = __atomic_load_n(&r.p2p_lock, __ATOMIC_RELAXED);
+  __atomic_store_n(&r.p2p_lock, s + 1, __ATOMIC_RELEASE);
+}
+// Reader side: a consistent copy of the point-to-point part.
+bool p2p_read(const RecordV6& r, P2PLive& out, int tries = 1000) noexcept;
+// Range checks of a consistent copy (empty when sane, otherwise why not).
+std::string p2p_check_live(const P2PLive& l, std::int32_t world_size);
+// The end event once complete (tag set), range-checked; false when none yet.
+// `why` is set when it is present but malformed.
+bool end_read(const RecordV6& r, EndEvent& out, std::string* why) noexcept;
 
 inline void outsig_push(RankRecord& r, std::uint64_t comm, std::uint64_t call, std::uint64_t kind,
                         std::uint64_t sig, std::uint64_t bytes) noexcept {
@@ -134,7 +172,8 @@ std::size_t ring_read(const RankRecord& r, std::uint64_t from, std::uint64_t to,
 bool record_read(const RankRecord& r, RecordLive& out, std::uint64_t* lock_value = nullptr,
                  int tries = 1000) noexcept;
 
-// Header validation for a mapping of `mapped_bytes`. Empty string if valid,
+// Header validation for a mapping of `mapped_bytes`: version 5 (its size) or
+// version 6 (its size, which the mapping must cover). Empty string if valid,
 // otherwise a message that says what was expected.
 std::string record_check_header(const RankRecord& r, std::size_t mapped_bytes);
 

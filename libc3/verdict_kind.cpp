@@ -14,6 +14,8 @@ const char* to_string(VerdictKind k) noexcept {
     case VerdictKind::kObserverLost: return "observer_lost";
     case VerdictKind::kTelemetryAnomaly: return "telemetry_anomaly";
     case VerdictKind::kTransient: return "transient";
+    case VerdictKind::kAbort: return "abort";
+    case VerdictKind::kDeadlock: return "deadlock";
   }
   return "?";
 }

@@ -21,11 +21,13 @@ enum class VerdictKind {
   kObserverLost,      // a scoutd (node) stopped answering
   kTelemetryAnomaly,  // advisory, from the federated detector
   kTransient,         // a replay dissent that did not recur (advisory)
+  kAbort,             // a rank called MPI_Abort first: the application ended the job
+  kDeadlock,          // ranks blocked inside MPI on each other in a cycle (an application bug)
 };
 inline constexpr std::array kAllVerdictKinds = {
     VerdictKind::kHang, VerdictKind::kStall, VerdictKind::kCrash, VerdictKind::kDivergence,
     VerdictKind::kStraggler, VerdictKind::kSdc, VerdictKind::kObserverLost,
-    VerdictKind::kTelemetryAnomaly, VerdictKind::kTransient};
+    VerdictKind::kTelemetryAnomaly, VerdictKind::kTransient, VerdictKind::kAbort, VerdictKind::kDeadlock};
 
 enum class VerdictStatus { kAttributed, kInconclusive, kAdvisory };
 inline constexpr std::array kAllVerdictStatuses = {VerdictStatus::kAttributed, VerdictStatus::kInconclusive,

@@ -1,6 +1,7 @@
 // PMPI wrappers exported by libscout_probe.so: every MPI-3 collective
 // (blocking and nonblocking), the Wait/Test families that complete the
-// nonblocking ones, and the communicator constructors. Each wrapper calls the
+// nonblocking ones and point-to-point requests, and the communicator
+// constructors (point-to-point calls: p2p_wrappers.cpp). Each wrapper calls the
 // PMPI entry point and does nothing else when the probe is disabled; the
 // C ABI boundary never lets an exception through (nothing here throws).
 #include <mpi.h>
@@ -124,55 +125,73 @@ NONBLOCKING(Ibcast, kBcast,
             (void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request),
             (buffer, count, datatype, root, comm, request), count, datatype, kNoOp, root)
 
-// --- Wait / Test families: complete nonblocking collectives -------------
+// --- Wait / Test families: complete nonblocking collectives and
+// point-to-point requests. A status array may be MPI_STATUSES_IGNORE.
 SCOUT_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status) {
   WaitScope w(request, 1, true);
+  P2PWait p(SCOUT_P2P_WAIT, request, 1, true);
   int rc = PMPI_Wait(request, status);
+  p.completed_all(status);
   w.done(request);
   return rc;
 }
 SCOUT_EXPORT int MPI_Waitall(int count, MPI_Request reqs[], MPI_Status statuses[]) {
   WaitScope w(reqs, count, true);
+  P2PWait p(SCOUT_P2P_WAITALL, reqs, count, true);
   int rc = PMPI_Waitall(count, reqs, statuses);
+  p.completed_all(statuses);
   w.done(reqs);
   return rc;
 }
 SCOUT_EXPORT int MPI_Waitany(int count, MPI_Request reqs[], int *index, MPI_Status *status) {
   WaitScope w(reqs, count, true);
+  P2PWait p(SCOUT_P2P_WAITANY, reqs, count, true);
   int rc = PMPI_Waitany(count, reqs, index, status);
+  p.completed_one(rc == MPI_SUCCESS ? *index : MPI_UNDEFINED, status);
   w.done(reqs);
   return rc;
 }
 SCOUT_EXPORT int MPI_Waitsome(int incount, MPI_Request reqs[], int *outcount, int indices[],
                               MPI_Status statuses[]) {
   WaitScope w(reqs, incount, true);
+  P2PWait p(SCOUT_P2P_WAITSOME, reqs, incount, true);
   int rc = PMPI_Waitsome(incount, reqs, outcount, indices, statuses);
+  p.completed_some(rc == MPI_SUCCESS ? *outcount : 0, indices, statuses);
   w.done(reqs);
   return rc;
 }
 SCOUT_EXPORT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
   WaitScope w(request, 1, false);
+  P2PWait p(SCOUT_P2P_TEST, request, 1, false);
   int rc = PMPI_Test(request, flag, status);
+  if (rc == MPI_SUCCESS && *flag) p.completed_all(status); else p.none_completed();
   w.done(request);
   return rc;
 }
 SCOUT_EXPORT int MPI_Testall(int count, MPI_Request reqs[], int *flag, MPI_Status statuses[]) {
   WaitScope w(reqs, count, false);
+  P2PWait p(SCOUT_P2P_TESTALL, reqs, count, false);
   int rc = PMPI_Testall(count, reqs, flag, statuses);
+  if (rc == MPI_SUCCESS && *flag) p.completed_all(statuses); else p.none_completed();
   w.done(reqs);
   return rc;
 }
 SCOUT_EXPORT int MPI_Testany(int count, MPI_Request reqs[], int *index, int *flag,
                              MPI_Status *status) {
   WaitScope w(reqs, count, false);
+  P2PWait p(SCOUT_P2P_TESTANY, reqs, count, false);
   int rc = PMPI_Testany(count, reqs, index, flag, status);
+  if (rc == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED) p.completed_one(*index, status); else p.none_completed();
   w.done(reqs);
   return rc;
 }
 SCOUT_EXPORT int MPI_Testsome(int incount, MPI_Request reqs[], int *outcount, int indices[],
                               MPI_Status statuses[]) {
   WaitScope w(reqs, incount, false);
+  P2PWait p(SCOUT_P2P_TESTSOME, reqs, incount, false);
   int rc = PMPI_Testsome(incount, reqs, outcount, indices, statuses);
+  if (rc == MPI_SUCCESS && *outcount > 0 && *outcount != MPI_UNDEFINED) p.completed_some(*outcount, indices, statuses);
+  else p.none_completed();
   w.done(reqs);
   return rc;
 }

@@ -120,11 +120,13 @@ std::uint64_t g_seq = 0;
 // Communicator identity table: open addressing keyed by handle, filled by the
 // constructor wrappers (not the hot path). Lookups never allocate.
 constexpr int kCommSlots = 512;
-struct CommSlot {
-  MPI_Comm comm;
-  std::uint64_t id;
-};
 CommSlot g_comms[kCommSlots];  // comm == nullptr: never used
+// World ranks of each communicator's (remote) group, for point-to-point
+// peers: a fixed pool filled at registration (a communicator that does not
+// fit has no table and its peers show as unknown).
+constexpr int kWorldPool = 1 << 18;
+int g_world_pool[kWorldPool];
+int g_world_pool_used = 0;
 const MPI_Comm kTombstone = reinterpret_cast<MPI_Comm>(std::uintptr_t{1});
 // Scratch for membership translation, static so registration never mallocs.
 constexpr int kMaxMembers = 65536;
@@ -218,11 +220,31 @@ void comm_register(MPI_Comm comm) noexcept {
   int inter = 0;
   PMPI_Comm_test_inter(comm, &inter);
   if (!inter) publish_comm(id, members);  // g_ranks_world still holds its members
+  // Point-to-point ranks name members of the (remote) group compute_identity
+  // translated: keep that table (MPI_COMM_WORLD needs none).
+  const int* world = nullptr;
+  int nworld = 0;
+  if (comm != MPI_COMM_WORLD) {
+    MPI_Group g;
+    if (inter) PMPI_Comm_remote_group(comm, &g); else PMPI_Comm_group(comm, &g);
+    PMPI_Group_size(g, &nworld);
+    PMPI_Group_free(&g);
+    if (nworld <= kMaxMembers && g_world_pool_used + nworld <= kWorldPool) {
+      std::memcpy(g_world_pool + g_world_pool_used, g_ranks_world, sizeof(int) * static_cast<std::size_t>(nworld));
+      world = g_world_pool + g_world_pool_used;
+      g_world_pool_used += nworld;
+    } else {
+      nworld = 0;
+    }
+  }
   unsigned s = comm_slot(comm);
   for (int i = 0; i < kCommSlots; ++i, s = (s + 1) % kCommSlots) {
     if (g_comms[s].comm == comm || g_comms[s].comm == nullptr || g_comms[s].comm == kTombstone) {
       g_comms[s].comm = comm;
       g_comms[s].id = id;
+      g_comms[s].world = world;
+      g_comms[s].size = nworld;
+      g_comms[s].is_world = comm == MPI_COMM_WORLD;
       return;
     }
   }
@@ -236,13 +258,27 @@ void comm_forget(MPI_Comm comm) noexcept {
   }
 }
 
-std::uint64_t comm_identity(MPI_Comm comm) noexcept {
+std::uint64_t current_seq() noexcept { return g_seq; }
+
+const CommSlot* comm_lookup(MPI_Comm comm) noexcept {
   unsigned s = comm_slot(comm);
   for (int i = 0; i < kCommSlots; ++i, s = (s + 1) % kCommSlots) {
-    if (g_comms[s].comm == comm) return g_comms[s].id;
+    if (g_comms[s].comm == comm) return &g_comms[s];
     if (g_comms[s].comm == nullptr) break;
   }
-  return 0;  // created by a constructor we do not wrap (e.g. MPI_Comm_idup)
+  return nullptr;  // created by a constructor we do not wrap (e.g. MPI_Comm_idup)
+}
+
+std::uint64_t comm_identity(MPI_Comm comm) noexcept {
+  const CommSlot* c = comm_lookup(comm);
+  return c ? c->id : 0;
+}
+
+int world_rank_of(const CommSlot* c, int rank) noexcept {
+  if (rank < 0) return rank;  // MPI_ANY_SOURCE, MPI_PROC_NULL
+  if (!c) return -3;          // unknown communicator
+  if (c->is_world) return rank;
+  return rank < c->size ? c->world[rank] : -3;
 }
 
 std::uint64_t datatype_code_slow(MPI_Datatype t) noexcept {
@@ -326,14 +362,14 @@ void probe_init() noexcept {
     return;
   }
   fchmod(fd, 0600);
-  if (ftruncate(fd, sizeof(c3::RankRecord)) != 0) {
+  if (ftruncate(fd, sizeof(c3::RecordV6)) != 0) {
     std::fprintf(stderr, "scout-probe: init: ftruncate %s: %s; probe disabled\n", g_shm_name,
                  std::strerror(errno));
     close(fd);
     shm_unlink(g_shm_name);
     return;
   }
-  void* p = mmap(nullptr, sizeof(c3::RankRecord), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void* p = mmap(nullptr, sizeof(c3::RecordV6), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close(fd);
   if (p == MAP_FAILED) {
     std::fprintf(stderr, "scout-probe: init: mmap %s: %s; probe disabled\n", g_shm_name,
@@ -348,8 +384,15 @@ void probe_init() noexcept {
   std::memset(static_cast<void*>(r->ring_kind), 0, sizeof r->ring_kind);
   std::memset(static_cast<void*>(r->ring_comm), 0, sizeof r->ring_comm);
   __atomic_store_n(&r->comm_count, 0, __ATOMIC_RELAXED);
+  {
+    c3::RecordV6& v6 = c3::v6_of(*r);
+    std::memset(static_cast<void*>(&v6.p2p), 0, sizeof v6.p2p);
+    std::memset(static_cast<void*>(&v6.end), 0, sizeof v6.end);
+    std::memset(static_cast<void*>(v6.peers), 0, sizeof v6.peers);
+    v6.peers_full = 0;
+  }
   r->version = c3::kRecordVersion;
-  r->size = sizeof(c3::RankRecord);
+  r->size = sizeof(c3::RecordV6);
   r->world_rank = rank;
   r->world_size = size;
   r->pid = static_cast<std::int32_t>(getpid());
@@ -368,6 +411,7 @@ void probe_init() noexcept {
   g_record = r;
   comm_register(MPI_COMM_WORLD);
   comm_register(MPI_COMM_SELF);
+  install_fatal_handlers();
 }
 
 void probe_finalize() noexcept {
@@ -379,7 +423,7 @@ void probe_finalize() noexcept {
   g_record = nullptr;
   // The observer keeps its own mapping; the name goes now so nothing is left.
   shm_unlink(g_shm_name);
-  munmap(r, sizeof *r);
+  munmap(r, sizeof(c3::RecordV6));
 }
 
 void coll_enter(std::uint32_t kind, MPI_Comm comm, std::int64_t count, MPI_Datatype dt, MPI_Op op,
@@ -395,6 +439,7 @@ void coll_enter(std::uint32_t kind, MPI_Comm comm, std::int64_t count, MPI_Datat
   g_outside_ns += t - g_last_exit_ns;
   g_entry_ns = t;
   ++g_seq;
+  p2p_poll_clear();
   c3::record_write_begin(*r);
   c3::rec_store(r->live.seq, g_seq);
   c3::rec_store(r->live.fingerprint, fp);

@@ -59,7 +59,21 @@ extern c3::RankRecord* g_record;
 void probe_init() noexcept;      // after PMPI_Init
 void probe_finalize() noexcept;  // before PMPI_Finalize
 
+// A registered communicator: its identity and, for point-to-point peers,
+// the world rank of each member of its (remote) group.
+struct CommSlot {
+  MPI_Comm comm;
+  std::uint64_t id;
+  const int* world;  // null: MPI_COMM_WORLD (is_world) or too large to keep
+  int size;
+  bool is_world;
+};
+const CommSlot* comm_lookup(MPI_Comm comm) noexcept;
+// The world rank of `rank` of c; negative ranks (MPI_ANY_SOURCE,
+// MPI_PROC_NULL) unchanged; -3 when unknown.
+int world_rank_of(const CommSlot* c, int rank) noexcept;
 std::uint64_t comm_identity(MPI_Comm comm) noexcept;
+std::uint64_t current_seq() noexcept;  // collectives entered so far
 void comm_register(MPI_Comm comm) noexcept;
 void comm_forget(MPI_Comm comm) noexcept;
 std::uint64_t datatype_code(MPI_Datatype t) noexcept;
@@ -86,5 +100,63 @@ struct WaitScope {
   WaitScope(const MPI_Request* reqs, int count, bool blocking) noexcept;
   void done(const MPI_Request* reqs_after) noexcept;
 };
+
+// --- Point-to-point (p2p_state.cpp) ---------------------------------------
+// A blocking send/receive-type call: publishes that the rank waits in `call`
+// for the given peers (ranks of comm; MPI_ANY_SOURCE for any, MPI_PROC_NULL
+// skipped) from now on; end() counts the messages and the time waited.
+inline constexpr int kNoPeer = -2147483647 - 1;  // "no second peer" (MPI_PROC_NULL is a negative rank)
+struct P2PBlock {
+  std::uint64_t t0 = 0;
+  std::uint64_t call = 0;
+  const CommSlot* comm = nullptr;
+  P2PBlock(std::uint64_t call, MPI_Comm comm, int tag, int peer_a, int peer_b = kNoPeer) noexcept;
+  // sent: destination and bytes (dest < 0: none); recvd: source from the
+  // status (or the posted one) and bytes (source < 0: none).
+  void end(int dest, std::uint64_t sent_bytes, int source, std::uint64_t recvd_bytes) noexcept;
+};
+std::uint64_t type_bytes(MPI_Datatype dt, int count) noexcept;
+// Nonblocking and persistent requests: what each waits for.
+void p2p_started(MPI_Request req, bool recv, MPI_Comm comm, int peer, int tag, std::uint64_t bytes,
+                 bool persistent) noexcept;
+void p2p_request_free(MPI_Request req) noexcept;
+void p2p_persistent_start(const MPI_Request* reqs, int n) noexcept;
+// Completion calls: before the call, the tracked requests among reqs[0, n)
+// (and, when blocking, what the rank now waits for); after it, which of them
+// completed: all (Wait/Waitall, a successful Test/Testall), one index
+// (Waitany/Testany), or a list (Waitsome/Testsome).
+struct P2PWait {
+  static constexpr int kMax = 256;
+  int slot[kMax];   // tracked request slots, -1 untracked
+  int n = 0;
+  std::int64_t peers[c3::kBlockedPeers];  // world ranks (kPeerAny) the tracked requests wait for
+  int npeers = 0;
+  bool more = false;
+  std::uint64_t comm_id = 0;  // of the tracked requests, 0 when several
+  std::uint64_t any_comm = 0;
+  std::uint64_t call = 0;
+  std::uint64_t t0 = 0;
+  bool blocking = false;
+  bool any = false;
+  P2PWait(std::uint64_t call, const MPI_Request* reqs, int count, bool blocking) noexcept;
+  void completed_all(const MPI_Status* statuses) noexcept;
+  void completed_one(int index, const MPI_Status* status) noexcept;
+  void completed_some(int outcount, const int* indices, const MPI_Status* statuses) noexcept;
+  void none_completed() noexcept;  // a Test that found nothing: the rank polls
+};
+// A blocking probe (Probe/Mprobe) waits for a source like a receive.
+void p2p_poll_clear() noexcept;  // a collective (or other progress) ends a polling wait
+// An Iprobe/Improbe that found nothing: the rank polls for `source`.
+void p2p_poll(std::uint64_t call, MPI_Comm comm, int tag, int source) noexcept;
+// Mprobe/Improbe remember their communicator for the Mrecv that follows.
+void p2p_mprobe_comm(MPI_Comm comm) noexcept;
+MPI_Comm p2p_mprobe_last() noexcept;
+
+// --- Job-ending events (end_events.cpp) -----------------------------------
+// MPI_Abort: recorded before the call (it does not return).
+void end_abort(int errorcode, MPI_Comm comm) noexcept;
+// Chains handlers for SIGSEGV, SIGBUS, SIGFPE, SIGILL and SIGABRT that record
+// the signal, then run the previous handler or the default action.
+void install_fatal_handlers() noexcept;
 
 }  // namespace scout::probe

@@ -87,6 +87,7 @@ bool Daemon::period() {
   t.replay_pending = replay_ ? static_cast<std::uint32_t>(replay_->pending()) : 0u;
   t.replay_demand = replay_demand_.exchange(false) ? 1u : 0u;
   t.outsig_pending = s.outsig_new;
+  t.suspects = (s.max_stopped_s >= cfg_.stall_threshold_s ? 1u : 0u) + s.ended;
   t.learn_pending = fed_ ? static_cast<std::uint32_t>(fed_->pending_flags()) : 0u;
   {
     std::lock_guard lk(mu_);
@@ -182,7 +183,7 @@ wire::Bytes Daemon::decide_trigger(const wire::Bytes& acc, const std::vector<int
     down["book_digest"] = {d.verdicts, d.resolved};
     if (t.book_behind > 0) down["book"] = book_.snapshot();
   }
-  if ((t.max_stall_s >= cfg_.stall_threshold_s && t.waiting > 0) || t.deaths > 0) trouble = true;
+  if ((t.max_stall_s >= cfg_.stall_threshold_s && t.waiting > 0) || t.deaths > 0 || t.suspects > 0) trouble = true;
   // Stragglers: the slowest rank's compute time against an upper estimate
   // of the median from the merged histogram.
   if (stands_out(t.compute_hist, t.max_compute_s, cfg_.straggler_absolute_s, cfg_.straggler_relative) ||

@@ -42,6 +42,43 @@ std::vector<int> ranks_of(const std::vector<const RankEvidence*>& v) {
 
 bool is_stalled_state(char s) { return s == 'T' || s == 't' || s == 'D' || s == 'Z'; }
 
+// A stall's incident: the culprits and where each stopped (collective
+// position and messages), whichever rule names them first.
+std::string stall_key(const std::vector<const RankEvidence*>& group) {
+  std::uint64_t seq = UINT64_MAX, ops = UINT64_MAX;
+  for (auto* e : group) {
+    seq = std::min(seq, e->seq);
+    ops = std::min(ops, e->p2p_ops);
+  }
+  std::string k = fmt::format("behind-stall@{}.{}:", seq, ops);
+  std::vector<int> r;
+  for (auto* e : group) r.push_back(e->rank);
+  std::sort(r.begin(), r.end());
+  for (int x : r) k += fmt::format("{},", x);
+  return k;
+}
+
+std::string peers_text(const std::vector<int>& peers, bool more) {
+  std::string t;
+  for (std::size_t i = 0; i < peers.size(); ++i) {
+    if (i) t += i + 1 == peers.size() && !more ? " and " : ", ";
+    t += peers[i] < 0 ? std::string("any source") : std::to_string(peers[i]);
+  }
+  if (more) t += " and more";
+  return t;
+}
+
+// "rank 0 waits in MPI_Recv for 1 (12.3 s)"; "rank 1 is outside MPI, process stopped (T)".
+std::string wait_line(const RankEvidence& e) {
+  if (!e.p2p_call.empty())
+    return fmt::format("rank {} waits in {} for {} ({:.1f} s)", e.rank, e.p2p_call, peers_text(e.p2p_peers, e.p2p_more),
+                       e.p2p_wait_s);
+  if (e.in_collective)
+    return fmt::format("rank {} waits in {} (collective {}, {:.1f} s)", e.rank, c3::coll_name(e.kind), e.seq,
+                       e.stalled_s);
+  return fmt::format("rank {} is outside MPI, process {}", e.rank, describe_state(e.state));
+}
+
 std::string key_of(const std::string& kind, const std::vector<int>& ranks, std::uint64_t pos) {
   std::string k = fmt::format("{}@{}:", kind, pos);
   for (int r : ranks) k += fmt::format("{},", r);
@@ -50,8 +87,86 @@ std::string key_of(const std::string& kind, const std::vector<int>& ranks, std::
 
 }  // namespace
 
+namespace {
+const char* signal_name(long long sig) {
+  switch (sig) {
+    case 11: return "SIGSEGV";
+    case 7: return "SIGBUS";
+    case 8: return "SIGFPE";
+    case 4: return "SIGILL";
+    case 6: return "SIGABRT";
+    default: return "signal";
+  }
+}
+
+// The rank that ended the job and why, from the end events the probe wrote
+// (MPI_Abort, a fatal signal): direct evidence, so it needs no majority; the
+// launcher may kill every other rank milliseconds later.
+std::optional<VerdictDraft> detect_end_event(const std::vector<RankEvidence>& ranks, const DetectorOptions& opt) {
+  std::vector<const RankEvidence*> ended;
+  for (auto& e : ranks)
+    if (e.attached && !e.finalized && !e.end_kind.empty()) ended.push_back(&e);
+  if (ended.empty()) return std::nullopt;
+  std::int64_t first = ended.front()->end_ns;
+  for (auto* e : ended) first = std::min(first, e->end_ns);
+  const auto margin = static_cast<std::int64_t>(opt.death_margin_s * 1e9);
+  std::vector<const RankEvidence*> early;
+  for (auto* e : ended)
+    if (e->end_ns <= first + margin) early.push_back(e);
+  // An abort names the first caller whatever the others do; a fatal signal
+  // in every rank at once is the program's, not one rank's.
+  bool abort = false;
+  for (auto* e : early) abort |= e->end_kind == "abort";
+  std::size_t observed = 0;
+  for (auto& e : ranks)
+    if (e.attached) ++observed;
+  if (!abort && 2 * early.size() >= observed) return std::nullopt;
+  if (abort) {
+    std::vector<const RankEvidence*> aborted;
+    for (auto* e : early)
+      if (e->end_kind == "abort") aborted.push_back(e);
+    early = aborted;
+  }
+  VerdictDraft d;
+  d.kind = abort ? c3::VerdictKind::kAbort : c3::VerdictKind::kCrash;
+  d.status = c3::VerdictStatus::kAttributed;
+  d.ranks = ranks_of(early);
+  d.hosts = hosts_of(early);
+  json culprits = json::array();
+  for (auto* e : early) {
+    json c = rank_brief(*e);
+    c["end"] = e->end_kind;
+    if (abort) {
+      c["error_code"] = e->end_code;
+    } else {
+      c["signal"] = signal_name(e->end_code);
+      c["signal_number"] = e->end_code;
+      c["address"] = fmt::format("0x{:x}", e->end_addr);
+    }
+    c["collective_position"] = e->end_seq;
+    culprits.push_back(c);
+  }
+  json later = json::array();
+  for (auto* e : ended)
+    if (e->end_ns > first + margin) later.push_back({{"rank", e->rank}, {"after_s", (e->end_ns - first) / 1e9}});
+  const RankEvidence& f = *early.front();
+  d.evidence = {{"rule", abort ? "called MPI_Abort first: the application ended the job"
+                               : "the first rank killed by a fatal signal"},
+                {"summary", abort ? fmt::format("rank {} called MPI_Abort with error code {}", f.rank, f.end_code)
+                                  : f.end_code == 6 ? fmt::format("rank {} got SIGABRT (abort)", f.rank)
+                                                    : fmt::format("rank {} got {} at address 0x{:x}", f.rank,
+                                                                  signal_name(f.end_code), f.end_addr)},
+                {"culprits", culprits},
+                {"later", later},
+                {"peers_observed", observed}};
+  d.key = key_of(abort ? "abort" : "crash", d.ranks, 0);
+  return d;
+}
+}  // namespace
+
 std::optional<VerdictDraft> detect_crash(const std::vector<RankEvidence>& ranks,
                                          const DetectorOptions& opt) {
+  if (auto d = detect_end_event(ranks, opt)) return d;
   std::vector<const RankEvidence*> dead;
   for (auto& e : ranks)
     if (e.attached && !e.alive && !e.finalized && e.death_ns > 0) dead.push_back(&e);
@@ -87,17 +202,294 @@ std::optional<VerdictDraft> detect_crash(const std::vector<RankEvidence>& ranks,
   return d;
 }
 
+namespace {
+
+// The wait-for graph of the live ranks: a rank waiting in a point-to-point
+// call points at the peers it waits for (an any-source receive at every
+// member of its communicator); a rank waiting in a collective at the members
+// of that communicator that are not in the same collective. A rank with no
+// edge is a sink: outside MPI (computing, or stopped). The culprits are the
+// sinks the waiting ranks lead to, if those waiting are a strict majority
+// and the sinks a strict minority; a cycle with no sink is a deadlock.
+std::vector<VerdictDraft> detect_wait_for(const std::vector<const RankEvidence*>& live, const DetectorOptions& opt) {
+  std::vector<VerdictDraft> out;
+  std::map<int, const RankEvidence*> by_rank;
+  for (auto* e : live) by_rank[e->rank] = e;
+  std::map<int, std::vector<int>> edges;
+  bool any_p2p = false;
+  auto members_of = [&](const RankEvidence& e, std::uint64_t comm) {
+    auto it = e.comm_members.find(comm);
+    if (it != e.comm_members.end()) return it->second;
+    std::vector<int> all;
+    for (auto& [r, x] : by_rank) all.push_back(r);
+    return all;
+  };
+  for (auto* e : live) {
+    std::vector<int> to;
+    if (!e->p2p_call.empty() && e->stalled_s >= opt.stall_threshold_s) {
+      any_p2p = true;
+      for (int p : e->p2p_peers) {
+        if (p >= 0) to.push_back(p);
+        else
+          for (int m : members_of(*e, e->p2p_any_comm)) to.push_back(m);
+      }
+    } else if (e->in_collective && e->stalled_s >= opt.stall_threshold_s) {
+      for (int m : members_of(*e, e->comm_id)) {
+        auto it = by_rank.find(m);
+        if (it == by_rank.end()) continue;
+        const RankEvidence* o = it->second;
+        if (!(o->in_collective && o->seq == e->seq)) to.push_back(m);
+      }
+    }
+    std::sort(to.begin(), to.end());
+    to.erase(std::unique(to.begin(), to.end()), to.end());
+    to.erase(std::remove(to.begin(), to.end(), e->rank), to.end());
+    to.erase(std::remove_if(to.begin(), to.end(), [&](int r) { return !by_rank.count(r); }), to.end());
+    if (!to.empty()) edges[e->rank] = std::move(to);
+  }
+  if (!any_p2p) return out;  // collectives only: the position consensus decides
+  std::size_t blocked = edges.size();
+  if (2 * blocked <= live.size()) return out;
+  // Sinks reached from the waiting ranks.
+  std::set<int> sinks, seen;
+  std::vector<int> todo;
+  for (auto& [r, to] : edges) todo.push_back(r);
+  while (!todo.empty()) {
+    int r = todo.back();
+    todo.pop_back();
+    if (!seen.insert(r).second) continue;
+    auto it = edges.find(r);
+    if (it == edges.end()) {
+      sinks.insert(r);
+      continue;
+    }
+    for (int t : it->second) todo.push_back(t);
+  }
+  json chain = json::array();
+  for (auto* e : live)
+    if (edges.count(e->rank) || sinks.count(e->rank)) chain.push_back(wait_line(*e));
+  if (sinks.empty()) {
+    // Everyone waits for someone who waits. The deadlocked ranks are the
+    // closed cycles: strongly connected components no edge leaves (the
+    // others wait for them). Kosaraju, iteratively.
+    std::vector<int> nodes;
+    for (auto& [r, to] : edges) nodes.push_back(r);
+    std::map<int, std::vector<int>> rev;
+    for (auto& [r, to] : edges)
+      for (int t : to) rev[t].push_back(r);
+    std::vector<int> order;
+    std::set<int> done;
+    for (int start : nodes) {
+      if (done.count(start)) continue;
+      std::vector<std::pair<int, std::size_t>> stack{{start, 0}};
+      done.insert(start);
+      while (!stack.empty()) {
+        auto& [r, i] = stack.back();
+        const auto& to = edges[r];
+        if (i < to.size()) {
+          const int t = to[i++];
+          if (!done.count(t)) {
+            done.insert(t);
+            stack.push_back({t, 0});
+          }
+        } else {
+          order.push_back(r);
+          stack.pop_back();
+        }
+      }
+    }
+    std::map<int, int> comp;
+    int ncomp = 0;
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      if (comp.count(*it)) continue;
+      std::vector<int> todo2{*it};
+      comp[*it] = ncomp;
+      while (!todo2.empty()) {
+        int r = todo2.back();
+        todo2.pop_back();
+        for (int p : rev[r])
+          if (!comp.count(p)) {
+            comp[p] = ncomp;
+            todo2.push_back(p);
+          }
+      }
+      ++ncomp;
+    }
+    std::vector<bool> leaves(static_cast<std::size_t>(ncomp), false);
+    for (auto& [r, to] : edges)
+      for (int t : to)
+        if (comp[t] != comp[r]) leaves[static_cast<std::size_t>(comp[r])] = true;
+    std::vector<const RankEvidence*> group;
+    json cycles = json::array();
+    for (int c = 0; c < ncomp; ++c) {
+      if (leaves[static_cast<std::size_t>(c)]) continue;
+      json cyc = json::array();
+      for (int r : nodes)
+        if (comp[r] == c) {
+          group.push_back(by_rank[r]);
+          cyc.push_back(r);
+        }
+      if (cyc.size() >= 2) cycles.push_back(cyc);
+    }
+    if (group.size() < 2) return out;
+    // Every rank in one cycle through Wait/Test calls: their requests may be
+    // satisfied already (the graph cannot tell), so it may as well be a
+    // communication hang. Only a cycle of calls that must each receive or
+    // send (or a strict part of the job) is named a deadlock.
+    bool through_requests = false;
+    for (auto* e : group) through_requests |= e->p2p_call.rfind("MPI_Wait", 0) == 0 || e->p2p_call.rfind("MPI_Test", 0) == 0;
+    if (group.size() == live.size() && through_requests) {
+      VerdictDraft d;
+      d.kind = c3::VerdictKind::kHang;
+      d.status = c3::VerdictStatus::kInconclusive;
+      d.evidence = {{"rule", "every rank waits inside MPI for another through its requests: a deadlock or a "
+                             "communication hang, no rank stands out"},
+                    {"chain", chain}};
+      d.key = key_of("hang-waitfor-cycle", {}, 0);
+      out.push_back(std::move(d));
+      return out;
+    }
+    VerdictDraft d;
+    d.kind = c3::VerdictKind::kDeadlock;
+    d.status = c3::VerdictStatus::kAttributed;
+    d.ranks = ranks_of(group);
+    d.hosts = hosts_of(group);
+    json cycle_lines = json::array();
+    for (auto* e : group) cycle_lines.push_back(wait_line(*e));
+    d.evidence = {{"rule", "ranks blocked inside MPI on each other in a cycle: an application deadlock"},
+                  {"cycles", cycles}, {"chain", cycle_lines}, {"waiting", chain}, {"peers", live.size()}};
+    d.key = key_of("deadlock", d.ranks, 0);
+    out.push_back(std::move(d));
+    return out;
+  }
+  if (2 * sinks.size() >= live.size()) {
+    VerdictDraft d;
+    d.kind = c3::VerdictKind::kHang;
+    d.status = c3::VerdictStatus::kInconclusive;
+    std::set<std::uint64_t> comms;
+    for (auto* e : live)
+      if (!e->p2p_call.empty()) comms.insert(e->p2p_any_comm ? e->p2p_any_comm : e->p2p_comm);
+    json cl = json::array();
+    for (auto c : comms) cl.push_back(fmt::format("{:016x}", c));
+    d.evidence = {{"rule", "the waiting ranks lead to no strict minority of ranks outside MPI"},
+                  {"communicators", cl}, {"chain", chain}, {"outside_mpi", std::vector<int>(sinks.begin(), sinks.end())}};
+    d.key = key_of("hang-waitfor-inconclusive", {}, 0);
+    out.push_back(std::move(d));
+    return out;
+  }
+  std::vector<const RankEvidence*> stalled, io, running;
+  for (int r : sinks) {
+    const RankEvidence* e = by_rank[r];
+    if (is_stalled_state(e->state)) stalled.push_back(e);
+    else if (in_io_syscall(e->syscall)) io.push_back(e);
+    else running.push_back(e);
+  }
+  for (auto* group : {&stalled, &io, &running}) {
+    if (group->empty()) continue;
+    VerdictDraft d;
+    d.kind = group == &stalled ? c3::VerdictKind::kStall
+             : group == &io    ? c3::VerdictKind::kStraggler
+                               : c3::VerdictKind::kHang;
+    d.status = c3::VerdictStatus::kAttributed;
+    d.ranks = ranks_of(*group);
+    d.hosts = hosts_of(*group);
+    json culprits = json::array();
+    json waited_by = json::object();
+    for (auto* e : *group) {
+      culprits.push_back(rank_brief(*e));
+      json w = json::array();
+      for (auto& [r, to] : edges)
+        if (std::find(to.begin(), to.end(), e->rank) != to.end()) w.push_back(r);
+      waited_by[std::to_string(e->rank)] = w;
+    }
+    json waiting = json::array();
+    for (auto& [r, to] : edges) waiting.push_back(r);
+    d.evidence = {{"rule", "wait-for graph: the waiting ranks (a strict majority) lead to these ranks, outside MPI"},
+                  {"chain", chain},
+                  {"culprits", culprits},
+                  {"waited_by", waited_by},
+                  {"waiting", waiting},
+                  {"peers", live.size()}};
+    if (group == &io) d.evidence["type"] = "io";
+    d.key = group == &stalled ? stall_key(*group) : key_of("behind-waitfor", d.ranks, (*group).front()->p2p_ops);
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+// Direct evidence needs no majority: a process stopped (T), in D state or a
+// zombie for the stall threshold, with no progress for as long, is a stall
+// of that rank (a 1-rank job, or 2 ranks where the other waits for it).
+void add_direct_stalls(const std::vector<const RankEvidence*>& live, const DetectorOptions& opt,
+                       std::vector<VerdictDraft>& out) {
+  std::set<int> named;
+  for (auto& d : out)
+    for (int r : d.ranks) named.insert(r);
+  std::vector<const RankEvidence*> group;
+  for (auto* e : live)
+    if (!named.count(e->rank) && is_stalled_state(e->state) && e->state_s >= opt.stall_threshold_s &&
+        e->stalled_s >= opt.stall_threshold_s)
+      group.push_back(e);
+  if (group.empty()) return;
+  VerdictDraft d;
+  d.kind = c3::VerdictKind::kStall;
+  d.status = c3::VerdictStatus::kAttributed;
+  d.ranks = ranks_of(group);
+  d.hosts = hosts_of(group);
+  json culprits = json::array();
+  for (auto* e : group) {
+    json c = rank_brief(*e);
+    c["state_s"] = e->state_s;
+    culprits.push_back(c);
+  }
+  json chain = json::array(), waiting = json::array();
+  for (auto* e : live) {
+    if (!e->p2p_call.empty() || e->in_collective || is_stalled_state(e->state)) chain.push_back(wait_line(*e));
+    if (!e->p2p_call.empty() || e->in_collective) waiting.push_back(e->rank);
+  }
+  d.evidence = {{"waiting", waiting}, {"rule", "direct evidence: the process has been stopped, in uninterruptible sleep or a zombie "
+                         "for the stall threshold, with no progress"},
+                {"culprits", culprits}, {"chain", chain}, {"peers", live.size()},
+                {"threshold_s", opt.stall_threshold_s}};
+  d.key = stall_key(group);
+  out.push_back(std::move(d));
+}
+
+std::vector<VerdictDraft> detect_consensus(const std::vector<const RankEvidence*>& live, const DetectorOptions& opt);
+
+}  // namespace
+
 std::vector<VerdictDraft> detect_progress(const std::vector<RankEvidence>& ranks,
                                           const DetectorOptions& opt) {
-  std::vector<VerdictDraft> out;
   std::vector<const RankEvidence*> live;
   for (auto& e : ranks)
     if (e.attached && e.alive && !e.finalized) live.push_back(&e);
-  if (live.size() < 2) return out;
+  std::vector<VerdictDraft> out;
+  if (live.size() >= 2) {
+    out = detect_wait_for(live, opt);
+    if (out.empty()) out = detect_consensus(live, opt);
+  }
+  bool inconclusive_only = std::all_of(out.begin(), out.end(), [](auto& d) {
+    return d.status == c3::VerdictStatus::kInconclusive;
+  });
+  if (inconclusive_only) {
+    std::vector<VerdictDraft> direct;
+    add_direct_stalls(live, opt, direct);
+    if (!direct.empty()) return direct;  // a named rank beats "nobody stands out"
+  } else {
+    add_direct_stalls(live, opt, out);
+  }
+  return out;
+}
+
+namespace {
+
+std::vector<VerdictDraft> detect_consensus(const std::vector<const RankEvidence*>& live, const DetectorOptions& opt) {
+  std::vector<VerdictDraft> out;
   std::size_t waiting = 0, stuck = 0;
   for (auto* e : live) {
     if (e->stalled_s >= opt.stall_threshold_s) ++stuck;
-    if (e->in_collective) ++waiting;
+    if (e->in_collective || !e->p2p_call.empty()) ++waiting;
   }
   // A hang stops a strict majority of the ranks (the culprit and those that
   // wait for it). A job that computes for a long time without collectives is
@@ -145,7 +537,7 @@ std::vector<VerdictDraft> detect_progress(const std::vector<RankEvidence>& ranks
       if (group == &behind_io) d.evidence["type"] = "io";
       // One incident whatever the culprit's process state does meanwhile
       // (a stopped rank that is continued shows R until it catches up).
-      d.key = key_of("behind", d.ranks, majority);
+      d.key = group == &behind_stalled ? stall_key(*group) : key_of("behind", d.ranks, majority);
       out.push_back(std::move(d));
     }
     return out;
@@ -227,5 +619,7 @@ std::vector<VerdictDraft> detect_progress(const std::vector<RankEvidence>& ranks
   out.push_back(std::move(d));
   return out;
 }
+
+}  // namespace
 
 }  // namespace scout::scoutd

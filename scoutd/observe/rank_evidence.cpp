@@ -27,6 +27,22 @@ void to_json(json& j, const RankEvidence& e) {
   for (auto& [c, m] : e.comm_members)
     if (e.comm_wait.count(c)) cm[fmt::format("{:016x}", c)] = m;  // only the ones in use
   j["comm_members"] = cm;
+  if (e.state_s > 0) j["state_s"] = e.state_s;
+  if (e.p2p_ops || !e.p2p_call.empty()) {
+    j["p2p"] = {{"ops", e.p2p_ops}, {"call", e.p2p_call}, {"wait_s", e.p2p_wait_s}, {"peers", e.p2p_peers},
+                {"more", e.p2p_more}, {"comm", fmt::format("{:016x}", e.p2p_comm)},
+                {"any_comm", fmt::format("{:016x}", e.p2p_any_comm)}};
+    if (e.p2p_any_comm && e.comm_members.count(e.p2p_any_comm))
+      j["comm_members"][fmt::format("{:016x}", e.p2p_any_comm)] = e.comm_members.at(e.p2p_any_comm);
+  }
+  if (!e.end_kind.empty())
+    j["end"] = {{"kind", e.end_kind}, {"code", e.end_code}, {"addr", fmt::format("{:x}", e.end_addr)},
+                {"ns", e.end_ns}, {"seq", e.end_seq}};
+  if (!e.peers.empty()) {
+    json ps = json::array();
+    for (auto& [w, p] : e.peers) ps.push_back({w, p.sent, p.recvd, p.sent_bytes, p.recvd_bytes, p.waits, p.wait_s});
+    j["peers"] = ps;
+  }
   if (!e.outsigs.empty()) {
     json os = json::array();
     for (auto& o : e.outsigs)
@@ -71,6 +87,41 @@ void from_json(const json& j, RankEvidence& e) {
         for (auto& x : v) m.push_back(c3::json_int_at<int>(x));
         e.comm_members[std::stoull(k, nullptr, 16)] = std::move(m);
       }
+  e.state_s = j.value("state_s", 0.0);
+  if (j.contains("p2p") && j["p2p"].is_object()) {
+    const json& p = j["p2p"];
+    e.p2p_ops = c3::json_int<std::uint64_t>(p, "ops");
+    e.p2p_call = p.at("call").get<std::string>().substr(0, 32);
+    e.p2p_wait_s = p.at("wait_s").get<double>();
+    for (auto& x : p.at("peers")) {
+      if (e.p2p_peers.size() >= 64) break;
+      e.p2p_peers.push_back(c3::json_int_at<int>(x));
+    }
+    e.p2p_more = p.at("more").get<bool>();
+    e.p2p_comm = std::stoull(p.at("comm").get<std::string>(), nullptr, 16);
+    e.p2p_any_comm = std::stoull(p.at("any_comm").get<std::string>(), nullptr, 16);
+  }
+  if (j.contains("end") && j["end"].is_object()) {
+    const json& x = j["end"];
+    e.end_kind = x.at("kind").get<std::string>().substr(0, 16);
+    e.end_code = c3::json_int<long long>(x, "code");
+    e.end_addr = std::stoull(x.at("addr").get<std::string>(), nullptr, 16);
+    e.end_ns = c3::json_int<std::int64_t>(x, "ns");
+    e.end_seq = c3::json_int<std::uint64_t>(x, "seq");
+  }
+  if (j.contains("peers") && j["peers"].is_array())
+    for (auto& x : j["peers"]) {
+      if (e.peers.size() >= 256) break;
+      if (!x.is_array() || x.size() != 7) continue;
+      RankEvidence::Peer p;
+      p.sent = c3::json_int_at<std::uint64_t>(x[1]);
+      p.recvd = c3::json_int_at<std::uint64_t>(x[2]);
+      p.sent_bytes = c3::json_int_at<std::uint64_t>(x[3]);
+      p.recvd_bytes = c3::json_int_at<std::uint64_t>(x[4]);
+      p.waits = c3::json_int_at<std::uint64_t>(x[5]);
+      p.wait_s = x[6].get<double>();
+      e.peers[c3::json_int_at<int>(x[0])] = p;
+    }
   if (j.contains("outsigs") && j["outsigs"].is_array())
     for (auto& o : j["outsigs"])
       if (o.is_array() && o.size() == 4)

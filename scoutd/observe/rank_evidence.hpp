@@ -44,6 +44,28 @@ struct RankEvidence {
     std::uint64_t comm = 0, call = 0, kind = 0, sig = 0;
   };
   std::vector<OutSig> outsigs;
+  // How long /proc has shown `state` (sampled every few ticks).
+  double state_s = 0;
+  // Point-to-point (record version 6). While the rank waits in a
+  // point-to-point or completion call: which, for how long, for whom.
+  std::uint64_t p2p_ops = 0;      // messages completed so far
+  std::string p2p_call;           // "MPI_Recv"; empty when not waiting
+  double p2p_wait_s = 0;
+  std::vector<int> p2p_peers;     // world ranks; -1: any source of p2p_any_comm
+  bool p2p_more = false;          // waits for more peers than listed
+  std::uint64_t p2p_comm = 0, p2p_any_comm = 0;
+  // The event that ended the rank: "abort" (MPI_Abort) or "signal".
+  std::string end_kind;
+  long long end_code = 0;         // abort error code, or signal number
+  std::uint64_t end_addr = 0;     // faulting address
+  std::int64_t end_ns = 0;        // CLOCK_MONOTONIC
+  std::uint64_t end_seq = 0;
+  // Per-peer counters (world rank): messages, and time waited for each.
+  struct Peer {
+    std::uint64_t sent = 0, recvd = 0, sent_bytes = 0, recvd_bytes = 0, waits = 0;
+    double wait_s = 0;
+  };
+  std::map<int, Peer> peers;
 };
 
 void to_json(nlohmann::json& j, const RankEvidence& e);

@@ -92,7 +92,7 @@ RankWatcher::~RankWatcher() {
   stop();
   for (auto& s : slots_) {
     if (s.pidfd >= 0) close(s.pidfd);
-    if (s.rec) munmap(s.rec, sizeof(c3::RankRecord));
+    if (s.rec) munmap(s.rec, s.map_len);
   }
 }
 
@@ -131,7 +131,10 @@ void RankWatcher::try_attach(Slot& s) {
     close(fd);
     return;
   }
-  void* p = mmap(nullptr, sizeof(c3::RankRecord), PROT_READ, MAP_SHARED, fd, 0);
+  // Version 6 is longer than version 5; the header says which this is.
+  const std::size_t map_len = static_cast<std::size_t>(st.st_size) >= sizeof(c3::RecordV6) ? sizeof(c3::RecordV6)
+                                                                                           : sizeof(c3::RankRecord);
+  void* p = mmap(nullptr, map_len, PROT_READ, MAP_SHARED, fd, 0);
   close(fd);
   if (p == MAP_FAILED) return;
   auto* rec = static_cast<c3::RankRecord*>(p);
@@ -146,23 +149,23 @@ void RankWatcher::try_attach(Slot& s) {
         hdr.magic = __atomic_load_n(&hdr_src->magic, __ATOMIC_ACQUIRE);
         std::memcpy(hdr.bytes, hdr_src, sizeof hdr.bytes);
       })) {
-    munmap(p, sizeof(c3::RankRecord));
+    munmap(p, map_len);
     invalidate(s, "record truncated while being read (SIGBUS)");
     return;
   }
   if (hdr.magic == 0) {  // not yet published
-    munmap(p, sizeof(c3::RankRecord));
+    munmap(p, map_len);
     return;
   }
   c3::RankRecord head{};
   std::memcpy(&head, hdr.bytes, sizeof hdr.bytes);
-  std::string why = c3::record_check_header(head, static_cast<std::size_t>(st.st_size));
+  std::string why = c3::record_check_header(head, std::min(static_cast<std::size_t>(st.st_size), map_len));
   if (why.empty() && (head.pid <= 0 || head.pid > (1 << 22)))
     why = fmt::format("pid {} is out of range", head.pid);
   if (why.empty() && !match_host_.empty() &&
       std::string(head.host, strnlen(head.host, sizeof head.host)) != match_host_) {
     s.foreign = true;  // stable for the rank's lifetime: never looked at again
-    munmap(p, sizeof(c3::RankRecord));
+    munmap(p, map_len);
     return;
   }
   if (why.empty() && head.world_rank != s.rank)
@@ -172,10 +175,13 @@ void RankWatcher::try_attach(Slot& s) {
       log::warning("{}: record {} refused: {}", node_, name, why);
       s.bad_record = why;
     }
-    munmap(p, sizeof(c3::RankRecord));
+    munmap(p, map_len);
     return;
   }
   s.rec = rec;
+  s.map_len = map_len;
+  s.version = head.version;
+  s.world_size = head.world_size;
   s.pid = head.pid;
   s.pidfd = static_cast<int>(syscall(SYS_pidfd_open, s.pid, 0));
   if (s.pidfd < 0 && errno == ESRCH) s.death_ns = monotonic_ns();  // gone already
@@ -188,7 +194,7 @@ void RankWatcher::try_attach(Slot& s) {
 void RankWatcher::invalidate(Slot& s, const std::string& why) {
   if (s.invalid.empty()) log::warning("{}: rank {}: record invalid: {}; the rank is no longer observed", node_, s.rank, why);
   s.invalid = why;
-  if (s.rec) munmap(s.rec, sizeof(c3::RankRecord));
+  if (s.rec) munmap(s.rec, s.map_len);
   s.rec = nullptr;
   s.have_last = false;
   if (s.pidfd >= 0) close(s.pidfd);
@@ -221,8 +227,21 @@ void RankWatcher::tick() {
       invalidate(s, fmt::format("sequence number went back from {} to {}", s.last.seq, live.seq));
       continue;
     }
-    // Progress: a collective entered or completed.
+    if (s.version == c3::kRecordVersion && !read_v6(s, now, ticks_ % 10 == 0)) continue;
+    // Progress: a collective entered or completed, a message completed, or a
+    // point-to-point wait began.
     std::uint64_t key = live.seq * 0x9E3779B97F4A7C15ULL ^ live.exit_ns ^ (live.in_collective << 63);
+    if (s.have_p2p)
+      key ^= (s.p2p.ops + 1) * 0xC2B2AE3D27D4EB4FULL ^ (s.p2p.call << 56) ^ (s.p2p.entry_ns * 0x165667B19E3779F9ULL);
+    // The process state, sampled every 5 ticks: how long it has held.
+    if (ticks_ % 5 == 0 && s.pid > 0 && s.death_ns == 0) {
+      const std::string f = proc_stat_fields(s.pid);
+      const char st = f.empty() ? 'X' : f[0];
+      if (st != s.state || s.state_since_ns == 0) {
+        s.state = st;
+        s.state_since_ns = now;
+      }
+    }
     if (!s.have_last || key != s.progress_key) {
       s.progress_key = key;
       s.last_progress_ns = now;
@@ -283,6 +302,62 @@ void RankWatcher::tick() {
   }
 }
 
+// The version-6 part: the point-to-point state (every tick), the end event
+// and, when `counters`, the per-peer counters. False when the record was
+// dropped as invalid.
+bool RankWatcher::read_v6(Slot& s, std::int64_t /*now*/, bool counters) {
+  const c3::RecordV6* v6 = c3::as_v6(*s.rec, s.version);
+  if (!v6) return true;
+  c3::P2PLive p2p;
+  bool consistent = false;
+  c3::EndEvent end{};
+  bool have_end = false;
+  std::string end_why;
+  c3::PeerSlot peers[c3::kPeerSlots];
+  if (!guarded([&] {
+        consistent = c3::p2p_read(*v6, p2p);
+        if (!s.have_end) have_end = c3::end_read(*v6, end, &end_why);
+        if (counters) std::memcpy(static_cast<void*>(peers), v6->peers, sizeof peers);
+      })) {
+    invalidate(s, "record truncated while being read (SIGBUS)");
+    return false;
+  }
+  if (consistent) {
+    if (std::string why = c3::p2p_check_live(p2p, s.world_size); !why.empty()) {
+      invalidate(s, why);
+      return false;
+    }
+    if (s.have_p2p && p2p.ops < s.p2p.ops) {
+      invalidate(s, fmt::format("message count went back from {} to {}", s.p2p.ops, p2p.ops));
+      return false;
+    }
+    s.p2p = p2p;
+    s.have_p2p = true;
+  }
+  if (have_end) {
+    s.end = end;
+    s.have_end = true;
+  } else if (!end_why.empty() && s.invalid.empty()) {
+    invalidate(s, end_why);
+    return false;
+  }
+  if (counters) {
+    s.peers.clear();
+    for (auto& p : peers) {
+      if (p.peer == 0 || p.peer > static_cast<std::uint64_t>(s.world_size)) continue;  // free, or not a rank
+      RankEvidence::Peer e;
+      e.sent = p.sent;
+      e.recvd = p.recvd;
+      e.sent_bytes = p.sent_bytes;
+      e.recvd_bytes = p.recvd_bytes;
+      e.waits = p.waits;
+      e.wait_s = static_cast<double>(p.wait_ns) / 1e9;
+      s.peers[static_cast<int>(p.peer - 1)] = e;
+    }
+  }
+  return true;
+}
+
 void RankWatcher::poll_deaths(int timeout_ms) {
   std::vector<pollfd> fds;
   std::vector<std::size_t> idx;
@@ -320,12 +395,16 @@ LocalSummary RankWatcher::summary() const {
       ++sum.finalized;
       continue;
     }
+    if (s.have_end) ++sum.ended;
     if (s.death_ns) {
       if (!s.death_reported) ++sum.unreported_deaths;
       continue;
     }
-    sum.max_stall_s = std::max(sum.max_stall_s, (now - s.last_progress_ns) / 1e9);
-    if (s.last.in_collective) ++sum.waiting;
+    const double stalled = (now - s.last_progress_ns) / 1e9;
+    sum.max_stall_s = std::max(sum.max_stall_s, stalled);
+    if (s.last.in_collective || (s.have_p2p && s.p2p.call != 0)) ++sum.waiting;
+    if ((s.state == 'T' || s.state == 't' || s.state == 'D' || s.state == 'Z') && s.state_since_ns)
+      sum.max_stopped_s = std::max(sum.max_stopped_s, std::min(stalled, (now - s.state_since_ns) / 1e9));
     sum.min_seq = std::min(sum.min_seq, s.last.seq);
     sum.max_seq = std::max(sum.max_seq, s.last.seq);
     if (s.steps.steps >= 4) {
@@ -370,6 +449,26 @@ std::vector<RankEvidence> RankWatcher::evidence(bool for_gather) const {
       e.comm_wait = s.comm_wait;
       e.comm_members = s.comm_members;
       if (for_gather) e.outsigs = std::exchange(s.outsigs, {});
+      if (s.have_p2p) {
+        e.p2p_ops = s.p2p.ops;
+        if (s.p2p.call != 0) {
+          e.p2p_call = c3::p2p_call_name(s.p2p.call);
+          e.p2p_wait_s = std::max<double>(0, (now - static_cast<std::int64_t>(s.p2p.entry_ns)) / 1e9);
+          for (std::uint64_t k = 0; k < s.p2p.npeers && k < c3::kBlockedPeers; ++k)
+            e.p2p_peers.push_back(static_cast<int>(s.p2p.peers[k]));
+          e.p2p_more = s.p2p.more_peers != 0;
+          e.p2p_comm = s.p2p.comm_id;
+          e.p2p_any_comm = s.p2p.any_comm;
+        }
+      }
+      if (s.have_end) {
+        e.end_kind = s.end.kind == SCOUT_END_ABORT ? "abort" : "signal";
+        e.end_code = s.end.code;
+        e.end_addr = s.end.addr;
+        e.end_ns = static_cast<std::int64_t>(s.end.ns);
+        e.end_seq = s.end.seq;
+      }
+      e.peers = s.peers;
       if (e.alive) {
         ProcInfo p = read_proc_info(s.pid);
         e.state = p.state;
@@ -378,6 +477,7 @@ std::vector<RankEvidence> RankWatcher::evidence(bool for_gather) const {
         e.rchar = p.rchar;
         e.wchar = p.wchar;
         if (!p.exists) e.alive = false;
+        if (s.state_since_ns && p.state == s.state) e.state_s = (now - s.state_since_ns) / 1e9;
       } else {
         e.state = 'X';
       }

@@ -37,6 +37,8 @@ struct LocalSummary {
   std::uint32_t comm_hist[kComputeBins] = {};
   double max_comm_s = 0;
   std::uint32_t outsig_new = 0;  // collective-output signatures read since the last gather
+  double max_stopped_s = 0;      // longest a rank has been stopped/D/zombie without progress
+  std::uint32_t ended = 0;       // ranks whose record holds an end event (abort, fatal signal)
 };
 
 int compute_bin(double seconds);
@@ -94,6 +96,16 @@ class RankWatcher {
     std::uint64_t comms_read = 0;
     mutable std::vector<RankEvidence::OutSig> outsigs;  // undelivered, newest last
     std::uint64_t outsig_next = 0;
+    std::size_t map_len = 0;        // bytes mapped (the record's version decides)
+    std::uint32_t version = 0;
+    std::int32_t world_size = 0;
+    c3::P2PLive p2p{};              // version 6: the point-to-point part
+    bool have_p2p = false;
+    c3::EndEvent end{};             // its end event, once written
+    bool have_end = false;
+    std::map<int, RankEvidence::Peer> peers;  // per-peer counters (read every few ticks)
+    char state = '?';               // sampled /proc state, and since when
+    std::int64_t state_since_ns = 0;
   };
   static constexpr std::size_t kMaxSlots = 65536;
   void loop();
@@ -102,6 +114,7 @@ class RankWatcher {
   void try_attach(Slot& s);
   void invalidate(Slot& s, const std::string& why);
   void poll_deaths(int timeout_ms);
+  bool read_v6(Slot& s, std::int64_t now, bool counters);
 
   std::string job_, step_, node_, match_host_;
   std::uint32_t step_kind_ = 0;

@@ -128,6 +128,7 @@ void combine_triggers(Bytes& acc, const Bytes& child) {
   a->replay_demand |= c->replay_demand;
   a->outsig_pending += c->outsig_pending;
   a->learn_pending += c->learn_pending;
+  a->suspects += c->suspects;
   a->book_behind += c->book_behind;
   acc = encode_trigger(*a);
 }

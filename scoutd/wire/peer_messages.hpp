@@ -70,7 +70,7 @@ struct Trigger {
   std::uint32_t outsig_pending;  // new collective-output signatures
   std::uint32_t learn_pending;   // telemetry anomaly flags to report
   std::uint32_t book_behind;     // observers whose incident book missed events
-  std::uint32_t pad;
+  std::uint32_t suspects;        // ranks with direct evidence: stopped/D/zombie for the threshold, or ended
 };
 Bytes encode_trigger(const Trigger& t);
 std::optional<Trigger> decode_trigger(const Bytes& msg);

@@ -2,9 +2,12 @@
  * compared with the C++ view in test_rank_record.cpp. */
 #include <stddef.h>
 
-#include "libc3/abi/scout_record_v5.h"
+#include "libc3/abi/scout_record_v6.h"
 
 size_t scout_test_record_v5_c_size(void) { return sizeof(struct scout_record_v5); }
 size_t scout_test_record_v5_c_offset_live(void) { return offsetof(struct scout_record_v5, live); }
 size_t scout_test_record_v5_c_offset_outsigs(void) { return offsetof(struct scout_record_v5, outsigs); }
 size_t scout_test_record_v5_c_offset_comms(void) { return offsetof(struct scout_record_v5, comms); }
+size_t scout_test_record_v6_c_size(void) { return sizeof(struct scout_record_v6); }
+size_t scout_test_record_v6_c_offset_p2p(void) { return offsetof(struct scout_record_v6, p2p); }
+size_t scout_test_record_v6_c_offset_peers(void) { return offsetof(struct scout_record_v6, peers); }

@@ -143,3 +143,144 @@ TEST_CASE("the rank behind blocked inside a write is an I/O straggler") {
   v[6].syscall = -1;
   CHECK(detect_progress(v, opt())[0].kind == c3::VerdictKind::kStall);
 }
+
+// --- point-to-point: the wait-for graph, direct evidence, end events --------
+namespace {
+// n ranks in a 1-D ring halo: each waits in MPI_Waitall for both neighbours.
+std::vector<RankEvidence> ring(int n, double stalled) {
+  auto v = job(n, 5, false, stalled);
+  for (int r = 0; r < n; ++r) {
+    v[r].p2p_call = "MPI_Waitall";
+    v[r].p2p_peers = {(r + n - 1) % n, (r + 1) % n};
+    v[r].p2p_wait_s = stalled;
+    v[r].p2p_ops = 100;
+  }
+  return v;
+}
+void outside(RankEvidence& e, char state) {
+  e.p2p_call.clear();
+  e.p2p_peers.clear();
+  e.state = state;
+  e.state_s = e.stalled_s;
+}
+}  // namespace
+
+TEST_CASE("wait-for graph: the waiting ranks lead to the stopped one (stall, with the chain)") {
+  auto v = ring(6, 3.0);
+  outside(v[3], 'T');
+  auto d = detect_progress(v, opt());
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].kind == c3::VerdictKind::kStall);
+  CHECK(d[0].ranks == std::vector<int>{3});
+  CHECK(d[0].evidence["rule"].get<std::string>().find("wait-for graph") != std::string::npos);
+  const auto chain = d[0].evidence["chain"].dump();
+  CHECK(chain.find("rank 2 waits in MPI_Waitall for 1 and 3 (3.0 s)") != std::string::npos);
+  CHECK(chain.find("rank 3 is outside MPI, process stopped (T)") != std::string::npos);
+  CHECK(d[0].evidence["waited_by"]["3"] == nlohmann::json({2, 4}));
+  // A running rank at the sink is a hang; the key follows the incident.
+  outside(v[3], 'R');
+  v[3].state_s = 0;
+  d = detect_progress(v, opt());
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].kind == c3::VerdictKind::kHang);
+  CHECK(d[0].ranks == std::vector<int>{3});
+}
+
+TEST_CASE("wait-for graph: healthy progress, or waits shorter than the threshold, name nobody") {
+  auto v = ring(6, 0.5);
+  outside(v[3], 'R');
+  CHECK(detect_progress(v, opt()).empty());
+}
+
+TEST_CASE("wait-for graph: a cycle with no rank outside MPI is a deadlock naming the cycle") {
+  auto v = ring(6, 3.0);
+  {
+    // Everyone in Waitall for both neighbours and nobody outside MPI: the
+    // requests may be satisfied already, so nobody is named.
+    auto all = detect_progress(v, opt());
+    REQUIRE(all.size() == 1);
+    CHECK(all[0].kind == c3::VerdictKind::kHang);
+    CHECK(all[0].status == c3::VerdictStatus::kInconclusive);
+    // A ring of blocking sends, each waiting for its right neighbour: deadlock.
+    auto b = v;
+    for (int r = 0; r < 6; ++r) {
+      b[r].p2p_call = "MPI_Send";
+      b[r].p2p_peers = {(r + 1) % 6};
+    }
+    all = detect_progress(b, opt());
+    REQUIRE(all.size() == 1);
+    CHECK(all[0].kind == c3::VerdictKind::kDeadlock);
+    CHECK(all[0].ranks.size() == 6);
+  }
+  // Ranks 2 and 3 wait in MPI_Recv for each other; the rest wait for them.
+  v[2].p2p_call = v[3].p2p_call = "MPI_Recv";
+  v[2].p2p_peers = {3};
+  v[3].p2p_peers = {2};
+  auto d = detect_progress(v, opt());
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].kind == c3::VerdictKind::kDeadlock);
+  CHECK(d[0].ranks == std::vector<int>{2, 3});
+  CHECK_FALSE(c3::drainable(d[0].kind));  // an application bug never drains a node
+}
+
+TEST_CASE("wait-for graph: any-source waits reaching everyone are inconclusive") {
+  auto v = ring(4, 3.0);
+  for (auto& e : v) e.p2p_peers = {-1};  // any source of an unknown communicator: everyone
+  outside(v[1], 'R');
+  outside(v[2], 'R');  // two of four outside MPI: not a strict minority
+  auto d = detect_progress(v, opt());
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].status == c3::VerdictStatus::kInconclusive);
+}
+
+TEST_CASE("direct evidence: a stopped process is a stall without any majority (1 and 2 ranks)") {
+  auto v = job(1, 7, false, 3.0);
+  outside(v[0], 'T');
+  auto d = detect_progress(v, opt());
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].kind == c3::VerdictKind::kStall);
+  CHECK(d[0].ranks == std::vector<int>{0});
+  v = job(2, 7, true, 3.0);
+  outside(v[1], 'T');
+  v[1].seq = 6;
+  d = detect_progress(v, opt());
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].kind == c3::VerdictKind::kStall);
+  CHECK(d[0].ranks == std::vector<int>{1});
+  // Stopped for less than the threshold (state sampled since): nobody named
+  // yet (two ranks at different positions: no majority, inconclusive).
+  v[1].state_s = 1.0;
+  for (auto& x : detect_progress(v, opt())) CHECK(x.status == c3::VerdictStatus::kInconclusive);
+}
+
+TEST_CASE("end events: MPI_Abort names its caller even when every rank died at once") {
+  auto v = job(4, 9, false, 0.1);
+  for (auto& e : v) {
+    e.alive = false;
+    e.death_ns = 1000;
+  }
+  v[2].end_kind = "abort";
+  v[2].end_code = 3;
+  v[2].end_ns = 900;
+  auto d = detect_crash(v, opt());
+  REQUIRE(d);
+  CHECK(d->kind == c3::VerdictKind::kAbort);
+  CHECK(d->ranks == std::vector<int>{2});
+  CHECK(d->evidence["summary"] == "rank 2 called MPI_Abort with error code 3");
+  CHECK_FALSE(c3::drainable(d->kind));
+  // A fatal signal in one rank first: crash, with the signal and the address.
+  v[2].end_kind = "signal";
+  v[2].end_code = 11;
+  v[2].end_addr = 0x40;
+  d = detect_crash(v, opt());
+  REQUIRE(d);
+  CHECK(d->kind == c3::VerdictKind::kCrash);
+  CHECK(d->evidence["summary"] == "rank 2 got SIGSEGV at address 0x40");
+  // The same signal in every rank at once is the program's: no rank named.
+  for (auto& e : v) {
+    e.end_kind = "signal";
+    e.end_code = 11;
+    e.end_ns = 900;
+  }
+  CHECK_FALSE(detect_crash(v, opt()));
+}

@@ -12,10 +12,11 @@
 using namespace scout::c3;
 
 namespace {
+// A version-5 record (still read): the front of version 6.
 std::unique_ptr<RankRecord> fresh() {
   auto r = std::make_unique<RankRecord>();
   r->magic = kRecordMagic;
-  r->version = kRecordVersion;
+  r->version = kRecordVersionOld;
   r->size = sizeof(RankRecord);
   r->world_rank = 3;
   r->world_size = 8;
@@ -41,6 +42,53 @@ TEST_CASE("header checks name what was expected") {
   r = fresh();
   r->world_rank = 9;
   CHECK(record_check_header(*r, sizeof *r).find("out of range") != std::string::npos);
+}
+
+TEST_CASE("version 6: its size, the mapping covering it, the point-to-point part range-checked") {
+  auto v6 = std::make_unique<RecordV6>();
+  RankRecord& r = v6->v5;
+  r.magic = kRecordMagic;
+  r.version = kRecordVersion;
+  r.size = sizeof(RecordV6);
+  r.world_rank = 1;
+  r.world_size = 4;
+  r.pid = 99;
+  CHECK(record_check_header(r, sizeof(RecordV6)).empty());
+  CHECK(record_check_header(r, sizeof(RankRecord)).find("expected at least 24448 for version 6") != std::string::npos);
+  r.size = sizeof(RankRecord);
+  CHECK(record_check_header(r, sizeof(RecordV6)).find("size field") != std::string::npos);
+  CHECK(as_v6(r, kRecordVersion) == v6.get());
+  CHECK(as_v6(r, kRecordVersionOld) == nullptr);
+
+  P2PLive l{};
+  l.call = SCOUT_P2P_RECV;
+  l.npeers = 2;
+  l.peers[0] = 3;
+  l.peers[1] = kPeerAny;
+  CHECK(p2p_check_live(l, 4).empty());
+  CHECK(std::string(p2p_call_name(l.call)) == "MPI_Recv");
+  l.peers[0] = 4;  // not a rank of a 4-rank job
+  CHECK(p2p_check_live(l, 4).find("not a rank of this 4-rank job") != std::string::npos);
+  l.peers[0] = 3;
+  l.npeers = 9;
+  CHECK(p2p_check_live(l, 4).find("at most 8 fit") != std::string::npos);
+  l.npeers = 0;
+  l.call = 999;
+  CHECK(p2p_check_live(l, 4).find("not one scout knows") != std::string::npos);
+
+  EndEvent e{};
+  std::string why;
+  CHECK_FALSE(end_read(*v6, e, &why));  // none yet
+  CHECK(why.empty());
+  v6->end.kind = SCOUT_END_SIGNAL;
+  v6->end.code = 11;
+  v6->end.addr = 0x10;
+  v6->end.tag = SCOUT_END_SIGNAL;
+  REQUIRE(end_read(*v6, e, &why));
+  CHECK(e.code == 11);
+  v6->end.code = 400;  // not a signal
+  CHECK_FALSE(end_read(*v6, e, &why));
+  CHECK(why.find("signal outside 1-64") != std::string::npos);
 }
 
 TEST_CASE("a reader never sees a torn record") {
@@ -113,6 +161,9 @@ std::size_t scout_test_record_v5_c_size(void);
 std::size_t scout_test_record_v5_c_offset_live(void);
 std::size_t scout_test_record_v5_c_offset_outsigs(void);
 std::size_t scout_test_record_v5_c_offset_comms(void);
+std::size_t scout_test_record_v6_c_size(void);
+std::size_t scout_test_record_v6_c_offset_p2p(void);
+std::size_t scout_test_record_v6_c_offset_peers(void);
 }
 
 TEST_CASE("record ABI v5: a C writer and the C++ reader see the same layout") {
@@ -120,6 +171,9 @@ TEST_CASE("record ABI v5: a C writer and the C++ reader see the same layout") {
   CHECK(scout_test_record_v5_c_offset_live() == offsetof(scout::c3::RankRecord, live));
   CHECK(scout_test_record_v5_c_offset_outsigs() == offsetof(scout::c3::RankRecord, outsigs));
   CHECK(scout_test_record_v5_c_offset_comms() == offsetof(scout::c3::RankRecord, comms));
+  CHECK(scout_test_record_v6_c_size() == sizeof(scout::c3::RecordV6));
+  CHECK(scout_test_record_v6_c_offset_p2p() == offsetof(scout::c3::RecordV6, p2p));
+  CHECK(scout_test_record_v6_c_offset_peers() == offsetof(scout::c3::RecordV6, peers));
 }
 
 // Hostile records: the job's user writes the record, so every bound a reader

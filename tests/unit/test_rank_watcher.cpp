@@ -19,20 +19,26 @@
 using namespace scout;
 
 namespace {
+// A record as a probe writes it: version 6 by default, or version 5 (an
+// older probe, still read).
 struct ShmRecord {
   std::string name;
   int fd = -1;
+  std::size_t len = 0;
   c3::RankRecord* rec = nullptr;
-  ShmRecord(const std::string& job, int rank, int size) {
+  c3::RecordV6* v6 = nullptr;
+  ShmRecord(const std::string& job, int rank, int size, bool old = false) {
     name = c3::record_shm_name(job, "0", rank);
     shm_unlink(name.c_str());
     fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
     REQUIRE(fd >= 0);
-    REQUIRE(ftruncate(fd, sizeof(c3::RankRecord)) == 0);
-    rec = static_cast<c3::RankRecord*>(mmap(nullptr, sizeof *rec, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+    len = old ? sizeof(c3::RankRecord) : sizeof(c3::RecordV6);
+    REQUIRE(ftruncate(fd, static_cast<off_t>(len)) == 0);
+    rec = static_cast<c3::RankRecord*>(mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
     REQUIRE(rec != MAP_FAILED);
-    rec->version = c3::kRecordVersion;
-    rec->size = sizeof *rec;
+    if (!old) v6 = &c3::v6_of(*rec);
+    rec->version = old ? c3::kRecordVersionOld : c3::kRecordVersion;
+    rec->size = static_cast<std::uint32_t>(len);
     rec->world_rank = rank;
     rec->world_size = size;
     rec->pid = getpid();
@@ -40,7 +46,7 @@ struct ShmRecord {
     rec->live.state = c3::kStateInitialized;
   }
   ~ShmRecord() {
-    munmap(rec, sizeof *rec);
+    munmap(rec, len);
     close(fd);
     shm_unlink(name.c_str());
   }
@@ -115,5 +121,62 @@ TEST_CASE("a communicator entry that overflows its members is refused") {
   scoutd::RankWatcher w(job, "0", 0, 0, "n1", 0.02);
   w.start();
   CHECK(wait_invalid(w, 0).find("at most 64 fit") != std::string::npos);
+  w.stop();
+}
+
+TEST_CASE("version 5 and version 6 records side by side; the point-to-point part is read and checked") {
+  const std::string job = std::to_string(920000 + getpid() % 1000);
+  ShmRecord r0(job, 0, 3, /*old=*/true), r1(job, 1, 3), r2(job, 2, 3);
+  // Rank 1 waits in MPI_Recv for rank 2; rank 2 ended with SIGSEGV.
+  c3::p2p_write_begin(*r1.v6);
+  c3::rec_store(r1.v6->p2p.call, std::uint64_t{SCOUT_P2P_RECV});
+  c3::rec_store(r1.v6->p2p.entry_ns, std::uint64_t{1});
+  c3::rec_store(r1.v6->p2p.peers[0], std::int64_t{2});
+  c3::rec_store(r1.v6->p2p.npeers, std::uint64_t{1});
+  c3::rec_store(r1.v6->p2p.ops, std::uint64_t{7});
+  c3::p2p_write_end(*r1.v6);
+  r1.v6->peers[2].peer = 3;  // world rank 2
+  r1.v6->peers[2].recvd = 5;
+  r1.v6->peers[2].wait_ns = 2000000000;
+  r2.v6->end.kind = SCOUT_END_SIGNAL;
+  r2.v6->end.code = 11;
+  r2.v6->end.addr = 0xdead;
+  __atomic_store_n(&r2.v6->end.tag, std::uint64_t{SCOUT_END_SIGNAL}, __ATOMIC_RELEASE);
+  scoutd::RankWatcher w(job, "0", 0, 2, "n1", 0.02);
+  w.start();
+  REQUIRE(attached(w, 0));
+  REQUIRE(attached(w, 1));
+  REQUIRE(attached(w, 2));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // counters are read every 10 ticks
+  for (auto& e : w.evidence(false)) {
+    if (e.rank == 0) CHECK(e.p2p_call.empty());
+    if (e.rank == 1) {
+      CHECK(e.p2p_call == "MPI_Recv");
+      CHECK(e.p2p_peers == std::vector<int>{2});
+      CHECK(e.p2p_ops == 7);
+      REQUIRE(e.peers.count(2) == 1);
+      CHECK(e.peers.at(2).recvd == 5);
+      CHECK(e.peers.at(2).wait_s == doctest::Approx(2.0));
+    }
+    if (e.rank == 2) {
+      CHECK(e.end_kind == "signal");
+      CHECK(e.end_code == 11);
+      CHECK(e.end_addr == 0xdead);
+    }
+  }
+  // A peer that is not a rank of the job: the record is dropped, scoutd goes on.
+  c3::p2p_write_begin(*r1.v6);
+  c3::rec_store(r1.v6->p2p.peers[0], std::int64_t{77});
+  c3::p2p_write_end(*r1.v6);
+  CHECK(wait_invalid(w, 1).find("not a rank of this 3-rank job") != std::string::npos);
+  // The message count going back is refused too.
+  c3::p2p_write_begin(*r2.v6);
+  c3::rec_store(r2.v6->p2p.ops, std::uint64_t{10});
+  c3::p2p_write_end(*r2.v6);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  c3::p2p_write_begin(*r2.v6);
+  c3::rec_store(r2.v6->p2p.ops, std::uint64_t{4});
+  c3::p2p_write_end(*r2.v6);
+  CHECK(wait_invalid(w, 2).find("message count went back") != std::string::npos);
   w.stop();
 }

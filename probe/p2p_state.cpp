@@ -1,0 +1,313 @@
+// Point-to-point state of the probe (see probe_state.hpp): what the rank
+// waits for, the requests it has in flight, and per-peer counters, written
+// into the version-6 part of the rank record. Hot path: no allocation, lock
+// or system call; fixed tables; the clock is the probe's (TSC or vDSO).
+#include <cstring>
+
+#include "probe/probe_state.hpp"
+
+namespace scout::probe {
+
+namespace {
+
+std::uint64_t g_ops = 0;      // messages completed (published as p2p.ops)
+bool g_waiting = false;       // p2p.call is set
+bool g_polling = false;       // ... by a Test/Iprobe loop (cleared by any progress)
+MPI_Comm g_last_mprobe_comm = MPI_COMM_NULL;
+
+// Requests in flight: open addressing keyed by the handle. A handle the MPI
+// library reuses simply overwrites its stale entry.
+constexpr int kReqSlots = 4096;
+struct ReqSlot {
+  MPI_Request req;
+  const CommSlot* comm;
+  std::uint64_t bytes;
+  std::int32_t peer;  // world rank; kPeerAny; -3 unknown; -2 none (MPI_PROC_NULL)
+  std::uint8_t used;  // 0 free, 1 used, 2 removed
+  std::uint8_t recv;
+  std::uint8_t persistent;
+};
+ReqSlot g_reqs[kReqSlots];
+
+unsigned req_hash(MPI_Request r) noexcept {
+  auto v = reinterpret_cast<std::uintptr_t>(r);
+  v ^= v >> 15;
+  v *= 0x9E3779B97F4A7C15ULL;
+  return static_cast<unsigned>(v >> 40) % kReqSlots;
+}
+
+int req_find(MPI_Request r) noexcept {
+  if (r == MPI_REQUEST_NULL) return -1;
+  unsigned s = req_hash(r);
+  for (int i = 0; i < 32; ++i, s = (s + 1) % kReqSlots) {  // bounded probe
+    if (g_reqs[s].used == 0) return -1;
+    if (g_reqs[s].used == 1 && g_reqs[s].req == r) return static_cast<int>(s);
+  }
+  return -1;
+}
+
+c3::PeerSlot* peer_slot(c3::RecordV6& v6, int world) noexcept {
+  if (world < 0) return nullptr;
+  const std::uint64_t key = static_cast<std::uint64_t>(world) + 1;
+  unsigned s = static_cast<unsigned>(world) % c3::kPeerSlots;
+  for (std::size_t i = 0; i < c3::kPeerSlots; ++i, s = (s + 1) % c3::kPeerSlots) {
+    c3::PeerSlot& p = v6.peers[s];
+    const std::uint64_t have = __atomic_load_n(&p.peer, __ATOMIC_RELAXED);
+    if (have == key) return &p;
+    if (have == 0) {
+      __atomic_store_n(&p.peer, key, __ATOMIC_RELEASE);
+      return &p;
+    }
+  }
+  __atomic_store_n(&v6.peers_full, __atomic_load_n(&v6.peers_full, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+  return nullptr;
+}
+
+inline void bump(std::uint64_t& field, std::uint64_t by) noexcept {
+  __atomic_store_n(&field, __atomic_load_n(&field, __ATOMIC_RELAXED) + by, __ATOMIC_RELAXED);
+}
+
+void count_sent(c3::RecordV6& v6, int world, std::uint64_t bytes) noexcept {
+  if (c3::PeerSlot* p = peer_slot(v6, world)) {
+    bump(p->sent, 1);
+    bump(p->sent_bytes, bytes);
+  }
+}
+
+void count_recvd(c3::RecordV6& v6, int world, std::uint64_t bytes, std::uint64_t wait_ns) noexcept {
+  if (c3::PeerSlot* p = peer_slot(v6, world)) {
+    bump(p->recvd, 1);
+    bump(p->recvd_bytes, bytes);
+    if (wait_ns) {
+      bump(p->wait_ns, wait_ns);
+      bump(p->waits, 1);
+    }
+  }
+}
+
+void publish_wait(std::uint64_t call, std::uint64_t t, std::uint64_t comm_id, std::int64_t tag,
+                  const std::int64_t* peers, int n, bool more, std::uint64_t any_comm) noexcept {
+  c3::RecordV6& v6 = c3::v6_of(*g_record);
+  c3::p2p_write_begin(v6);
+  c3::rec_store(v6.p2p.call, call);
+  c3::rec_store(v6.p2p.entry_ns, t);
+  c3::rec_store(v6.p2p.comm_id, comm_id);
+  c3::rec_store(v6.p2p.tag, tag);
+  for (int i = 0; i < n; ++i) c3::rec_store(v6.p2p.peers[i], peers[i]);
+  c3::rec_store(v6.p2p.npeers, static_cast<std::uint64_t>(n));
+  c3::rec_store(v6.p2p.more_peers, std::uint64_t{more});
+  c3::rec_store(v6.p2p.any_comm, any_comm);
+  c3::p2p_write_end(v6);
+  g_waiting = true;
+}
+
+void publish_done() noexcept {
+  c3::RecordV6& v6 = c3::v6_of(*g_record);
+  c3::p2p_write_begin(v6);
+  c3::rec_store(v6.p2p.call, std::uint64_t{0});
+  c3::rec_store(v6.p2p.npeers, std::uint64_t{0});
+  c3::rec_store(v6.p2p.ops, g_ops);
+  c3::p2p_write_end(v6);
+  g_waiting = false;
+  g_polling = false;
+}
+
+// Adds a world rank (or kPeerAny) to a small list, without duplicates.
+void add_peer(std::int64_t* peers, int& n, bool& more, std::int64_t p) noexcept {
+  for (int i = 0; i < n; ++i)
+    if (peers[i] == p) return;
+  if (n < static_cast<int>(c3::kBlockedPeers)) peers[n++] = p;
+  else more = true;
+}
+
+}  // namespace
+
+std::uint64_t type_bytes(MPI_Datatype dt, int count) noexcept {
+  static MPI_Datatype last = MPI_DATATYPE_NULL;
+  static int last_size = 0;
+  if (count <= 0) return 0;
+  if (dt != last) {
+    int size = 0;
+    if (PMPI_Type_size(dt, &size) != MPI_SUCCESS) size = 0;
+    last = dt;
+    last_size = size;
+  }
+  return static_cast<std::uint64_t>(count) * static_cast<std::uint64_t>(last_size);
+}
+
+void p2p_poll_clear() noexcept {
+  if (g_waiting && g_record) publish_done();
+}
+
+P2PBlock::P2PBlock(std::uint64_t c, MPI_Comm mc, int tag, int peer_a, int peer_b) noexcept {
+  if (!g_record) return;
+  call = c;
+  t0 = now_ns();
+  comm = comm_lookup(mc);
+  std::int64_t peers[2];
+  int n = 0;
+  std::uint64_t any_comm = 0;
+  for (int p : {peer_a, peer_b}) {
+    if (p == kNoPeer || p == MPI_PROC_NULL) continue;
+    if (p == MPI_ANY_SOURCE) {
+      peers[n++] = c3::kPeerAny;
+      any_comm = comm ? comm->id : 0;
+      continue;
+    }
+    const int w = world_rank_of(comm, p);
+    if (w >= 0) peers[n++] = w;
+  }
+  publish_wait(call, t0, comm ? comm->id : 0, tag == MPI_ANY_TAG ? -1 : tag, peers, n, false, any_comm);
+}
+
+void P2PBlock::end(int dest, std::uint64_t sent_bytes, int source, std::uint64_t recvd_bytes) noexcept {
+  if (!g_record || call == 0) return;
+  c3::RecordV6& v6 = c3::v6_of(*g_record);
+  const std::uint64_t t = now_ns();
+  if (dest >= 0) {
+    count_sent(v6, world_rank_of(comm, dest), sent_bytes);
+    ++g_ops;
+  }
+  if (source >= 0) {
+    count_recvd(v6, world_rank_of(comm, source), recvd_bytes, t - t0);
+    ++g_ops;
+  }
+  publish_done();
+}
+
+void p2p_started(MPI_Request req, bool recv, MPI_Comm mc, int peer, int /*tag*/, std::uint64_t bytes,
+                 bool persistent) noexcept {
+  if (!g_record || req == MPI_REQUEST_NULL) return;
+  const CommSlot* c = comm_lookup(mc);
+  std::int32_t w = peer == MPI_ANY_SOURCE ? static_cast<std::int32_t>(c3::kPeerAny)
+                   : peer == MPI_PROC_NULL ? -2
+                                           : world_rank_of(c, peer);
+  unsigned s = req_hash(req);
+  int free_slot = -1;
+  for (int i = 0; i < 32; ++i, s = (s + 1) % kReqSlots) {
+    ReqSlot& r = g_reqs[s];
+    if (r.used == 1 && r.req == req) { free_slot = static_cast<int>(s); break; }  // a reused handle
+    if (r.used != 1 && free_slot < 0) free_slot = static_cast<int>(s);
+    if (r.used == 0) break;
+  }
+  if (free_slot < 0) return;  // a crowded neighbourhood: this request is not tracked
+  ReqSlot& r = g_reqs[free_slot];
+  r = {req, c, bytes, w, 1, static_cast<std::uint8_t>(recv), static_cast<std::uint8_t>(persistent)};
+  if (!recv && !persistent && w >= 0) {  // a send counts when it is posted
+    count_sent(c3::v6_of(*g_record), w, bytes);
+  }
+}
+
+void p2p_request_free(MPI_Request req) noexcept {
+  if (!g_record) return;
+  const int s = req_find(req);
+  if (s >= 0) g_reqs[s].used = 2;
+}
+
+void p2p_persistent_start(const MPI_Request* reqs, int n) noexcept {
+  if (!g_record || !reqs) return;
+  c3::RecordV6& v6 = c3::v6_of(*g_record);
+  for (int i = 0; i < n; ++i) {
+    const int s = req_find(reqs[i]);
+    if (s >= 0 && !g_reqs[s].recv && g_reqs[s].peer >= 0) count_sent(v6, g_reqs[s].peer, g_reqs[s].bytes);
+  }
+}
+
+P2PWait::P2PWait(std::uint64_t c, const MPI_Request* reqs, int count, bool is_blocking) noexcept
+    : call(c), blocking(is_blocking) {
+  if (!g_record || !reqs || count <= 0) return;
+  n = count < kMax ? count : kMax;
+  for (int i = 0; i < n; ++i) {
+    slot[i] = req_find(reqs[i]);
+    if (slot[i] < 0) continue;
+    const ReqSlot& r = g_reqs[slot[i]];
+    if (r.peer == -2) continue;  // MPI_PROC_NULL: nothing to wait for
+    any = true;
+    const std::uint64_t id = r.comm ? r.comm->id : 0;
+    comm_id = (comm_id == 0 || comm_id == id) ? id : ~std::uint64_t{0};
+    if (r.peer == c3::kPeerAny) any_comm = id;
+    if (r.peer >= 0 || r.peer == c3::kPeerAny) add_peer(peers, npeers, more, r.peer);
+  }
+  if (count > kMax) more = true;
+  if (comm_id == ~std::uint64_t{0}) comm_id = 0;
+  if (!any) return;
+  t0 = now_ns();
+  if (blocking) publish_wait(call, t0, comm_id, -1, peers, npeers, more, any_comm);
+}
+
+namespace {
+// One tracked request completed: counts it; frees the slot unless persistent.
+// `charged` lists the peers already charged with this call's wait.
+void account(int s, const MPI_Status* st, std::uint64_t waited, std::int64_t* charged, int& ncharged) noexcept {
+  if (s < 0) return;
+  ReqSlot& r = g_reqs[s];
+  if (r.used != 1) return;
+  c3::RecordV6& v6 = c3::v6_of(*g_record);
+  if (r.recv) {
+    int w = r.peer;
+    if (st && st != MPI_STATUS_IGNORE && st->MPI_SOURCE >= 0) w = world_rank_of(r.comm, st->MPI_SOURCE);
+    std::uint64_t wait = waited;
+    for (int i = 0; i < ncharged; ++i)
+      if (charged[i] == w) wait = 0;
+    if (wait && ncharged < 16) charged[ncharged++] = w;
+    if (w >= 0) count_recvd(v6, w, r.bytes, wait);
+    if (r.peer != -2) ++g_ops;
+  } else if (r.peer != -2) {
+    ++g_ops;  // its bytes were counted when it was posted (or started)
+  }
+  if (!r.persistent) r.used = 2;
+}
+}  // namespace
+
+void P2PWait::completed_all(const MPI_Status* statuses) noexcept {
+  if (!any) return;
+  const std::uint64_t waited = blocking ? now_ns() - t0 : 0;
+  std::int64_t charged[16];
+  int nc = 0;
+  for (int i = 0; i < n; ++i)
+    account(slot[i], statuses && statuses != MPI_STATUSES_IGNORE ? &statuses[i] : nullptr, waited, charged, nc);
+  publish_done();
+}
+
+void P2PWait::completed_one(int index, const MPI_Status* status) noexcept {
+  if (!any) return;
+  const std::uint64_t waited = blocking ? now_ns() - t0 : 0;
+  std::int64_t charged[16];
+  int nc = 0;
+  if (index >= 0 && index < n && index != MPI_UNDEFINED) account(slot[index], status, waited, charged, nc);
+  publish_done();
+}
+
+void P2PWait::completed_some(int outcount, const int* indices, const MPI_Status* statuses) noexcept {
+  if (!any) return;
+  const std::uint64_t waited = blocking ? now_ns() - t0 : 0;
+  std::int64_t charged[16];
+  int nc = 0;
+  if (outcount != MPI_UNDEFINED && indices)
+    for (int k = 0; k < outcount; ++k)
+      if (indices[k] >= 0 && indices[k] < n)
+        account(slot[indices[k]], statuses && statuses != MPI_STATUSES_IGNORE ? &statuses[k] : nullptr, waited,
+                charged, nc);
+  publish_done();
+}
+
+void P2PWait::none_completed() noexcept {
+  if (!any || g_polling) return;  // still polling: the wait began at the first Test
+  publish_wait(call, now_ns(), comm_id, -1, peers, npeers, more, any_comm);
+  g_polling = true;
+}
+
+void p2p_poll(std::uint64_t call, MPI_Comm mc, int tag, int source) noexcept {
+  if (!g_record || g_polling || source == MPI_PROC_NULL) return;
+  const CommSlot* c = comm_lookup(mc);
+  std::int64_t peer = source == MPI_ANY_SOURCE ? c3::kPeerAny : world_rank_of(c, source);
+  const int n = (peer >= 0 || peer == c3::kPeerAny) ? 1 : 0;
+  publish_wait(call, now_ns(), c ? c->id : 0, tag == MPI_ANY_TAG ? -1 : tag, &peer, n, false,
+               peer == c3::kPeerAny && c ? c->id : 0);
+  g_polling = true;
+}
+
+void p2p_mprobe_comm(MPI_Comm comm) noexcept { g_last_mprobe_comm = comm; }
+MPI_Comm p2p_mprobe_last() noexcept { return g_last_mprobe_comm; }
+
+}  // namespace scout::probe
