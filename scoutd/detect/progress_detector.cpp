@@ -70,6 +70,12 @@ std::string peers_text(const std::vector<int>& peers, bool more) {
 
 // "rank 0 waits in MPI_Recv for 1 (12.3 s)"; "rank 1 is outside MPI, process stopped (T)".
 std::string wait_line(const RankEvidence& e) {
+  if (is_stalled_state(e.state))
+    return e.p2p_call.empty() && !e.in_collective
+               ? fmt::format("rank {} is outside MPI, process {}", e.rank, describe_state(e.state))
+               : fmt::format("rank {} is inside {}, process {}", e.rank,
+                             e.p2p_call.empty() ? std::string(c3::coll_name(e.kind)) : e.p2p_call,
+                             describe_state(e.state));
   if (!e.p2p_call.empty())
     return fmt::format("rank {} waits in {} for {} ({:.1f} s)", e.rank, e.p2p_call, peers_text(e.p2p_peers, e.p2p_more),
                        e.p2p_wait_s);
@@ -226,6 +232,9 @@ std::vector<VerdictDraft> detect_wait_for(const std::vector<const RankEvidence*>
   };
   for (auto* e : live) {
     std::vector<int> to;
+    // A stopped, D-state or zombie process waits for nobody: whatever MPI
+    // call its record shows, it cannot progress. It is a sink.
+    if (is_stalled_state(e->state)) continue;
     if (!e->p2p_call.empty() && e->stalled_s >= opt.stall_threshold_s) {
       any_p2p = true;
       for (int p : e->p2p_peers) {

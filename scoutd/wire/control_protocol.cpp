@@ -81,7 +81,7 @@ std::string render_status_text(const json& s) {
                                 c3::json_int_or<long long>(s, "observers_alive", 0), c3::json_int_or<long long>(s, "observers", 0),
                                 c3::json_int_or<long long>(s, "round", 0));
   out += fmt::format("{:>6} {:>8} {:>8} {:>7} {:<14} {:>7} {:>9} {:>9} {:>9} {:>7} {:<18}\n", "RANK",
-                     "PID", "SEQ", "WAITING", "COLLECTIVE", "IDLE_S", "STEP_MS", "COMPUTE", "WAIT_MS",
+                     "PID", "SEQ", "WAITING", "IN", "IDLE_S", "STEP_MS", "COMPUTE", "WAIT_MS",
                      "SCORE", "PROCESS");
   for (auto& r : s.value("ranks", json::array())) {
     if (!r.value("attached", false)) {
@@ -97,9 +97,25 @@ std::string render_status_text(const json& s) {
     const bool timed = c3::json_int_or<long long>(r, "steps", 0) > 0;
     auto ms = [&](const char* k) { return timed ? fmt::format("{:.1f}", r.value(k, 0.0) * 1e3) : std::string("-"); };
     std::string score = timed && r.value("score", 0.0) > 0 ? fmt::format("{:.2f}", r.value("score", 0.0)) : "-";
+    // IN: the collective, or the point-to-point call it waits in and for whom
+    // ("MPI_Recv<-3", "MPI_Waitall<-1,4", "MPI_Recv<-any").
+    bool waiting = r.value("in_collective", false);
+    std::string in = escaped(r.value("collective", "-"));
+    if (r.contains("p2p") && r["p2p"].is_object() && r["p2p"].value("call", "") != "") {
+      const json& p = r["p2p"];
+      waiting = true;
+      in = escaped(p.value("call", "?")) + "<-";
+      std::string peers;
+      for (auto& x : p.value("peers", json::array())) {
+        if (!peers.empty()) peers += ",";
+        peers += x.is_number_integer() && x.get<long long>() >= 0 ? std::to_string(x.get<long long>()) : "any";
+      }
+      in += peers.empty() ? "?" : peers;
+      if (p.value("more", false)) in += ",...";
+    }
     out += fmt::format("{:>6} {:>8} {:>8} {:>7} {:<14} {:>7.1f} {:>9} {:>9} {:>9} {:>7} {:<18}\n",
                        c3::json_int_or<long long>(r, "rank", -1), c3::json_int_or<long long>(r, "pid", 0), c3::json_int_or<long long>(r, "seq", 0),
-                       r.value("in_collective", false) ? "yes" : "no", escaped(r.value("collective", "-")),
+                       waiting ? "yes" : "no", in,
                        r.value("stalled_s", 0.0), ms("step_s"), ms("compute_s"), ms("wait_s"), score,
                        proc);
   }

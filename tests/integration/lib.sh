@@ -85,3 +85,35 @@ expect_error() {
   [ "$rc" = "$want" ] || fail "$*: exit $rc, expected $want; stderr: $(cat "$T/err")"
   grep -Eq -- "$pat" "$T/err" || fail "$*: stderr does not match '$pat': $(cat "$T/err")"
 }
+
+# next_job : a new job id for the next run of the same test
+next_job() { JOB=$((JOB + 1)); }
+
+# wait_rank_state RANK LETTER : until the rank's process shows that state
+wait_rank_state() {
+  n=0
+  while :; do
+    pid=$(rank_pid "$1" 2>/dev/null || true)
+    if [ -n "$pid" ] && [ "$(ps -o stat= -p "$pid" 2>/dev/null | cut -c1)" = "$2" ]; then return 0; fi
+    n=$((n + 1)); [ $n -lt 400 ] || fail "rank $1 never reached state $2"
+    sleep 0.05
+  done
+}
+
+# expect_verdict KIND RANKS HOSTS : exactly one verdict of the job, with these
+# (RANKS and HOSTS as compact JSON)
+expect_verdict() {
+  v=$(verdicts_json)
+  expect_eq "job $JOB: verdicts" "$(echo "$v" | jq -c '[.[] | .kind]')" "[\"$1\"]"
+  expect_eq "job $JOB: $1 status" "$(echo "$v" | jq -r '.[0].status')" attributed
+  expect_eq "job $JOB: $1 ranks" "$(echo "$v" | jq -c '.[0].ranks')" "$2"
+  expect_eq "job $JOB: $1 hosts" "$(echo "$v" | jq -c '.[0].hosts')" "$3"
+}
+
+# stop_run : ends a job left running on purpose (its ranks continued first)
+stop_run() {
+  for p in $(sqlite3 "$LEDGER" "select pid from ranks where job_id='$JOB'"); do kill -CONT "$p" 2>/dev/null || true; done
+  kill -INT "$RUN_PID" 2>/dev/null || true; sleep 1; kill -INT "$RUN_PID" 2>/dev/null || true
+  wait "$RUN_PID" 2>/dev/null || true
+  RUN_PID=
+}

@@ -284,3 +284,26 @@ TEST_CASE("end events: MPI_Abort names its caller even when every rank died at o
   }
   CHECK_FALSE(detect_crash(v, opt()));
 }
+
+TEST_CASE("a rank stopped inside MPI_Recv is a sink, not half of a deadlock") {
+  // Ping-pong: rank 0 waits for 1's reply; rank 1 was stopped inside its Recv.
+  auto v = job(2, 3, false, 3.0);
+  v[0].p2p_call = v[1].p2p_call = "MPI_Recv";
+  v[0].p2p_peers = {1};
+  v[1].p2p_peers = {0};
+  v[1].state = 'T';
+  v[1].state_s = 3.0;
+  auto d = detect_progress(v, opt());
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].kind == c3::VerdictKind::kStall);
+  CHECK(d[0].ranks == std::vector<int>{1});
+  CHECK(d[0].evidence["chain"].dump().find("rank 1 is inside MPI_Recv, process stopped (T)") != std::string::npos);
+  // Four ranks: three wait for the stopped one through the graph.
+  auto w = ring(4, 3.0);
+  w[2].state = 'T';
+  w[2].state_s = 3.0;
+  d = detect_progress(w, opt());
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].kind == c3::VerdictKind::kStall);
+  CHECK(d[0].ranks == std::vector<int>{2});
+}

@@ -1,0 +1,64 @@
+#!/bin/sh
+# Point-to-point code (mpi_train --halo: a 2-D halo exchange with
+# MPI_Irecv/MPI_Isend/MPI_Waitall and no collective until the end), 6 ranks
+# on 3 nodes: a healthy run gives no verdict; a stopped rank is named by the
+# wait-for graph within the threshold + 2 s and resolved when continued; a
+# rank spinning outside MPI is a hang; a crash, an MPI_Abort and a deadlock
+# are each named exactly.
+. "$top_srcdir/tests/integration/lib.sh"
+THRESH=2
+run() { next_job; start_run -n 6 --nodes 3 --stall-threshold $THRESH -- "$TRAIN" --halo "$@"; }
+
+# Healthy.
+run --steps 600
+finish_run
+expect_eq "healthy exit" "$RUN_RC" 0
+expect_eq "healthy verdicts" "$(verdicts_json | jq length)" 0
+
+# SIGSTOP of rank 3 (node n2), inside the halo phase.
+run --steps 100000 --fault stop:rank=3:step=200
+wait_rank_state 3 T
+t_fault=$(date +%s.%N)
+wait_for_verdict stall $((THRESH + 10))
+delay=$(echo "$(date +%s.%N) - $t_fault" | bc)
+echo "halo stall named ${delay}s after the stop (threshold ${THRESH}s)"
+[ "$(echo "$delay <= $THRESH + 2 + 0.5" | bc)" = 1 ] || fail "verdict took ${delay}s; expected at most threshold + 2 s"
+expect_verdict stall "[3]" '["n2"]'
+v=$(verdicts_json)
+echo "$v" | jq -r '.[0].evidence.rule' | grep -q "wait-for graph" || fail "not named by the wait-for graph: $v"
+echo "$v" | jq -r '.[0].evidence.chain[]' | grep -q "^rank 3 is .*process stopped (T)" || fail "chain: $v"
+echo "$v" | jq -r '.[0].evidence.chain[]' | grep -Eq "^rank [0-9] waits in MPI_Waitall for .*3" || fail "chain: $v"
+"$SCOUTCTL" status "$JOB" | grep -E "^ +3 .*MPI_Waitall|^ +[0-9] .*MPI_Waitall" >/dev/null || fail "status does not show the point-to-point waits: $("$SCOUTCTL" status "$JOB")"
+kill -CONT "$(rank_pid 3)"
+n=0; until [ "$(verdicts_json | jq -r '.[0].resolved_at')" != null ]; do
+  n=$((n + 1)); [ $n -lt 50 ] || fail "stall not resolved after SIGCONT"; sleep 0.2; done
+stop_run
+
+# A rank that spins outside MPI.
+run --steps 100000 --fault hang:rank=2:step=200
+wait_for_verdict hang $((THRESH + 10))
+expect_verdict hang "[2]" '["n2"]'
+stop_run
+
+# Ranks 2 and 3 each wait in MPI_Recv for the other: deadlock, both named.
+run --steps 100000 --fault deadlock:rank=2:step=200
+wait_for_verdict deadlock $((THRESH + 10))
+expect_verdict deadlock "[2,3]" '["n2"]'
+stop_run
+
+# Rank 4 aborts (SIGABRT): crash with the signal.
+run --steps 100000 --fault crash:rank=4:step=200
+finish_run
+[ "$RUN_RC" -ne 0 ] || fail "crashed job reported success"
+expect_verdict crash "[4]" '["n3"]'
+expect_eq "crash signal" "$(verdicts_json | jq -r '.[0].evidence.culprits[0].signal')" SIGABRT
+
+# Rank 1 calls MPI_Abort(3): abort, naming rank 1; the job exits 3.
+run --steps 100000 --fault abort:rank=1:step=200
+finish_run
+expect_eq "aborted job exit" "$RUN_RC" 3
+expect_verdict abort "[1]" '["n1"]'
+expect_eq "abort summary" "$(verdicts_json | jq -r '.[0].evidence.summary')" "rank 1 called MPI_Abort with error code 3"
+"$SCOUTCTL" query "$JOB" | grep -E "abort +attributed +1 +n1" >/dev/null || fail "text query: $("$SCOUTCTL" query "$JOB")"
+assert_no_leftovers
+pass "halo: healthy silent; stop, hang, deadlock, crash and abort each named exactly"

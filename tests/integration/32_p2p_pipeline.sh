@@ -1,0 +1,51 @@
+#!/bin/sh
+# Pipeline parallelism (mpi_train --pipeline 3: activations forward and
+# gradients back with blocking MPI_Send/MPI_Recv, then a gradient Allreduce
+# among the 2 replicas of each stage), 6 ranks on 3 nodes: a healthy run
+# gives no verdict (stages that differ are not compared); a stopped middle
+# stage, a stage spinning outside MPI and a crashed stage are each named
+# exactly; a stopped 1-rank job is named on direct evidence.
+. "$top_srcdir/tests/integration/lib.sh"
+THRESH=2
+run() { next_job; start_run -n 6 --nodes 3 --stall-threshold $THRESH -- "$TRAIN" --pipeline 3 "$@"; }
+
+run --steps 600
+finish_run
+expect_eq "healthy exit" "$RUN_RC" 0
+expect_eq "healthy verdicts" "$(verdicts_json | jq length)" 0
+
+# Rank 4 (stage 1 of the second replica, node n3) stops.
+run --steps 100000 --fault stop:rank=4:step=200
+wait_rank_state 4 T
+t_fault=$(date +%s.%N)
+wait_for_verdict stall $((THRESH + 10))
+delay=$(echo "$(date +%s.%N) - $t_fault" | bc)
+echo "pipeline stall named ${delay}s after the stop (threshold ${THRESH}s)"
+[ "$(echo "$delay <= $THRESH + 2 + 0.5" | bc)" = 1 ] || fail "verdict took ${delay}s; expected at most threshold + 2 s"
+expect_verdict stall "[4]" '["n3"]'
+verdicts_json | jq -r '.[0].evidence.chain[]' | grep -q "^rank 5 waits in MPI_Recv for 4" ||
+  fail "chain does not show the next stage waiting: $(verdicts_json)"
+stop_run
+
+# Rank 1 (stage 1 of the first replica, node n1) spins outside MPI.
+run --steps 100000 --fault hang:rank=1:step=200
+wait_for_verdict hang $((THRESH + 10))
+expect_verdict hang "[1]" '["n1"]'
+stop_run
+
+# Rank 2 (the last stage, node n2) crashes.
+run --steps 100000 --fault crash:rank=2:step=200
+finish_run
+[ "$RUN_RC" -ne 0 ] || fail "crashed job reported success"
+expect_verdict crash "[2]" '["n2"]'
+
+# One rank alone, stopped: no majority to ask, the stopped process is the evidence.
+next_job
+start_run -n 1 --nodes 1 --stall-threshold $THRESH -- "$TRAIN" --steps 100000 --fault stop:rank=0:step=100
+wait_rank_state 0 T
+wait_for_verdict stall $((THRESH + 10))
+expect_verdict stall "[0]" '["n1"]'
+verdicts_json | jq -r '.[0].evidence.rule' | grep -q "^direct evidence" || fail "not on direct evidence: $(verdicts_json)"
+stop_run
+assert_no_leftovers
+pass "pipeline: healthy silent; stop, hang and crash of a stage each named exactly; a lone stopped rank named"
