@@ -15,6 +15,11 @@ for cfg in "2000000 1 0" "2000000 1 64" "2000000 1 1" "2000 131072 0" "2000 1310
   rm -f /dev/shm/scout.999999.bench.* 2>/dev/null || true
   echo
 done
+echo "== probe cost per point-to-point call (2 ranks, 8 bytes)"
+mpirun -np 2 --bind-to none -x LD_PRELOAD="$B/probe/.libs/libscout_probe.so" -x SCOUT_JOB_ID=999998 \
+  -x SCOUT_STEP_ID=bench "$B/bench/p2p_bench" 200000
+rm -f /dev/shm/scout.999998.bench.* 2>/dev/null || true
+echo
 echo "== replay (silent data corruption): cost per cycle, budget under load"
 "$B/bench/replay_bench"
 echo

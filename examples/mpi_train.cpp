@@ -12,7 +12,9 @@
 //         at nice 19: a CPU hog inside the process, count=N threads),
 //         deadlock (at step S rank R and rank R+1 each wait in MPI_Recv for
 //         the other: an application deadlock), abort (MPI_Abort with error
-//         code 3 at step S).
+//         code 3 at step S), slowlink (from step S on, each point-to-point
+//         send of the rank is held M ms inside the probe's test hook: a slow
+//         link at its endpoint; needs the probe of a fault-injection build).
 // Communication modes: the default exchanges gradients with collectives;
 //   --halo        a 2-D periodic halo exchange each step (MPI_Cart_create,
 //                 MPI_Irecv/MPI_Isend to four neighbours, MPI_Waitall) and
@@ -71,7 +73,7 @@ struct Options {
                  "                 [--step-ms MS] [--jitter FRAC] [--print-every K] [--seed S]\n"
                  "                 [--fault KIND:rank=R:step=S[:ms=M][:count=N]] [--grid RxC]\n"
                  "                 [--halo | --pipeline K]\n"
-                 "KIND is one of stop, hang, crash, slow, diverge, corrupt, io, hog, deadlock, abort\n", msg.c_str());
+                 "KIND is one of stop, hang, crash, slow, diverge, corrupt, io, hog, deadlock, abort, slowlink\n", msg.c_str());
   int init = 0;
   MPI_Initialized(&init);
   if (init) MPI_Finalize();
@@ -100,12 +102,12 @@ Fault parse_fault(int rank, const std::string& spec) {
   Fault f;
   auto colon = spec.find(':');
   f.kind = spec.substr(0, colon);
-  static const char* kKinds[] = {"stop", "hang", "crash", "slow", "diverge", "corrupt", "io", "hog", "deadlock", "abort"};
+  static const char* kKinds[] = {"stop", "hang", "crash", "slow", "diverge", "corrupt", "io", "hog", "deadlock", "abort", "slowlink"};
   bool known = false;
   for (auto* k : kKinds) known |= f.kind == k;
   if (!known)
     usage_error(rank, "--fault: unknown kind '" + f.kind +
-                          "'; expected stop, hang, crash, slow, diverge, corrupt, io, hog, deadlock or abort");
+                          "'; expected stop, hang, crash, slow, diverge, corrupt, io, hog, deadlock, abort or slowlink");
   std::string rest = colon == std::string::npos ? "" : spec.substr(colon + 1);
   while (!rest.empty()) {
     auto next = rest.find(':');
@@ -199,6 +201,12 @@ int main(int argc, char** argv) {
     const std::string hook = "rank=" + std::to_string(o.fault.rank) + ",count=" + std::to_string(count) +
                              ",call=" + std::to_string(o.fault.step + 1) + ",bit=41";
     setenv("SCOUT_PROBE_TEST_CORRUPT", hook.c_str(), 1);
+  }
+  if (o.fault.kind == "slowlink") {
+    // Point-to-point modes send at most 4 messages per step: from step S on.
+    const std::string hook = "rank=" + std::to_string(o.fault.rank) + ",ms=" + std::to_string(o.fault.ms) +
+                             ",after=" + std::to_string(o.fault.step * 4 + 1);
+    setenv("SCOUT_PROBE_TEST_P2P_DELAY", hook.c_str(), 1);
   }
   MPI_Init(&argc, &argv);
   int rank = 0, size = 1;

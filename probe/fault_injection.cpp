@@ -12,6 +12,7 @@ namespace scout::probe::faults {
 
 bool g_delay_active = false;
 bool g_corrupt_active = false;
+bool g_p2p_delay_active = false;
 
 // Test-only fault injection (SCOUT_PROBE_TEST_DELAY): this rank waits inside
 // the collectives of communicators of the given sizes, like a slow link at
@@ -85,9 +86,37 @@ void parse_corrupt(int rank) {
 }
 }  // namespace
 
+namespace {
+long g_p2p_delay_ms = 0;
+unsigned long long g_p2p_delay_after = 0, g_p2p_sends = 0;
+
+void parse_p2p_delay(int rank) {
+  const char* v = std::getenv("SCOUT_PROBE_TEST_P2P_DELAY");
+  if (!v || !*v) return;
+  int r = -1;
+  long ms = 0;
+  unsigned long long after = 0;
+  if (std::sscanf(v, "rank=%d,ms=%ld,after=%llu", &r, &ms, &after) != 3 || ms <= 0) {
+    std::fprintf(stderr, "scout-probe: init: ignoring SCOUT_PROBE_TEST_P2P_DELAY='%s': expected rank=R,ms=D,after=N\n", v);
+    return;
+  }
+  if (r != rank) return;
+  g_p2p_delay_ms = ms;
+  g_p2p_delay_after = after;
+  g_p2p_delay_active = true;
+}
+}  // namespace
+
+void p2p_delay() noexcept {
+  if (++g_p2p_sends < g_p2p_delay_after) return;
+  timespec d{g_p2p_delay_ms / 1000, (g_p2p_delay_ms % 1000) * 1000000L};
+  nanosleep(&d, nullptr);
+}
+
 void parse(int rank) noexcept {
   parse_delay(rank);
   parse_corrupt(rank);
+  parse_p2p_delay(rank);
 }
 
 void corrupt_output(std::uint32_t kind, void* buf, std::int64_t count, MPI_Datatype dt) noexcept {

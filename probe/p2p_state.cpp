@@ -147,7 +147,9 @@ P2PBlock::P2PBlock(std::uint64_t c, MPI_Comm mc, int tag, int peer_a, int peer_b
   std::int64_t peers[2];
   int n = 0;
   std::uint64_t any_comm = 0;
-  for (int p : {peer_a, peer_b}) {
+  const int ps[2] = {peer_a, peer_b};
+  for (int i = 0; i < 2; ++i) {
+    const int p = ps[i];
     if (p == kNoPeer || p == MPI_PROC_NULL) continue;
     if (p == MPI_ANY_SOURCE) {
       peers[n++] = c3::kPeerAny;
@@ -163,13 +165,12 @@ P2PBlock::P2PBlock(std::uint64_t c, MPI_Comm mc, int tag, int peer_a, int peer_b
 void P2PBlock::end(int dest, std::uint64_t sent_bytes, int source, std::uint64_t recvd_bytes) noexcept {
   if (!g_record || call == 0) return;
   c3::RecordV6& v6 = c3::v6_of(*g_record);
-  const std::uint64_t t = now_ns();
   if (dest >= 0) {
     count_sent(v6, world_rank_of(comm, dest), sent_bytes);
     ++g_ops;
   }
-  if (source >= 0) {
-    count_recvd(v6, world_rank_of(comm, source), recvd_bytes, t - t0);
+  if (source >= 0) {  // only a receive's wait is timed: the late-sender model
+    count_recvd(v6, world_rank_of(comm, source), recvd_bytes, now_ns() - t0);
     ++g_ops;
   }
   publish_done();
@@ -217,12 +218,28 @@ P2PWait::P2PWait(std::uint64_t c, const MPI_Request* reqs, int count, bool is_bl
     : call(c), blocking(is_blocking) {
   if (!g_record || !reqs || count <= 0) return;
   n = count < kMax ? count : kMax;
+  int tracked = 0;
   for (int i = 0; i < n; ++i) {
     slot[i] = req_find(reqs[i]);
+    if (slot[i] >= 0 && g_reqs[slot[i]].peer != -2) ++tracked;  // MPI_PROC_NULL: nothing to wait for
+  }
+  if (tracked == 0) return;
+  any = true;
+  // A blocking wait on several messages: the ones that have arrived already
+  // are not waited for (nor charged with the wait). MPI_Request_get_status
+  // neither frees nor completes a request.
+  const bool check = blocking && tracked >= 2;
+  for (int i = 0; i < n; ++i) {
     if (slot[i] < 0) continue;
     const ReqSlot& r = g_reqs[slot[i]];
-    if (r.peer == -2) continue;  // MPI_PROC_NULL: nothing to wait for
-    any = true;
+    if (r.peer == -2) continue;
+    if (check) {
+      int flag = 0;
+      if (PMPI_Request_get_status(reqs[i], &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && flag) {
+        arrived[i / 64] |= std::uint64_t{1} << (i % 64);
+        continue;
+      }
+    }
     const std::uint64_t id = r.comm ? r.comm->id : 0;
     comm_id = (comm_id == 0 || comm_id == id) ? id : ~std::uint64_t{0};
     if (r.peer == c3::kPeerAny) any_comm = id;
@@ -230,7 +247,6 @@ P2PWait::P2PWait(std::uint64_t c, const MPI_Request* reqs, int count, bool is_bl
   }
   if (count > kMax) more = true;
   if (comm_id == ~std::uint64_t{0}) comm_id = 0;
-  if (!any) return;
   t0 = now_ns();
   if (blocking) publish_wait(call, t0, comm_id, -1, peers, npeers, more, any_comm);
 }
@@ -265,7 +281,8 @@ void P2PWait::completed_all(const MPI_Status* statuses) noexcept {
   std::int64_t charged[16];
   int nc = 0;
   for (int i = 0; i < n; ++i)
-    account(slot[i], statuses && statuses != MPI_STATUSES_IGNORE ? &statuses[i] : nullptr, waited, charged, nc);
+    account(slot[i], statuses && statuses != MPI_STATUSES_IGNORE ? &statuses[i] : nullptr,
+            was_there(i) ? 0 : waited, charged, nc);
   publish_done();
 }
 
@@ -274,7 +291,8 @@ void P2PWait::completed_one(int index, const MPI_Status* status) noexcept {
   const std::uint64_t waited = blocking ? now_ns() - t0 : 0;
   std::int64_t charged[16];
   int nc = 0;
-  if (index >= 0 && index < n && index != MPI_UNDEFINED) account(slot[index], status, waited, charged, nc);
+  if (index >= 0 && index < n && index != MPI_UNDEFINED)
+    account(slot[index], status, was_there(index) ? 0 : waited, charged, nc);
   publish_done();
 }
 
@@ -286,8 +304,8 @@ void P2PWait::completed_some(int outcount, const int* indices, const MPI_Status*
   if (outcount != MPI_UNDEFINED && indices)
     for (int k = 0; k < outcount; ++k)
       if (indices[k] >= 0 && indices[k] < n)
-        account(slot[indices[k]], statuses && statuses != MPI_STATUSES_IGNORE ? &statuses[k] : nullptr, waited,
-                charged, nc);
+        account(slot[indices[k]], statuses && statuses != MPI_STATUSES_IGNORE ? &statuses[k] : nullptr,
+                was_there(indices[k]) ? 0 : waited, charged, nc);
   publish_done();
 }
 

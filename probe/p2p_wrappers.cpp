@@ -6,6 +6,7 @@
 // The Wait/Test families are in mpi_wrappers.cpp (they complete both kinds).
 #include <mpi.h>
 
+#include "probe/fault_injection.hpp"
 #include "probe/probe_state.hpp"
 
 using namespace scout::probe;
@@ -23,6 +24,7 @@ inline MPI_Status* status_or(MPI_Status* st, MPI_Status* local) noexcept {
   SCOUT_EXPORT int MPI_##NAME(const void* buf, int count, MPI_Datatype dt, int dest, int tag,          \
                               MPI_Comm comm) {                                                         \
     if (!g_record) return PMPI_##NAME(buf, count, dt, dest, tag, comm);                               \
+    if (__builtin_expect(faults::g_p2p_delay_active, false)) faults::p2p_delay();                     \
     P2PBlock b(CALL, comm, tag, dest);                                                                 \
     const int rc = PMPI_##NAME(buf, count, dt, dest, tag, comm);                                      \
     b.end(rc == MPI_SUCCESS ? dest : -1, type_bytes(dt, count), -1, 0);                               \
@@ -134,6 +136,7 @@ SCOUT_EXPORT int MPI_Imrecv(void* buf, int count, MPI_Datatype dt, MPI_Message* 
 #define NONBLOCKING_SEND(NAME, PERSISTENT)                                                             \
   SCOUT_EXPORT int MPI_##NAME(const void* buf, int count, MPI_Datatype dt, int dest, int tag,          \
                               MPI_Comm comm, MPI_Request* request) {                                   \
+    if (__builtin_expect(faults::g_p2p_delay_active, false) && !(PERSISTENT)) faults::p2p_delay();    \
     const int rc = PMPI_##NAME(buf, count, dt, dest, tag, comm, request);                             \
     if (g_record && rc == MPI_SUCCESS)                                                                 \
       p2p_started(*request, false, comm, dest, tag, type_bytes(dt, count), PERSISTENT);               \

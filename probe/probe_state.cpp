@@ -261,9 +261,12 @@ void comm_forget(MPI_Comm comm) noexcept {
 std::uint64_t current_seq() noexcept { return g_seq; }
 
 const CommSlot* comm_lookup(MPI_Comm comm) noexcept {
+  // Codes talk on one communicator most of the time: remember the last.
+  static const CommSlot* last = nullptr;
+  if (last && last->comm == comm) return last;
   unsigned s = comm_slot(comm);
   for (int i = 0; i < kCommSlots; ++i, s = (s + 1) % kCommSlots) {
-    if (g_comms[s].comm == comm) return &g_comms[s];
+    if (g_comms[s].comm == comm) return last = &g_comms[s];
     if (g_comms[s].comm == nullptr) break;
   }
   return nullptr;  // created by a constructor we do not wrap (e.g. MPI_Comm_idup)

@@ -40,6 +40,7 @@
 #include "scoutd/detect/output_tracker.hpp"
 #include "scoutd/detect/progress_detector.hpp"
 #include "scoutd/detect/straggler_detector.hpp"
+#include "scoutd/detect/late_sender.hpp"
 #include "scoutd/observe/rank_watcher.hpp"
 #include "scoutd/observe/telemetry.hpp"
 #include "scoutd/wire/peer_messages.hpp"
@@ -113,6 +114,7 @@ class Daemon {
   DetectorOptions detector_;
   StragglerTracker stragglers_;               // root only: confirmation state
   CommTracker comm_stragglers_;
+  LateSenderTracker late_senders_;
   OutputTracker outputs_;                     // root only: signed collective outputs
 
   std::mutex mu_;                              // guards book_, rounds_, median_compute_s_
@@ -136,6 +138,7 @@ class Daemon {
   std::map<std::string, std::vector<int>> node_ranks_;  // root: from the last gather
   std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
   double last_outsig_gather_s_ = 0;
+  double last_p2p_gather_s_ = 0;
 
   // Federated telemetry outlier detection.
   std::unique_ptr<FedClient> fed_;

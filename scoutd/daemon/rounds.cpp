@@ -88,6 +88,7 @@ bool Daemon::period() {
   t.replay_demand = replay_demand_.exchange(false) ? 1u : 0u;
   t.outsig_pending = s.outsig_new;
   t.suspects = (s.max_stopped_s >= cfg_.stall_threshold_s ? 1u : 0u) + s.ended;
+  t.p2p_active = s.p2p_active;
   t.learn_pending = fed_ ? static_cast<std::uint32_t>(fed_->pending_flags()) : 0u;
   {
     std::lock_guard lk(mu_);
@@ -191,6 +192,11 @@ wire::Bytes Daemon::decide_trigger(const wire::Bytes& acc, const std::vector<int
     trouble = true;
   // Replay reports and collective-output signatures ride on a gather.
   if (t.replay_pending > 0) trouble = true;
+  // Point-to-point traffic: late senders are compared every outsig period.
+  if (t.p2p_active > 0 && now_s() - last_p2p_gather_s_ >= cfg_.outsig_period_s / 2) {
+    last_p2p_gather_s_ = now_s();
+    trouble = true;
+  }
   // At stop, whatever was signed since the last comparison is compared now:
   // a corruption shortly before the end of a job is still named.
   if (t.outsig_pending > 0 && (t.stop || now_s() - last_outsig_gather_s_ >= cfg_.outsig_period_s)) {
@@ -253,12 +259,15 @@ wire::Bytes Daemon::decide_gather(const wire::Bytes& acc) {
   if (!st.verdicts.empty() && cfg_.replay) straggler_demand_ = true;  // is its core computing wrong?
   for (auto& d : st.verdicts) drafts.push_back(std::move(d));
   auto ct = comm_stragglers_.update(ev, open_stragglers);
+  auto lt = late_senders_.update(ev, now_s(), open_stragglers);
+  for (auto& d : lt.verdicts) drafts.push_back(std::move(d));
   for (auto& d : ct.verdicts) drafts.push_back(std::move(d));
   if (st.compared) down["median_compute_s"] = st.median_compute_s;
   {
     std::lock_guard lk(mu_);
     for (auto& key : st.resolved) decider_->resolve(key);
     for (auto& key : ct.resolved) decider_->resolve(key);
+    for (auto& key : lt.resolved) decider_->resolve(key);
     decider_->propose_all(drafts);
     decider_->flush(down["events"]);
     forward(down["events"]);

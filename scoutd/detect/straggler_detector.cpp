@@ -11,6 +11,10 @@ using nlohmann::json;
 
 std::string StragglerTracker::key_for(int rank) { return fmt::format("straggler:compute:{}", rank); }
 
+double absolute_guard(double configured_s, double median_s) {
+  return std::max(0.0002, std::min(configured_s, 0.1 * median_s));
+}
+
 StragglerTracker::Result StragglerTracker::update(const std::vector<RankEvidence>& ranks,
                                                   const std::set<std::string>& open) {
   Result res;
@@ -24,8 +28,10 @@ StragglerTracker::Result StragglerTracker::update(const std::vector<RankEvidence
   std::vector<double> v;
   for (auto* e : el) v.push_back(e->compute_s);
   c3::StatResult st;
+  double guard = opt_.absolute_s;
   try {
-    st = c3::statistical_outliers(v, {opt_.absolute_s, opt_.relative, 3.0});
+    guard = absolute_guard(opt_.absolute_s, c3::median(v));
+    st = c3::statistical_outliers(v, {guard, opt_.relative, 3.0});
   } catch (const c3::BadSample&) {
     return res;  // a timing we cannot trust: no verdict this round
   }
@@ -72,7 +78,7 @@ StragglerTracker::Result StragglerTracker::update(const std::vector<RankEvidence
                   {"median_compute_s", st.median},
                   {"scale_s", st.scale},
                   {"scale", c3::to_string(st.scale_kind)},
-                  {"threshold_absolute_s", opt_.absolute_s},
+                  {"threshold_absolute_s", guard},
                   {"threshold_relative", opt_.relative},
                   {"confirmations", confirm_[e.rank]},
                   {"peers", el.size()},
@@ -144,7 +150,7 @@ CommTracker::Result CommTracker::update(const std::vector<RankEvidence>& ranks,
     try {
       // Few communicators per family: the absolute and relative thresholds
       // decide (a robust scale of three values is mostly the outlier itself).
-      for (auto i : c3::statistical_outliers(v, {opt_.absolute_s, opt_.relative, 0.0}).outliers)
+      for (auto i : c3::statistical_outliers(v, {absolute_guard(opt_.absolute_s, c3::median(v)), opt_.relative, 0.0}).outliers)
         slow.insert(comms[i]);
     } catch (const c3::BadSample&) {
       return res;

@@ -17,11 +17,17 @@
 namespace scout::scoutd {
 
 struct StragglerOptions {
-  double absolute_s = 0.005;  // +5 ms over the peer median ...
+  double absolute_s = 0.005;  // at most +5 ms over the peer median (see absolute_guard) ...
   double relative = 1.2;      // ... and 1.2x the peer median
   int confirmations = 3;      // gathers with new steps before a verdict
   int min_steps = 4;          // steps a rank must have completed to be compared
 };
+
+// The absolute threshold scales with the job: a tenth of the peer median
+// (the step's compute or a collective's duration), never above the configured
+// absolute_s and never below 0.2 ms (timer and scheduler noise). The healthy
+// peers' own jitter enters through the robust-scale threshold.
+double absolute_guard(double configured_s, double median_s);
 
 class StragglerTracker {
  public:

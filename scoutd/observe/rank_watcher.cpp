@@ -396,6 +396,10 @@ LocalSummary RankWatcher::summary() const {
       continue;
     }
     if (s.have_end) ++sum.ended;
+    if (s.have_p2p && s.p2p.ops != s.ops_summarised) {
+      ++sum.p2p_active;
+      s.ops_summarised = s.p2p.ops;
+    }
     if (s.death_ns) {
       if (!s.death_reported) ++sum.unreported_deaths;
       continue;

@@ -39,6 +39,7 @@ struct LocalSummary {
   std::uint32_t outsig_new = 0;  // collective-output signatures read since the last gather
   double max_stopped_s = 0;      // longest a rank has been stopped/D/zombie without progress
   std::uint32_t ended = 0;       // ranks whose record holds an end event (abort, fatal signal)
+  std::uint32_t p2p_active = 0;  // ranks that completed messages since the previous summary
 };
 
 int compute_bin(double seconds);
@@ -103,6 +104,7 @@ class RankWatcher {
     bool have_p2p = false;
     c3::EndEvent end{};             // its end event, once written
     bool have_end = false;
+    mutable std::uint64_t ops_summarised = 0;  // p2p.ops at the previous summary
     std::map<int, RankEvidence::Peer> peers;  // per-peer counters (read every few ticks)
     char state = '?';               // sampled /proc state, and since when
     std::int64_t state_since_ns = 0;

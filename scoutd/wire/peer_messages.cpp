@@ -129,6 +129,7 @@ void combine_triggers(Bytes& acc, const Bytes& child) {
   a->outsig_pending += c->outsig_pending;
   a->learn_pending += c->learn_pending;
   a->suspects += c->suspects;
+  a->p2p_active += c->p2p_active;
   a->book_behind += c->book_behind;
   acc = encode_trigger(*a);
 }

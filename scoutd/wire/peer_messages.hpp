@@ -71,6 +71,8 @@ struct Trigger {
   std::uint32_t learn_pending;   // telemetry anomaly flags to report
   std::uint32_t book_behind;     // observers whose incident book missed events
   std::uint32_t suspects;        // ranks with direct evidence: stopped/D/zombie for the threshold, or ended
+  std::uint32_t p2p_active;      // ranks that moved point-to-point messages since the last period
+  std::uint32_t pad;
 };
 Bytes encode_trigger(const Trigger& t);
 std::optional<Trigger> decode_trigger(const Bytes& msg);

@@ -4,7 +4,8 @@
 # among the 2 replicas of each stage), 6 ranks on 3 nodes: a healthy run
 # gives no verdict (stages that differ are not compared); a stopped middle
 # stage, a stage spinning outside MPI and a crashed stage are each named
-# exactly; a stopped 1-rank job is named on direct evidence.
+# exactly; a slow stage among replicas is a late sender, an uneven stage of a
+# single pipeline is not; a stopped 1-rank job is named on direct evidence.
 . "$top_srcdir/tests/integration/lib.sh"
 THRESH=2
 run() { next_job; start_run -n 6 --nodes 3 --stall-threshold $THRESH -- "$TRAIN" --pipeline 3 "$@"; }
@@ -38,6 +39,28 @@ run --steps 100000 --fault crash:rank=2:step=200
 finish_run
 [ "$RUN_RC" -ne 0 ] || fail "crashed job reported success"
 expect_verdict crash "[2]" '["n2"]'
+
+# Three replicas of the 3-stage pipeline (9 ranks): a slow middle stage of
+# the second replica is a late sender, compared only with the same stage of
+# the other replicas; healthy, no stage is named for being a different stage.
+next_job
+start_run -n 9 --nodes 3 --stall-threshold $THRESH -- "$TRAIN" --pipeline 3 --steps 3000 --step-ms 5 --jitter 0.3
+finish_run
+expect_eq "9-rank healthy verdicts" "$(verdicts_json | jq -c '[.[].kind]')" "[]"
+next_job
+start_run -n 9 --nodes 3 --stall-threshold $THRESH -- "$TRAIN" --pipeline 3 --steps 100000 --step-ms 5 \
+  --fault slow:rank=4:step=100:ms=3
+wait_for_verdict straggler 60
+sleep 4
+expect_verdict straggler "[4]" '["n2"]'
+expect_eq "source" "$(verdicts_json | jq -r '.[0].evidence.source')" p2p_late_sender
+stop_run
+# A single pipeline has no equivalent senders: a slower stage is not named.
+next_job
+start_run -n 3 --nodes 3 --stall-threshold $THRESH -- "$TRAIN" --pipeline 3 --steps 2500 --step-ms 5 \
+  --fault slow:rank=1:step=0:ms=3
+finish_run
+expect_eq "single pipeline with an uneven stage" "$(verdicts_json | jq -c '[.[].kind]')" "[]"
 
 # One rank alone, stopped: no majority to ask, the stopped process is the evidence.
 next_job

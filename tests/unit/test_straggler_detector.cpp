@@ -138,3 +138,102 @@ TEST_CASE("healthy communicators give nothing") {
   CommTracker t;
   for (int i = 0; i < 5; ++i) CHECK(t.update(grid(rows, cols), {}).verdicts.empty());
 }
+
+// --- late senders (point-to-point) ------------------------------------------
+#include "scoutd/detect/late_sender.hpp"
+
+namespace {
+// A 1-D periodic ring of n ranks, each receiving `msgs` messages per window
+// from each neighbour; `late[s]` is the mean wait per message its receivers
+// have for s, `own[r]` what r itself waits per message.
+struct Ring {
+  int n;
+  std::vector<RankEvidence> ev;
+  explicit Ring(int n_) : n(n_) {
+    for (int r = 0; r < n; ++r) {
+      RankEvidence e;
+      e.rank = r;
+      e.node = "n" + std::to_string(r / 2 + 1);
+      e.pid = 100 + r;
+      e.attached = true;
+      ev.push_back(e);
+    }
+  }
+  // One window: receiver r waits `wait(r, s)` per message from s.
+  template <class F>
+  void window(std::uint64_t msgs, F wait) {
+    for (int r = 0; r < n; ++r)
+      for (int s : {(r + n - 1) % n, (r + 1) % n}) {
+        auto& p = ev[r].peers[s];
+        p.recvd += msgs;
+        p.recvd_bytes += msgs * 128;
+        p.wait_s += wait(r, s) * static_cast<double>(msgs);
+      }
+  }
+};
+}  // namespace
+
+TEST_CASE("late sender: the slow rank is named after K windows, not the neighbours it delays; resolved after") {
+  Ring g(6);
+  LateSenderTracker t;
+  // Rank 3 computes 2 ms more per 10 ms step: its receivers (2 and 4) wait
+  // 2 ms for it; the delay propagates (2 and 4 are late by 1 ms for 1 and 5),
+  // but 2 and 4 wait themselves, rank 3 does not.
+  auto slow = [](int r, int s) {
+    if (s == 3) return 2e-3;
+    if ((s == 2 || s == 4) && r != 3) return 1e-3;
+    if (r == 3) return 0.0;
+    return 0.2e-3;
+  };
+  double now = 0;
+  std::vector<VerdictDraft> named;
+  for (int w = 0; w < 3; ++w) {
+    g.window(100, slow);
+    now += 1.0;  // 100 messages per receiver per second: a 10 ms step
+    auto res = t.update(g.ev, now, {});
+    CHECK(res.compared);
+    for (auto& d : res.verdicts) named.push_back(d);
+  }
+  REQUIRE(named.size() == 1);
+  CHECK(named[0].ranks == std::vector<int>{3});
+  CHECK(named[0].evidence["source"] == "p2p_late_sender");
+  CHECK(named[0].evidence["culprits"][0]["late_s"].get<double>() == doctest::Approx(2e-3));
+  CHECK(named[0].evidence["waited_by"].size() == 2);
+  CHECK(named[0].key == LateSenderTracker::key_for(3));
+  // Recovered: three healthy windows resolve it.
+  std::set<std::string> open = {LateSenderTracker::key_for(3)};
+  std::vector<std::string> resolved;
+  for (int w = 0; w < 3; ++w) {
+    g.window(100, [](int, int) { return 0.2e-3; });
+    now += 1.0;
+    auto res = t.update(g.ev, now, open);
+    CHECK(res.verdicts.empty());
+    for (auto& k : res.resolved) resolved.push_back(k);
+  }
+  CHECK(resolved == std::vector<std::string>{LateSenderTracker::key_for(3)});
+}
+
+TEST_CASE("late sender: jitter, too few messages, or senders with no equivalent name nobody") {
+  Ring g(6);
+  LateSenderTracker t;
+  double now = 0;
+  // Healthy with noise: lateness 0.1-0.3 ms in a 10 ms step, never the same rank.
+  for (int w = 0; w < 6; ++w) {
+    g.window(100, [w](int r, int s) { return ((r * 7 + s * 3 + w) % 3) * 0.1e-3 + 0.1e-3; });
+    now += 1.0;
+    CHECK(t.update(g.ev, now, {}).verdicts.empty());
+  }
+  // A window with fewer than min_messages stays open.
+  LateSenderTracker t2;
+  Ring h(6);
+  h.window(5, [](int, int s) { return s == 3 ? 5e-3 : 0.0; });
+  auto res = t2.update(h.ev, 1.0, {});
+  CHECK_FALSE(res.compared);
+  // Two ranks: no class of three equivalent senders, nothing to compare.
+  Ring two(2);
+  LateSenderTracker t3;
+  for (int w = 0; w < 4; ++w) {
+    two.window(100, [](int, int s) { return s == 1 ? 5e-3 : 0.0; });
+    CHECK(t3.update(two.ev, 1.0 + w, {}).verdicts.empty());
+  }
+}

@@ -1,0 +1,180 @@
+// Late-sender straggler detection (see late_sender.hpp).
+#include "scoutd/detect/late_sender.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "libc3/verdict_rules.hpp"
+
+namespace scout::scoutd {
+
+using nlohmann::json;
+
+std::string LateSenderTracker::key_for(int rank) { return fmt::format("straggler:p2p:{}", rank); }
+
+LateSenderTracker::Result LateSenderTracker::update(const std::vector<RankEvidence>& ranks, double now_s,
+                                                    const std::set<std::string>& open) {
+  Result res;
+  std::map<int, const RankEvidence*> live;
+  int world = 0;
+  for (auto& e : ranks) {
+    world = std::max(world, e.rank + 1);
+    if (e.attached && e.alive && !e.finalized) live[e.rank] = &e;
+  }
+  if (window_start_s_ < 0) window_start_s_ = now_s;
+  // Deltas since the window began, per sender.
+  struct Sender {
+    std::uint64_t msgs = 0;
+    double wait_s = 0;
+    std::vector<int> offsets;               // signed, normalised, one per receiver
+    std::map<int, double> waited_by;        // receiver -> wait in this window
+  };
+  std::map<int, Sender> senders;
+  for (auto& [r, e] : live)
+    for (auto& [s, p] : e->peers) {
+      if (s == r || !live.count(s)) continue;
+      const Prev& before = prev_[{r, s}];
+      if (p.recvd < before.recvd || p.wait_s + 1e-9 < before.wait_s) continue;  // a rank restarted: next window
+      const std::uint64_t dn = p.recvd - before.recvd;
+      if (dn == 0) continue;
+      Sender& x = senders[s];
+      x.msgs += dn;
+      x.wait_s += p.wait_s - before.wait_s;
+      x.waited_by[r] = p.wait_s - before.wait_s;
+      int off = ((r - s) % world + world) % world;
+      if (off > world / 2) off -= world;
+      x.offsets.push_back(off);
+    }
+  // How long each rank itself waited per message received, this window: a
+  // sender that is late only because it waited for someone else (a wait
+  // state propagated from the real straggler) waits a lot itself.
+  std::map<int, double> own_wait;
+  for (auto& [r, e] : live) {
+    double w = 0;
+    std::uint64_t n = 0;
+    for (auto& [s, p] : e->peers) {
+      const Prev& before = prev_[{r, s}];
+      if (p.recvd < before.recvd || p.wait_s + 1e-9 < before.wait_s) continue;
+      n += p.recvd - before.recvd;
+      w += p.wait_s - before.wait_s;
+    }
+    if (n) own_wait[r] = w / static_cast<double>(n);
+  }
+  std::vector<double> waits;
+  for (auto& [r, w] : own_wait) waits.push_back(w);
+  const double median_own_wait = waits.empty() ? 0 : c3::median(waits);
+  // A window closes when every active sender has enough messages.
+  bool enough = !senders.empty();
+  for (auto& [s, x] : senders) enough &= x.msgs >= opt_.min_messages;
+  if (!enough) return res;
+  const double window_s = std::max(1e-3, now_s - window_start_s_);
+  window_start_s_ = now_s;
+  for (auto& [r, e] : live)
+    for (auto& [s, p] : e->peers) prev_[{r, s}] = {p.recvd, p.wait_s};
+
+  // Equivalence classes: the signed offsets to the receivers and the size class.
+  std::map<std::string, std::vector<int>> classes;
+  for (auto& [s, x] : senders) {
+    std::sort(x.offsets.begin(), x.offsets.end());
+    std::uint64_t recvd = 0, recvd_bytes = 0;
+    for (auto& [r, rr] : live)
+      if (auto it = rr->peers.find(s); it != rr->peers.end()) {
+        recvd += it->second.recvd;
+        recvd_bytes += it->second.recvd_bytes;
+      }
+    const int size_class = recvd ? static_cast<int>(std::log2(1.0 + static_cast<double>(recvd_bytes) / recvd)) : 0;
+    std::string key = fmt::format("{}|", size_class);
+    for (int o : x.offsets) key += fmt::format("{},", o);
+    classes[key].push_back(s);
+  }
+  std::set<int> outliers;
+  std::map<int, double> lateness, score, class_median, step_of, guard_of, own_of, jitter_of;
+  std::map<int, std::size_t> class_size;
+  for (auto& [ckey, members] : classes) {
+    if (members.size() < 3) continue;
+    std::vector<double> late;
+    double msgs_per_receiver = 0;
+    for (int s : members) {
+      const Sender& x = senders[s];
+      late.push_back(x.wait_s / static_cast<double>(x.msgs));
+      msgs_per_receiver += static_cast<double>(x.msgs) / static_cast<double>(x.offsets.size());
+    }
+    msgs_per_receiver /= static_cast<double>(members.size());
+    // The step: the time between two messages of one sender to one receiver.
+    const double step_s = msgs_per_receiver > 0 ? window_s / msgs_per_receiver : window_s;
+
+    res.compared = true;
+    for (std::size_t i = 0; i < members.size(); ++i) {
+      const int s = members[i];
+      // The others of the class, without this sender: their median and
+      // spread (the largest deviation among them). The absolute guard scales
+      // with the job: a fraction of its step, never below a floor for timer
+      // and scheduler noise.
+      std::vector<double> others;
+      for (std::size_t j = 0; j < late.size(); ++j)
+        if (j != i) others.push_back(late[j]);
+      const double om = c3::median(others);
+      double jitter = 0;
+      for (double o : others) jitter = std::max(jitter, std::fabs(o - om));
+      // Their spread is mostly propagated wait states, not noise: it is
+      // reported, and the guard is the step fraction (with its floor).
+      const double guard = std::max(opt_.floor_s, opt_.step_fraction * step_s);
+      jitter_of[s] = jitter;
+      lateness[s] = late[i];
+      class_median[s] = om;
+      class_size[s] = members.size();
+      step_of[s] = step_s;
+      guard_of[s] = guard;
+      score[s] = (step_s + late[i] - om) / step_s;
+      own_of[s] = own_wait.count(s) ? own_wait[s] : 0;
+      // Its lateness must not be explained by its own waiting (a propagated
+      // wait state): it waits itself less than the job's median and less
+      // than half of what it makes the others wait.
+      const bool root_cause = own_of[s] <= median_own_wait && own_of[s] < 0.5 * (late[i] - om);
+      if (late[i] > om + guard && late[i] > opt_.relative * om && root_cause) outliers.insert(s);
+    }
+  }
+  if (!res.compared) return res;
+  for (auto& [s, x] : senders) {
+    const std::string key = key_for(s);
+    if (!outliers.count(s)) {
+      confirm_.erase(s);
+      if (open.count(key) && class_size.count(s) && ++healthy_[s] >= opt_.confirmations) {
+        res.resolved.push_back(key);
+        healthy_.erase(s);
+      }
+      continue;
+    }
+    healthy_.erase(s);
+    if (++confirm_[s] < opt_.confirmations || open.count(key)) continue;
+    const RankEvidence& e = *live.at(s);
+    json waited = json::object();
+    for (auto& [r, w] : x.waited_by) waited[std::to_string(r)] = w;
+    VerdictDraft d;
+    d.kind = c3::VerdictKind::kStraggler;
+    d.status = c3::VerdictStatus::kAttributed;
+    d.ranks = {s};
+    d.hosts = {e.node};
+    d.evidence = {{"rule", "its receivers wait for its messages longer than for equivalent senders', confirmed"},
+                  {"type", "p2p"},
+                  {"source", "p2p_late_sender"},
+                  {"culprits", json::array({{{"rank", s}, {"host", e.node}, {"pid", e.pid}, {"score", score[s]},
+                                             {"late_s", lateness[s]}}})},
+                  {"waited_by", waited},
+                  {"class_median_late_s", class_median[s]},
+                  {"class_senders", class_size[s]},
+                  {"step_s", step_of[s]},
+                  {"guard_s", guard_of[s]},
+                  {"class_spread_s", jitter_of[s]},
+                  {"own_wait_s", own_of[s]},
+                  {"median_own_wait_s", median_own_wait},
+                  {"confirmations", confirm_[s]}};
+    d.key = key;
+    res.verdicts.push_back(std::move(d));
+  }
+  return res;
+}
+
+}  // namespace scout::scoutd

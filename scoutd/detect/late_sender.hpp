@@ -1,0 +1,59 @@
+// Point-to-point stragglers: late-sender analysis (the wait-state model of
+// Scalasca). Each receiver's probe times how long it waited for a message
+// from each sender (a blocking receive, or a wait on requests whose messages
+// had not arrived when it began). At the deciding observer, over a window
+// of gathers, a sender's lateness is the mean wait per message its receivers
+// had for it. A sender is compared only with senders the communication
+// pattern makes equivalent: the same multiset of signed rank offsets to its
+// receivers (normalised modulo the job size, so periodic neighbours match)
+// and the same message size class. Within a class of at least three, a
+// sender whose lateness exceeds the median of the others of its class by an
+// absolute guard derived from the step time (the interval between its
+// messages) and by a relative threshold, and whose lateness is not explained
+// by its own waiting (a wait state propagated from the real straggler), in K
+// consecutive windows, is a straggler (source p2p_late_sender); it is
+// resolved after K healthy windows.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "scoutd/detect/straggler_detector.hpp"
+
+namespace scout::scoutd {
+
+struct LateSenderOptions {
+  int confirmations = 3;        // consecutive windows before a verdict (and to resolve)
+  std::uint64_t min_messages = 20;  // per sender in a window
+  double relative = 1.5;        // lateness above relative x the class median ...
+  double step_fraction = 0.1;   // ... and above this fraction of the step time ...
+  double floor_s = 20e-6;       // ... and never below this (timer and scheduler noise)
+};
+
+class LateSenderTracker {
+ public:
+  explicit LateSenderTracker(LateSenderOptions o = {}) : opt_(o) {}
+  struct Result {
+    std::vector<VerdictDraft> verdicts;
+    std::vector<std::string> resolved;
+    bool compared = false;  // a window closed and a class had three senders
+  };
+  // `now_s`: the deciding observer's clock; `open`: straggler keys recorded.
+  Result update(const std::vector<RankEvidence>& ranks, double now_s, const std::set<std::string>& open);
+  static std::string key_for(int rank);
+
+ private:
+  LateSenderOptions opt_;
+  struct Prev {
+    std::uint64_t recvd = 0;
+    double wait_s = 0;
+  };
+  std::map<std::pair<int, int>, Prev> prev_;  // (receiver, sender)
+  double window_start_s_ = -1;
+  std::map<int, int> confirm_, healthy_;
+};
+
+}  // namespace scout::scoutd
