@@ -16,10 +16,10 @@ using namespace scout::c3;
 namespace {
 struct Scope {
   Scope(std::uint32_t kind, MPI_Comm comm, std::int64_t count, MPI_Datatype dt, MPI_Op op,
-        std::int64_t root) noexcept {
-    coll_enter(kind, comm, count, dt, op, root);
-  }
-  ~Scope() { coll_exit(); }
+        std::int64_t root) noexcept
+      : seq(coll_enter(kind, comm, count, dt, op, root)) {}
+  ~Scope() { coll_exit(seq); }
+  std::uint64_t seq;
   Scope(const Scope&) = delete;
   Scope& operator=(const Scope&) = delete;
 };
@@ -36,9 +36,9 @@ const MPI_Datatype kNoType = MPI_DATATYPE_NULL;
 // NONBLOCKING(name, kind, (params), (args), count, datatype, op, root)
 #define NONBLOCKING(NAME, KIND, PARAMS, ARGS, COUNT, DT, OP, ROOT)           \
   SCOUT_EXPORT int MPI_##NAME PARAMS {                                       \
-    coll_enter((KIND) | kFlagNonblocking, comm, COUNT, DT, OP, ROOT);         \
+    const std::uint64_t seq_ = coll_enter((KIND) | kFlagNonblocking, comm, COUNT, DT, OP, ROOT); \
     int rc_ = PMPI_##NAME ARGS;                                              \
-    nb_started(rc_ == MPI_SUCCESS ? *request : MPI_REQUEST_NULL);            \
+    nb_started(rc_ == MPI_SUCCESS ? *request : MPI_REQUEST_NULL, seq_);      \
     return rc_;                                                              \
   }
 
@@ -242,6 +242,7 @@ SCOUT_EXPORT int MPI_Init(int *argc, char ***argv) {
 }
 SCOUT_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
   int rc = PMPI_Init_thread(argc, argv, required, provided);
+  if (rc == MPI_SUCCESS && provided && *provided == MPI_THREAD_MULTIPLE) g_threaded = true;
   if (rc == MPI_SUCCESS) probe_init();
   return rc;
 }

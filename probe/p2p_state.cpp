@@ -2,6 +2,7 @@
 // waits for, the requests it has in flight, and per-peer counters, written
 // into the version-6 part of the rank record. Hot path: no allocation, lock
 // or system call; fixed tables; the clock is the probe's (TSC or vDSO).
+#include <algorithm>
 #include <cstring>
 
 #include "probe/probe_state.hpp"
@@ -55,16 +56,24 @@ c3::PeerSlot* peer_slot(c3::RecordV6& v6, int world) noexcept {
     const std::uint64_t have = __atomic_load_n(&p.peer, __ATOMIC_RELAXED);
     if (have == key) return &p;
     if (have == 0) {
-      __atomic_store_n(&p.peer, key, __ATOMIC_RELEASE);
-      return &p;
+      std::uint64_t expected = 0;  // claimed once, by one thread
+      if (__atomic_compare_exchange_n(&p.peer, &expected, key, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED) ||
+          expected == key)
+        return &p;
     }
   }
   __atomic_store_n(&v6.peers_full, __atomic_load_n(&v6.peers_full, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
   return nullptr;
 }
 
+inline void add_op() noexcept {
+  if (g_threaded) __atomic_add_fetch(&g_ops, 1, __ATOMIC_RELAXED);
+  else ++g_ops;
+}
+
 inline void bump(std::uint64_t& field, std::uint64_t by) noexcept {
-  __atomic_store_n(&field, __atomic_load_n(&field, __ATOMIC_RELAXED) + by, __ATOMIC_RELAXED);
+  if (g_threaded) __atomic_fetch_add(&field, by, __ATOMIC_RELAXED);
+  else __atomic_store_n(&field, __atomic_load_n(&field, __ATOMIC_RELAXED) + by, __ATOMIC_RELAXED);
 }
 
 void count_sent(c3::RecordV6& v6, int world, std::uint64_t bytes) noexcept {
@@ -88,7 +97,7 @@ void count_recvd(c3::RecordV6& v6, int world, std::uint64_t bytes, std::uint64_t
 void publish_wait(std::uint64_t call, std::uint64_t t, std::uint64_t comm_id, std::int64_t tag,
                   const std::int64_t* peers, int n, bool more, std::uint64_t any_comm) noexcept {
   c3::RecordV6& v6 = c3::v6_of(*g_record);
-  c3::p2p_write_begin(v6);
+  seq_begin(v6.p2p_lock);
   c3::rec_store(v6.p2p.call, call);
   c3::rec_store(v6.p2p.entry_ns, t);
   c3::rec_store(v6.p2p.comm_id, comm_id);
@@ -97,17 +106,19 @@ void publish_wait(std::uint64_t call, std::uint64_t t, std::uint64_t comm_id, st
   c3::rec_store(v6.p2p.npeers, static_cast<std::uint64_t>(n));
   c3::rec_store(v6.p2p.more_peers, std::uint64_t{more});
   c3::rec_store(v6.p2p.any_comm, any_comm);
-  c3::p2p_write_end(v6);
+  seq_end(v6.p2p_lock);
   g_waiting = true;
 }
 
 void publish_done() noexcept {
   c3::RecordV6& v6 = c3::v6_of(*g_record);
-  c3::p2p_write_begin(v6);
+  seq_begin(v6.p2p_lock);
   c3::rec_store(v6.p2p.call, std::uint64_t{0});
   c3::rec_store(v6.p2p.npeers, std::uint64_t{0});
-  c3::rec_store(v6.p2p.ops, g_ops);
-  c3::p2p_write_end(v6);
+  c3::rec_store(v6.p2p.ops, g_threaded ? std::max(__atomic_load_n(&g_ops, __ATOMIC_RELAXED),
+                                                  __atomic_load_n(&v6.p2p.ops, __ATOMIC_RELAXED))
+                                       : g_ops);
+  seq_end(v6.p2p_lock);
   g_waiting = false;
   g_polling = false;
 }
@@ -167,11 +178,11 @@ void P2PBlock::end(int dest, std::uint64_t sent_bytes, int source, std::uint64_t
   c3::RecordV6& v6 = c3::v6_of(*g_record);
   if (dest >= 0) {
     count_sent(v6, world_rank_of(comm, dest), sent_bytes);
-    ++g_ops;
+    add_op();
   }
   if (source >= 0) {  // only a receive's wait is timed: the late-sender model
     count_recvd(v6, world_rank_of(comm, source), recvd_bytes, now_ns() - t0);
-    ++g_ops;
+    add_op();
   }
   publish_done();
 }
@@ -183,6 +194,7 @@ void p2p_started(MPI_Request req, bool recv, MPI_Comm mc, int peer, int /*tag*/,
   std::int32_t w = peer == MPI_ANY_SOURCE ? static_cast<std::int32_t>(c3::kPeerAny)
                    : peer == MPI_PROC_NULL ? -2
                                            : world_rank_of(c, peer);
+  TableGuard guard;
   unsigned s = req_hash(req);
   int free_slot = -1;
   for (int i = 0; i < 32; ++i, s = (s + 1) % kReqSlots) {
@@ -201,6 +213,7 @@ void p2p_started(MPI_Request req, bool recv, MPI_Comm mc, int peer, int /*tag*/,
 
 void p2p_request_free(MPI_Request req) noexcept {
   if (!g_record) return;
+  TableGuard guard;
   const int s = req_find(req);
   if (s >= 0) g_reqs[s].used = 2;
 }
@@ -208,6 +221,7 @@ void p2p_request_free(MPI_Request req) noexcept {
 void p2p_persistent_start(const MPI_Request* reqs, int n) noexcept {
   if (!g_record || !reqs) return;
   c3::RecordV6& v6 = c3::v6_of(*g_record);
+  TableGuard guard;
   for (int i = 0; i < n; ++i) {
     const int s = req_find(reqs[i]);
     if (s >= 0 && !g_reqs[s].recv && g_reqs[s].peer >= 0) count_sent(v6, g_reqs[s].peer, g_reqs[s].bytes);
@@ -219,6 +233,7 @@ P2PWait::P2PWait(std::uint64_t c, const MPI_Request* reqs, int count, bool is_bl
   if (!g_record || !reqs || count <= 0) return;
   n = count < kMax ? count : kMax;
   int tracked = 0;
+  TableGuard guard;
   for (int i = 0; i < n; ++i) {
     slot[i] = req_find(reqs[i]);
     if (slot[i] >= 0 && g_reqs[slot[i]].peer != -2) ++tracked;  // MPI_PROC_NULL: nothing to wait for
@@ -267,9 +282,9 @@ void account(int s, const MPI_Status* st, std::uint64_t waited, std::int64_t* ch
       if (charged[i] == w) wait = 0;
     if (wait && ncharged < 16) charged[ncharged++] = w;
     if (w >= 0) count_recvd(v6, w, r.bytes, wait);
-    if (r.peer != -2) ++g_ops;
+    if (r.peer != -2) add_op();
   } else if (r.peer != -2) {
-    ++g_ops;  // its bytes were counted when it was posted (or started)
+    add_op();  // its bytes were counted when it was posted (or started)
   }
   if (!r.persistent) r.used = 2;
 }
@@ -280,6 +295,7 @@ void P2PWait::completed_all(const MPI_Status* statuses) noexcept {
   const std::uint64_t waited = blocking ? now_ns() - t0 : 0;
   std::int64_t charged[16];
   int nc = 0;
+  TableGuard guard;
   for (int i = 0; i < n; ++i)
     account(slot[i], statuses && statuses != MPI_STATUSES_IGNORE ? &statuses[i] : nullptr,
             was_there(i) ? 0 : waited, charged, nc);
@@ -291,6 +307,7 @@ void P2PWait::completed_one(int index, const MPI_Status* status) noexcept {
   const std::uint64_t waited = blocking ? now_ns() - t0 : 0;
   std::int64_t charged[16];
   int nc = 0;
+  TableGuard guard;
   if (index >= 0 && index < n && index != MPI_UNDEFINED)
     account(slot[index], status, was_there(index) ? 0 : waited, charged, nc);
   publish_done();
@@ -301,6 +318,7 @@ void P2PWait::completed_some(int outcount, const int* indices, const MPI_Status*
   const std::uint64_t waited = blocking ? now_ns() - t0 : 0;
   std::int64_t charged[16];
   int nc = 0;
+  TableGuard guard;
   if (outcount != MPI_UNDEFINED && indices)
     for (int k = 0; k < outcount; ++k)
       if (indices[k] >= 0 && indices[k] < n)

@@ -19,6 +19,8 @@
 namespace scout::probe {
 
 c3::RankRecord* g_record = nullptr;
+bool g_threaded = false;
+int TableGuard::lock_ = 0;
 ProbeClock g_clock;
 
 // Collective-output signatures: every Nth signable collective per
@@ -406,9 +408,9 @@ void probe_init() noexcept {
   if (!host || !*host) host = std::getenv("SLURMD_NODENAME");  // Slurm node name
   if (host && *host) copy_str(r->host, sizeof r->host, host);
   else gethostname(r->host, sizeof r->host - 1);
-  c3::record_write_begin(*r);
+  rec_begin(*r);
   c3::rec_store(r->live.state, std::uint64_t{c3::kStateInitialized});
-  c3::record_write_end(*r);
+  rec_end(*r);
   __atomic_store_n(&r->magic, c3::kRecordMagic, __ATOMIC_RELEASE);  // publish last
   g_last_exit_ns = r->start_ns;
   g_record = r;
@@ -420,19 +422,19 @@ void probe_init() noexcept {
 void probe_finalize() noexcept {
   c3::RankRecord* r = g_record;
   if (!r) return;
-  c3::record_write_begin(*r);
+  rec_begin(*r);
   c3::rec_store(r->live.state, std::uint64_t{c3::kStateInitialized | c3::kStateFinalized});
-  c3::record_write_end(*r);
+  rec_end(*r);
   g_record = nullptr;
   // The observer keeps its own mapping; the name goes now so nothing is left.
   shm_unlink(g_shm_name);
   munmap(r, sizeof(c3::RecordV6));
 }
 
-void coll_enter(std::uint32_t kind, MPI_Comm comm, std::int64_t count, MPI_Datatype dt, MPI_Op op,
-                std::int64_t root) noexcept {
+std::uint64_t coll_enter(std::uint32_t kind, MPI_Comm comm, std::int64_t count, MPI_Datatype dt, MPI_Op op,
+                         std::int64_t root) noexcept {
   c3::RankRecord* r = g_record;
-  if (!r) return;
+  if (!r) return 0;
   const std::uint64_t t = now_ns();
   const std::uint64_t cid = comm_identity(comm);
   const std::uint64_t dtc = datatype_code(dt);
@@ -441,10 +443,11 @@ void coll_enter(std::uint32_t kind, MPI_Comm comm, std::int64_t count, MPI_Datat
                                           static_cast<std::uint64_t>(root));
   g_outside_ns += t - g_last_exit_ns;
   g_entry_ns = t;
-  ++g_seq;
+  const std::uint64_t seq = g_threaded ? __atomic_add_fetch(&g_seq, 1, __ATOMIC_RELAXED) : ++g_seq;
   p2p_poll_clear();
-  c3::record_write_begin(*r);
-  c3::rec_store(r->live.seq, g_seq);
+  rec_begin(*r);
+  // Threads enter in any order: the published position only moves forward.
+  c3::rec_store(r->live.seq, g_threaded ? std::max(seq, __atomic_load_n(&r->live.seq, __ATOMIC_RELAXED)) : seq);
   c3::rec_store(r->live.fingerprint, fp);
   c3::rec_store(r->live.comm_id, cid);
   c3::rec_store(r->live.kind, std::uint64_t{kind});
@@ -455,9 +458,10 @@ void coll_enter(std::uint32_t kind, MPI_Comm comm, std::int64_t count, MPI_Datat
   c3::rec_store(r->live.in_collective, std::uint64_t{1});
   c3::rec_store(r->live.entry_ns, t);
   c3::rec_store(r->live.outside_ns, g_outside_ns);
-  c3::record_write_end(*r);
-  c3::ring_enter(*r, g_seq, fp, kind, cid, t);
-  if (__builtin_expect(faults::g_delay_active, false)) faults::delay(comm, g_seq);
+  rec_end(*r);
+  c3::ring_enter(*r, seq, fp, kind, cid, t);
+  if (__builtin_expect(faults::g_delay_active, false)) faults::delay(comm, seq);
+  return seq;
 }
 
 namespace {
@@ -467,30 +471,31 @@ std::uint64_t live_exit(c3::RankRecord& r) noexcept {
   const std::uint64_t t = now_ns();
   g_inside_ns += t - g_entry_ns;
   g_last_exit_ns = t;
-  c3::record_write_begin(r);
+  rec_begin(r);
   c3::rec_store(r.live.in_collective, std::uint64_t{0});
   c3::rec_store(r.live.exit_ns, t);
   c3::rec_store(r.live.inside_ns, g_inside_ns);
-  c3::record_write_end(r);
+  rec_end(r);
   return t;
 }
 }  // namespace
 
-void coll_exit() noexcept {
+void coll_exit(std::uint64_t seq) noexcept {
   c3::RankRecord* r = g_record;
   if (!r) return;
-  c3::ring_exit(*r, g_seq, live_exit(*r));
+  c3::ring_exit(*r, seq, live_exit(*r));
 }
 
-void nb_started(MPI_Request req) noexcept {
+void nb_started(MPI_Request req, std::uint64_t seq) noexcept {
   // A nonblocking collective returns at once: the rank is outside again
   // (live record), but in the ring the collective stays open until it
   // completes, so its duration covers the communication in flight.
   c3::RankRecord* r = g_record;
   if (!r) return;
   live_exit(*r);
+  TableGuard guard;
   if (g_pending_count < kPending) {
-    g_pending_seq[g_pending_count] = g_seq;
+    g_pending_seq[g_pending_count] = seq;
     g_pending[g_pending_count++] = req;
   }
 }
@@ -498,19 +503,22 @@ void nb_started(MPI_Request req) noexcept {
 WaitScope::WaitScope(const MPI_Request* reqs, int count, bool is_blocking) noexcept
     : blocking(is_blocking) {
   if (!g_record || g_pending_count == 0 || !reqs) return;
+  {
+  TableGuard guard;
   for (int s = 0; s < g_pending_count && n < 8; ++s)
     for (int i = 0; i < count; ++i)
       if (reqs[i] == g_pending[s]) { slots[n] = s; idx[n] = i; ++n; break; }
+  }
   if (n == 0 || !blocking) return;
   c3::RankRecord* r = g_record;
   t0 = now_ns();
   g_outside_ns += t0 - g_last_exit_ns;
   g_entry_ns = t0;
-  c3::record_write_begin(*r);
+  rec_begin(*r);
   c3::rec_store(r->live.in_collective, std::uint64_t{1});
   c3::rec_store(r->live.entry_ns, t0);
   c3::rec_store(r->live.outside_ns, g_outside_ns);
-  c3::record_write_end(*r);
+  rec_end(*r);
 }
 
 void WaitScope::done(const MPI_Request* after) noexcept {
@@ -518,6 +526,7 @@ void WaitScope::done(const MPI_Request* after) noexcept {
   if (n == 0 || !r) return;
   bool any_done = false;
   const std::uint64_t t = now_ns();
+  TableGuard guard;
   // Retire completed ones, highest slot first so indices stay valid.
   for (int k = n - 1; k >= 0; --k) {
     if (after[idx[k]] == MPI_REQUEST_NULL) {

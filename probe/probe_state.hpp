@@ -56,6 +56,52 @@ inline std::uint64_t fingerprint_of(std::uint64_t kind, std::uint64_t comm, std:
 // Set by probe_init when the environment names a job; null means "do nothing".
 extern c3::RankRecord* g_record;
 
+// MPI_THREAD_MULTIPLE: several threads may be inside MPI (and the probe) at
+// once. The seqlocks are then claimed with a compare-and-swap, so concurrent
+// writers never interleave fields or leave a lock odd (the readers' protocol
+// is unchanged); the section holds a few stores and never calls MPI. The
+// probe's tables take a spinlock. A single-threaded program pays one branch.
+extern bool g_threaded;
+inline void seq_begin(std::uint64_t& lock) noexcept {
+  if (!g_threaded) {
+    __atomic_store_n(&lock, __atomic_load_n(&lock, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    return;
+  }
+  for (;;) {
+    std::uint64_t s = __atomic_load_n(&lock, __ATOMIC_RELAXED);
+    if (!(s & 1) && __atomic_compare_exchange_n(&lock, &s, s + 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) break;
+#if defined(__x86_64__)
+    __builtin_ia32_pause();
+#endif
+  }
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+}
+inline void seq_end(std::uint64_t& lock) noexcept {
+  __atomic_store_n(&lock, __atomic_load_n(&lock, __ATOMIC_RELAXED) + 1, __ATOMIC_RELEASE);
+}
+inline void rec_begin(c3::RankRecord& r) noexcept { seq_begin(r.lock); }
+inline void rec_end(c3::RankRecord& r) noexcept { seq_end(r.lock); }
+// The request and pending-collective tables: held only when threaded.
+struct TableGuard {
+  static int lock_;
+  bool held = false;
+  TableGuard() noexcept {
+    if (!g_threaded) return;
+    while (__atomic_exchange_n(&lock_, 1, __ATOMIC_ACQUIRE)) {
+#if defined(__x86_64__)
+      __builtin_ia32_pause();
+#endif
+    }
+    held = true;
+  }
+  ~TableGuard() {
+    if (held) __atomic_store_n(&lock_, 0, __ATOMIC_RELEASE);
+  }
+  TableGuard(const TableGuard&) = delete;
+  TableGuard& operator=(const TableGuard&) = delete;
+};
+
 void probe_init() noexcept;      // after PMPI_Init
 void probe_finalize() noexcept;  // before PMPI_Finalize
 
@@ -79,15 +125,16 @@ void comm_forget(MPI_Comm comm) noexcept;
 std::uint64_t datatype_code(MPI_Datatype t) noexcept;
 std::uint64_t op_code(MPI_Op op) noexcept;
 
-void coll_enter(std::uint32_t kind, MPI_Comm comm, std::int64_t count, MPI_Datatype dt,
-                MPI_Op op, std::int64_t root) noexcept;
-void coll_exit() noexcept;
+// Returns the collective's sequence number, which its exit names.
+std::uint64_t coll_enter(std::uint32_t kind, MPI_Comm comm, std::int64_t count, MPI_Datatype dt,
+                         MPI_Op op, std::int64_t root) noexcept;
+void coll_exit(std::uint64_t seq) noexcept;
 // After a blocking Allreduce/Bcast/Allgather returned: every Nth signable
 // collective of `comm` (SCOUT_OUTSIG_EVERY, default 64, 0 off) signs its
 // output buffer (count elements of dt; per member when `per_member`).
 void coll_output(std::uint32_t kind, MPI_Comm comm, void* buf, std::int64_t count, MPI_Datatype dt,
                  bool per_member) noexcept;
-void nb_started(MPI_Request req) noexcept;
+void nb_started(MPI_Request req, std::uint64_t seq) noexcept;
 
 // Wait/Test family support: mark which pending nonblocking collectives are in
 // `reqs`, and after the call retire those that completed.
