@@ -20,6 +20,9 @@ mpirun -np 2 --bind-to none -x LD_PRELOAD="$B/probe/.libs/libscout_probe.so" -x 
   -x SCOUT_STEP_ID=bench "$B/bench/p2p_bench" 200000
 rm -f /dev/shm/scout.999998.bench.* 2>/dev/null || true
 echo
+echo "== point-to-point detection: delays, smallest slowdown named, third-party overhead"
+sh "$top_srcdir/bench/p2p-detection.sh"
+echo
 echo "== replay (silent data corruption): cost per cycle, budget under load"
 "$B/bench/replay_bench"
 echo

@@ -1,7 +1,7 @@
 // mpi_train: a real data-parallel training loop on synthetic data (a small
 // MLP regression: forward, backward, gradient MPI_Allreduce, periodic Bcast,
 // Allgather and Barrier), with fault injection so scout can be tested:
-//   --fault KIND:rank=R:step=S[:ms=M][:count=N]
+//   --fault KIND:rank=R:step=S[:ms=M][:us=U][:count=N]
 //   KIND: stop (SIGSTOP itself), hang (spin before the next collective),
 //         crash (abort), slow (sleep M ms per step from S on), diverge (call a
 //         different collective at step S), corrupt (its gradient allreduce
@@ -50,6 +50,7 @@ struct Fault {
   int rank = -1;
   long step = -1;
   long ms = 50;
+  long us = 0;      // slow: microseconds added to ms (sub-millisecond slowdowns)
   long count = -1;  // slow: how many steps (-1: every step from `step` on)
 };
 
@@ -120,8 +121,9 @@ Fault parse_fault(int rank, const std::string& spec) {
     if (k == "rank") f.rank = static_cast<int>(to_long(rank, "--fault rank", v, 0));
     else if (k == "step") f.step = to_long(rank, "--fault step", v, 0);
     else if (k == "ms") f.ms = to_long(rank, "--fault ms", v, 0);
+    else if (k == "us") f.us = to_long(rank, "--fault us", v, 0);
     else if (k == "count") f.count = to_long(rank, "--fault count", v, 1);
-    else usage_error(rank, "--fault: unknown key '" + k + "'; expected rank, step, ms or count");
+    else usage_error(rank, "--fault: unknown key '" + k + "'; expected rank, step, ms, us or count");
   }
   if (f.rank < 0 || f.step < 0)
     usage_error(rank, "--fault: '" + spec + "' needs rank=R and step=S, e.g. stop:rank=5:step=40");
@@ -318,7 +320,7 @@ int main(int argc, char** argv) {
     }
     if (faulty && o.fault.kind == "slow" && step >= o.fault.step &&
         (o.fault.count < 0 || step < o.fault.step + o.fault.count))
-      ms += static_cast<double>(o.fault.ms);
+      ms += static_cast<double>(o.fault.ms) + static_cast<double>(o.fault.us) / 1000.0;
     if (ms > 0) std::this_thread::sleep_for(std::chrono::microseconds(static_cast<long>(ms * 1000)));
 
     // --- injected faults before the gradient exchange ---------------------

@@ -6,15 +6,18 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <string>
 
 #include "libc3/rank_record.hpp"
 
 using namespace scout::c3;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  auto rec = std::make_unique<RankRecord>();
-  std::memset(rec.get(), 0, sizeof *rec);
-  std::memcpy(rec.get(), data, std::min(size, sizeof *rec));
+  // A version-6 record (version 5 is its front).
+  auto v6 = std::make_unique<RecordV6>();
+  std::memset(v6.get(), 0, sizeof *v6);
+  std::memcpy(v6.get(), data, std::min(size, sizeof *v6));
+  RankRecord* rec = &v6->v5;
   // The header check sees the size the mapping claims (the input's own).
   (void)record_check_header(*rec, size);
   RecordLive live;
@@ -37,5 +40,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::size_t n = outsig_read(*rec, rec->live.out_sig, os, &next);
   if (n > kOutSigRing) __builtin_trap();
   (void)coll_name(static_cast<std::uint32_t>(rec->live.kind));
+  // The point-to-point part: its live copy, the end event, the call names.
+  P2PLive p2p;
+  if (p2p_read(*v6, p2p, 4)) {
+    const std::string why = p2p_check_live(p2p, rec->world_size);
+    if (why.empty() && (p2p.npeers > kBlockedPeers || p2p.call >= SCOUT_P2P_CALL_COUNT)) __builtin_trap();
+    (void)p2p_call_name(p2p.call);
+  }
+  EndEvent end;
+  std::string why;
+  if (end_read(*v6, end, &why) && end.kind != SCOUT_END_ABORT && end.kind != SCOUT_END_SIGNAL) __builtin_trap();
   return 0;
 }

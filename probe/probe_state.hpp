@@ -182,6 +182,7 @@ struct P2PWait {
   std::uint64_t comm_id = 0;  // of the tracked requests, 0 when several
   std::uint64_t any_comm = 0;
   std::uint64_t arrived[kMax / 64] = {};  // complete already when a blocking wait began
+  bool uncharged = false;                 // several requests, not sampled: no wait is charged
   bool was_there(int i) const noexcept { return (arrived[i / 64] >> (i % 64)) & 1; }
   std::uint64_t call = 0;
   std::uint64_t t0 = 0;

@@ -61,8 +61,8 @@ struct scout_end_v6 {
 struct scout_peer_v6 {
   uint64_t peer;       /* world rank + 1; 0 while free */
   uint64_t sent, sent_bytes, recvd, recvd_bytes;
-  uint64_t wait_ns;    /* time blocked waiting for a message from this peer */
-  uint64_t waits;      /* how many such waits */
+  uint64_t wait_ns;    /* time blocked waiting for messages from this peer */
+  uint64_t waits;      /* messages whose wait was timed (wait_ns sums those) */
   uint64_t reserved;
 } __attribute__((aligned(8)));
 

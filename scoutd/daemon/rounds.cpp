@@ -25,7 +25,8 @@ bool stands_out(const std::uint32_t* hist, double max, double abs_s, double rel)
     cum += hist[b];
     if (2 * cum >= total) {
       const double median_upper = compute_bin_upper(b);
-      return max > median_upper * rel && max > median_upper + abs_s;
+      // The same guard as the detectors: it scales with the median.
+      return max > median_upper * rel && max > median_upper + absolute_guard(abs_s, median_upper);
     }
   }
   return false;

@@ -26,7 +26,7 @@ LateSenderTracker::Result LateSenderTracker::update(const std::vector<RankEviden
   if (window_start_s_ < 0) window_start_s_ = now_s;
   // Deltas since the window began, per sender.
   struct Sender {
-    std::uint64_t msgs = 0;
+    std::uint64_t msgs = 0, samples = 0;
     double wait_s = 0;
     std::vector<int> offsets;               // signed, normalised, one per receiver
     std::map<int, double> waited_by;        // receiver -> wait in this window
@@ -36,11 +36,13 @@ LateSenderTracker::Result LateSenderTracker::update(const std::vector<RankEviden
     for (auto& [s, p] : e->peers) {
       if (s == r || !live.count(s)) continue;
       const Prev& before = prev_[{r, s}];
-      if (p.recvd < before.recvd || p.wait_s + 1e-9 < before.wait_s) continue;  // a rank restarted: next window
+      if (p.recvd < before.recvd || p.waits < before.waits || p.wait_s + 1e-9 < before.wait_s)
+        continue;  // a rank restarted: next window
       const std::uint64_t dn = p.recvd - before.recvd;
       if (dn == 0) continue;
       Sender& x = senders[s];
       x.msgs += dn;
+      x.samples += p.waits - before.waits;
       x.wait_s += p.wait_s - before.wait_s;
       x.waited_by[r] = p.wait_s - before.wait_s;
       int off = ((r - s) % world + world) % world;
@@ -56,8 +58,8 @@ LateSenderTracker::Result LateSenderTracker::update(const std::vector<RankEviden
     std::uint64_t n = 0;
     for (auto& [s, p] : e->peers) {
       const Prev& before = prev_[{r, s}];
-      if (p.recvd < before.recvd || p.wait_s + 1e-9 < before.wait_s) continue;
-      n += p.recvd - before.recvd;
+      if (p.recvd < before.recvd || p.waits < before.waits || p.wait_s + 1e-9 < before.wait_s) continue;
+      n += p.waits - before.waits;
       w += p.wait_s - before.wait_s;
     }
     if (n) own_wait[r] = w / static_cast<double>(n);
@@ -67,12 +69,12 @@ LateSenderTracker::Result LateSenderTracker::update(const std::vector<RankEviden
   const double median_own_wait = waits.empty() ? 0 : c3::median(waits);
   // A window closes when every active sender has enough messages.
   bool enough = !senders.empty();
-  for (auto& [s, x] : senders) enough &= x.msgs >= opt_.min_messages;
+  for (auto& [s, x] : senders) enough &= x.msgs >= opt_.min_messages && x.samples >= opt_.min_messages / 4;
   if (!enough) return res;
   const double window_s = std::max(1e-3, now_s - window_start_s_);
   window_start_s_ = now_s;
   for (auto& [r, e] : live)
-    for (auto& [s, p] : e->peers) prev_[{r, s}] = {p.recvd, p.wait_s};
+    for (auto& [s, p] : e->peers) prev_[{r, s}] = {p.recvd, p.waits, p.wait_s};
 
   // Equivalence classes: the signed offsets to the receivers and the size class.
   std::map<std::string, std::vector<int>> classes;
@@ -98,7 +100,7 @@ LateSenderTracker::Result LateSenderTracker::update(const std::vector<RankEviden
     double msgs_per_receiver = 0;
     for (int s : members) {
       const Sender& x = senders[s];
-      late.push_back(x.wait_s / static_cast<double>(x.msgs));
+      late.push_back(x.samples ? x.wait_s / static_cast<double>(x.samples) : 0.0);
       msgs_per_receiver += static_cast<double>(x.msgs) / static_cast<double>(x.offsets.size());
     }
     msgs_per_receiver /= static_cast<double>(members.size());

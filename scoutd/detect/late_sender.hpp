@@ -2,8 +2,9 @@
 // Scalasca). Each receiver's probe times how long it waited for a message
 // from each sender (a blocking receive, or a wait on requests whose messages
 // had not arrived when it began). At the deciding observer, over a window
-// of gathers, a sender's lateness is the mean wait per message its receivers
-// had for it. A sender is compared only with senders the communication
+// of gathers, a sender's lateness is the mean wait per timed message its
+// receivers had for it (the probe times every blocking receive, and one
+// MPI_Waitall on several requests in 4). A sender is compared only with senders the communication
 // pattern makes equivalent: the same multiset of signed rank offsets to its
 // receivers (normalised modulo the job size, so periodic neighbours match)
 // and the same message size class. Within a class of at least three, a
@@ -48,7 +49,7 @@ class LateSenderTracker {
  private:
   LateSenderOptions opt_;
   struct Prev {
-    std::uint64_t recvd = 0;
+    std::uint64_t recvd = 0, waits = 0;
     double wait_s = 0;
   };
   std::map<std::pair<int, int>, Prev> prev_;  // (receiver, sender)

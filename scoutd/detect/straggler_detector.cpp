@@ -18,9 +18,17 @@ double absolute_guard(double configured_s, double median_s) {
 StragglerTracker::Result StragglerTracker::update(const std::vector<RankEvidence>& ranks,
                                                   const std::set<std::string>& open) {
   Result res;
+  // A rank that exchanges point-to-point messages spends part of its
+  // "compute" (time outside collectives) waiting for its peers: it is left
+  // to the late-sender detector, which tells the waiting from the late.
+  auto p2p = [](const RankEvidence& e) {
+    for (auto& [peer, p] : e.peers)
+      if (p.recvd > 0) return true;
+    return false;
+  };
   std::vector<const RankEvidence*> el;
   for (auto& e : ranks)
-    if (e.attached && e.alive && !e.finalized && e.steps >= opt_.min_steps) el.push_back(&e);
+    if (e.attached && e.alive && !e.finalized && e.steps >= opt_.min_steps && !p2p(e)) el.push_back(&e);
   if (el.size() < 3) {  // two peers cannot name a culprit
     confirm_.clear();
     return res;

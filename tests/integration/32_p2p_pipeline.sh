@@ -42,7 +42,8 @@ expect_verdict crash "[2]" '["n2"]'
 
 # Three replicas of the 3-stage pipeline (9 ranks): a slow middle stage of
 # the second replica is a late sender, compared only with the same stage of
-# the other replicas; healthy, no stage is named for being a different stage.
+# the other replicas, and so is a slow link at another middle stage; healthy,
+# no stage is named for being a different stage.
 next_job
 start_run -n 9 --nodes 3 --stall-threshold $THRESH -- "$TRAIN" --pipeline 3 --steps 3000 --step-ms 5 --jitter 0.3
 finish_run
@@ -54,6 +55,15 @@ wait_for_verdict straggler 60
 sleep 4
 expect_verdict straggler "[4]" '["n2"]'
 expect_eq "source" "$(verdicts_json | jq -r '.[0].evidence.source')" p2p_late_sender
+stop_run
+# A slow link at rank 7 (each of its sends held 2 ms): the same stage of the
+# third replica, node n3.
+next_job
+start_run -n 9 --nodes 3 --stall-threshold $THRESH -- "$TRAIN" --pipeline 3 --steps 100000 --step-ms 5 \
+  --fault slowlink:rank=7:step=100:ms=2
+wait_for_verdict straggler 60
+sleep 4
+expect_verdict straggler "[7]" '["n3"]'
 stop_run
 # A single pipeline has no equivalent senders: a slower stage is not named.
 next_job

@@ -7,7 +7,7 @@
 MT=$B/tests/integration/mt_allreduce
 for i in $(seq 1 20); do
   next_job
-  start_run -n 4 --nodes 2 --stall-threshold 2 -- "$MT" --iters 1500
+  start_run -n 4 --nodes 2 --stall-threshold 2 -- "$MT" --iters 600
   finish_run
   expect_eq "run $i exit" "$RUN_RC" 0
   expect_eq "run $i verdicts" "$(verdicts_json | jq -c '[.[].kind]')" "[]"

@@ -166,6 +166,7 @@ struct Ring {
       for (int s : {(r + n - 1) % n, (r + 1) % n}) {
         auto& p = ev[r].peers[s];
         p.recvd += msgs;
+        p.waits += msgs;  // every message timed
         p.recvd_bytes += msgs * 128;
         p.wait_s += wait(r, s) * static_cast<double>(msgs);
       }
