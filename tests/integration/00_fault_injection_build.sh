@@ -11,10 +11,12 @@ scoutd=$B/scoutd/scoutd
 [ -f "$probe" ] && [ -x "$scoutd" ] || { echo "build the probe and scoutd first"; exit 1; }
 if grep -q '^FAULT_CPPFLAGS = -DSCOUT_FAULT_INJECTION' "$B/Makefile"; then expect=present; else expect=absent; fi
 fail=0
-for pair in "$probe:SCOUT_PROBE_TEST_DELAY" "$probe:SCOUT_PROBE_TEST_CORRUPT" "$scoutd:SCOUT_REPLAY_FAULT"; do
+for pair in "$probe:SCOUT_PROBE_TEST_DELAY" "$probe:SCOUT_PROBE_TEST_CORRUPT" "$probe:SCOUT_PROBE_TEST_P2P_DELAY" \
+  "$scoutd:SCOUT_REPLAY_FAULT"; do
   file=${pair%%:*} var=${pair##*:}
-  # Not "strings | grep -q": grep -q quits early and pipefail sees SIGPIPE.
-  if strings "$file" | grep -x "$var" >/dev/null; then got=present; else got=absent; fi
+  # The getenv literal: the name followed by its NUL ("strings" may glue a
+  # literal to neighbouring bytes; an error message naming it does not count).
+  if LC_ALL=C grep -a -P -q "${var}\x00" "$file"; then got=present; else got=absent; fi
   echo "$(basename "$file"): $var $got (expected $expect)"
   [ "$got" = "$expect" ] || fail=1
 done
