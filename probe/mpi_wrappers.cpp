@@ -128,6 +128,8 @@ NONBLOCKING(Ibcast, kBcast,
 // --- Wait / Test families: complete nonblocking collectives and
 // point-to-point requests. A status array may be MPI_STATUSES_IGNORE.
 SCOUT_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status) {
+  MPI_Status local;  // an any-source receive's sender, even when the caller ignores it
+  if (g_record && status == MPI_STATUS_IGNORE) status = &local;
   WaitScope w(request, 1, true);
   P2PWait p(SCOUT_P2P_WAIT, request, 1, true);
   int rc = PMPI_Wait(request, status);
@@ -161,6 +163,8 @@ SCOUT_EXPORT int MPI_Waitsome(int incount, MPI_Request reqs[], int *outcount, in
   return rc;
 }
 SCOUT_EXPORT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
+  MPI_Status local;
+  if (g_record && status == MPI_STATUS_IGNORE) status = &local;
   WaitScope w(request, 1, false);
   P2PWait p(SCOUT_P2P_TEST, request, 1, false);
   int rc = PMPI_Test(request, flag, status);

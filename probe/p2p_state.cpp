@@ -235,10 +235,20 @@ P2PWait::P2PWait(std::uint64_t c, const MPI_Request* reqs, int count, bool is_bl
   if (!g_record || !reqs || count <= 0) return;
   n = count < kMax ? count : kMax;
   int tracked = 0;
-  TableGuard guard;
-  for (int i = 0; i < n; ++i) {
-    slot[i] = req_find(reqs[i]);
-    if (slot[i] >= 0 && g_reqs[slot[i]].peer != -2) ++tracked;  // MPI_PROC_NULL: nothing to wait for
+  std::int32_t peer_of[kMax];
+  std::uint64_t comm_of[kMax];
+  {
+    // The table is read under its guard; no MPI call is made while it is held
+    // (MPI_Request_get_status may run a generalized request's query function).
+    TableGuard guard;
+    for (int i = 0; i < n; ++i) {
+      slot[i] = req_find(reqs[i]);
+      if (slot[i] < 0) continue;
+      const ReqSlot& r = g_reqs[slot[i]];
+      peer_of[i] = r.peer;
+      comm_of[i] = r.comm ? r.comm->id : 0;
+      if (r.peer != -2) ++tracked;  // MPI_PROC_NULL: nothing to wait for
+    }
   }
   if (tracked == 0) return;
   any = true;
@@ -252,9 +262,7 @@ P2PWait::P2PWait(std::uint64_t c, const MPI_Request* reqs, int count, bool is_bl
   const bool check = several && call == SCOUT_P2P_WAITALL && (++tick & 3) == 0;
   uncharged = several && !check;
   for (int i = 0; i < n; ++i) {
-    if (slot[i] < 0) continue;
-    const ReqSlot& r = g_reqs[slot[i]];
-    if (r.peer == -2) continue;
+    if (slot[i] < 0 || peer_of[i] == -2) continue;
     if (check) {
       int flag = 0;
       if (PMPI_Request_get_status(reqs[i], &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && flag) {
@@ -262,10 +270,10 @@ P2PWait::P2PWait(std::uint64_t c, const MPI_Request* reqs, int count, bool is_bl
         continue;
       }
     }
-    const std::uint64_t id = r.comm ? r.comm->id : 0;
+    const std::uint64_t id = comm_of[i];
     comm_id = (comm_id == 0 || comm_id == id) ? id : ~std::uint64_t{0};
-    if (r.peer == c3::kPeerAny) any_comm = id;
-    if (r.peer >= 0 || r.peer == c3::kPeerAny) add_peer(peers, npeers, more, r.peer);
+    if (peer_of[i] == c3::kPeerAny) any_comm = id;
+    if (peer_of[i] >= 0 || peer_of[i] == c3::kPeerAny) add_peer(peers, npeers, more, peer_of[i]);
   }
   if (count > kMax) more = true;
   if (comm_id == ~std::uint64_t{0}) comm_id = 0;

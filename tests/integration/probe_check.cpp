@@ -2,7 +2,9 @@
 // communicator constructors through the preloaded probe, and checks after
 // each call what the rank's own shm record says: the sequence number went up
 // by one, the collective kind is right, the rank is outside the collective,
-// and communicator identities agree across ranks and differ between dups.
+// and communicator identities agree across ranks and differ between dups;
+// then every point-to-point call the probe wraps, checking the messages it
+// counted, that it is no longer waiting, and the per-peer counters.
 #include <fcntl.h>
 #include <mpi.h>
 #include <sys/mman.h>
@@ -67,7 +69,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "probe_check: record mode %o, expected 600\n", st.st_mode & 0777);
     ++g_failures;
   }
-  g_rec = static_cast<const RankRecord*>(mmap(nullptr, sizeof(RankRecord), PROT_READ, MAP_SHARED, fd, 0));
+  g_rec = static_cast<const RankRecord*>(mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ, MAP_SHARED, fd, 0));
   close(fd);
   if (auto why = record_check_header(*g_rec, static_cast<std::size_t>(st.st_size)); !why.empty()) {
     std::fprintf(stderr, "probe_check: bad header: %s\n", why.c_str());
@@ -186,9 +188,129 @@ int main(int argc, char** argv) {
   MPI_Comm_free(&dup);
   MPI_Comm_free(&half);
   MPI_Comm_free(&cart);
+  // --- point-to-point: every wrapped call, counted in the version-6 part ---
+  int p2p_checked = 0;
+  {
+    const RecordV6* v6 = as_v6(*g_rec, g_rec->version);
+    if (!v6) {
+      std::fprintf(stderr, "probe_check: rank %d: record version %u has no point-to-point part\n", g_rank, g_rec->version);
+      ++g_failures;
+    } else if (n % 2 == 0) {
+      const int right = (g_rank + 1) % n, left = (g_rank + n - 1) % n;
+      auto ops = [&] {
+        P2PLive l{};
+        if (!p2p_read(*v6, l)) { std::fprintf(stderr, "probe_check: p2p part stayed locked\n"); std::exit(1); }
+        return l;
+      };
+      std::uint64_t want = ops().ops;
+      auto step = [&](const char* what, std::uint64_t add) {
+        want += add;
+        const P2PLive l = ops();
+        ++p2p_checked;
+        if (l.ops != want || l.call != 0 || l.npeers != 0) {
+          std::fprintf(stderr, "probe_check: rank %d: after %s: messages %llu (expected %llu), call %s, %llu peers\n",
+                       g_rank, what, (unsigned long long)l.ops, (unsigned long long)want, p2p_call_name(l.call),
+                       (unsigned long long)l.npeers);
+          ++g_failures;
+        }
+      };
+      int x = g_rank, y = -1;
+      MPI_Request rq[2];
+      MPI_Sendrecv(&x, 1, MPI_INT, right, 1, &y, 1, MPI_INT, left, 1, w, MPI_STATUS_IGNORE);
+      step("MPI_Sendrecv", 2);
+      y = x;
+      MPI_Sendrecv_replace(&y, 1, MPI_INT, right, 2, left, 2, w, MPI_STATUS_IGNORE);
+      step("MPI_Sendrecv_replace", 2);
+      MPI_Irecv(&y, 1, MPI_INT, left, 3, w, &rq[0]);
+      MPI_Isend(&x, 1, MPI_INT, right, 3, w, &rq[1]);
+      MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
+      step("MPI_Isend/MPI_Irecv/MPI_Waitall", 2);
+      MPI_Irecv(&y, 1, MPI_INT, MPI_ANY_SOURCE, 4, w, &rq[0]);
+      MPI_Issend(&x, 1, MPI_INT, right, 4, w, &rq[1]);
+      MPI_Wait(&rq[1], MPI_STATUS_IGNORE);
+      MPI_Wait(&rq[0], MPI_STATUS_IGNORE);
+      step("MPI_Issend/any-source MPI_Irecv/MPI_Wait", 2);
+      MPI_Send_init(&x, 1, MPI_INT, right, 5, w, &rq[1]);
+      MPI_Recv_init(&y, 1, MPI_INT, left, 5, w, &rq[0]);
+      for (int k = 0; k < 2; ++k) {
+        MPI_Startall(2, rq);
+        MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
+      }
+      MPI_Request_free(&rq[0]);
+      MPI_Request_free(&rq[1]);
+      step("persistent requests, MPI_Startall twice", 4);
+      if (g_rank % 2 == 0) {
+        MPI_Send(&x, 1, MPI_INT, right, 6, w);
+        MPI_Recv(&y, 1, MPI_INT, left, 6, w, MPI_STATUS_IGNORE);
+      } else {
+        MPI_Recv(&y, 1, MPI_INT, left, 6, w, MPI_STATUS_IGNORE);
+        MPI_Ssend(&x, 1, MPI_INT, right, 6, w);
+      }
+      step("MPI_Send/MPI_Ssend/MPI_Recv", 2);
+      std::vector<char> buf(1024 + MPI_BSEND_OVERHEAD);
+      MPI_Buffer_attach(buf.data(), static_cast<int>(buf.size()));
+      MPI_Bsend(&x, 1, MPI_INT, right, 7, w);
+      MPI_Recv(&y, 1, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, w, MPI_STATUS_IGNORE);
+      void* old_buf = nullptr;
+      int old_size = 0;
+      MPI_Buffer_detach(&old_buf, &old_size);
+      step("MPI_Bsend/any-source MPI_Recv", 2);
+      MPI_Irecv(&y, 1, MPI_INT, left, 8, w, &rq[0]);
+      PMPI_Barrier(w);  // every receive posted before the ready send
+      MPI_Rsend(&x, 1, MPI_INT, right, 8, w);
+      MPI_Wait(&rq[0], MPI_STATUS_IGNORE);
+      step("MPI_Rsend", 2);
+      MPI_Isend(&x, 1, MPI_INT, right, 9, w, &rq[1]);
+      MPI_Message msg;
+      MPI_Mprobe(left, 9, w, &msg, MPI_STATUS_IGNORE);
+      MPI_Mrecv(&y, 1, MPI_INT, &msg, MPI_STATUS_IGNORE);
+      MPI_Wait(&rq[1], MPI_STATUS_IGNORE);
+      step("MPI_Mprobe/MPI_Mrecv", 2);
+      MPI_Isend(&x, 1, MPI_INT, right, 10, w, &rq[1]);
+      for (int flag = 0; !flag;) MPI_Iprobe(left, 10, w, &flag, MPI_STATUS_IGNORE);
+      MPI_Recv(&y, 1, MPI_INT, left, 10, w, MPI_STATUS_IGNORE);
+      MPI_Wait(&rq[1], MPI_STATUS_IGNORE);
+      step("MPI_Iprobe loop", 2);
+      MPI_Irecv(&y, 1, MPI_INT, left, 11, w, &rq[0]);
+      MPI_Isend(&x, 1, MPI_INT, right, 11, w, &rq[1]);
+      for (int flag = 0; !flag;) MPI_Testall(2, rq, &flag, MPI_STATUSES_IGNORE);
+      step("MPI_Testall loop", 2);
+      MPI_Irecv(&y, 1, MPI_INT, left, 12, w, &rq[0]);
+      MPI_Isend(&x, 1, MPI_INT, right, 12, w, &rq[1]);
+      for (int k = 0, idx = 0; k < 2; ++k) MPI_Waitany(2, rq, &idx, MPI_STATUS_IGNORE);
+      step("MPI_Waitany", 2);
+      MPI_Irecv(&y, 1, MPI_INT, left, 13, w, &rq[0]);
+      MPI_Isend(&x, 1, MPI_INT, right, 13, w, &rq[1]);
+      for (int done = 0; done < 2;) {
+        int out = 0, idx[2];
+        MPI_Waitsome(2, rq, &out, idx, MPI_STATUSES_IGNORE);
+        if (out != MPI_UNDEFINED) done += out;
+      }
+      step("MPI_Waitsome", 2);
+      MPI_Recv(&y, 1, MPI_INT, MPI_PROC_NULL, 14, w, MPI_STATUS_IGNORE);
+      step("MPI_Recv from MPI_PROC_NULL", 0);
+      // Per-peer counters: 14 messages to the right and 14 from the left (the
+      // any-source receives came from the left too).
+      std::uint64_t sent_right = 0, recvd_left = 0;
+      for (std::size_t k = 0; k < kPeerSlots; ++k) {
+        const PeerSlot& ps = v6->peers[k];
+        if (ps.peer == static_cast<std::uint64_t>(right) + 1) sent_right = ps.sent;
+        if (ps.peer == static_cast<std::uint64_t>(left) + 1) recvd_left = ps.recvd;
+      }
+      ++p2p_checked;
+      if (sent_right != 14 || recvd_left != 14) {
+        std::fprintf(stderr, "probe_check: rank %d: %llu sent to %d (expected 14), %llu received from %d (expected 14)\n",
+                     g_rank, (unsigned long long)sent_right, right, (unsigned long long)recvd_left, left);
+        ++g_failures;
+      }
+    }
+  }
+  g_last_seq = read_live().seq;
   int total = 0;
   MPI_Allreduce(&g_failures, &total, 1, MPI_INT, MPI_SUM, w);
-  if (g_rank == 0) std::printf("probe_check: %d collectives checked per rank, %d failures\n", g_checked, total);
+  if (g_rank == 0)
+    std::printf("probe_check: %d collectives checked per rank, %d point-to-point checks, %d failures\n", g_checked,
+                p2p_checked, total);
   MPI_Finalize();
   return total == 0 ? 0 : 1;
 }
