@@ -109,9 +109,21 @@ const char* signal_name(long long sig) {
 // (MPI_Abort, a fatal signal): direct evidence, so it needs no majority; the
 // launcher may kill every other rank milliseconds later.
 std::optional<VerdictDraft> detect_end_event(const std::vector<RankEvidence>& ranks, const DetectorOptions& opt) {
+  // A fatal signal counts once its process is gone, and only if no other
+  // rank had died before it: a rank that faults while the job is being torn
+  // down (its peers killed, their shared memory gone) did not start the end.
   std::vector<const RankEvidence*> ended;
-  for (auto& e : ranks)
-    if (e.attached && !e.finalized && !e.end_kind.empty()) ended.push_back(&e);
+  for (auto& e : ranks) {
+    if (!e.attached || e.finalized || e.end_kind.empty()) continue;
+    if (e.end_kind == "signal") {
+      if (e.alive || e.death_ns == 0) continue;
+      bool others_died_first = false;
+      for (auto& o : ranks)
+        if (&o != &e && o.attached && !o.alive && o.death_ns > 0 && o.death_ns < e.end_ns) others_died_first = true;
+      if (others_died_first) continue;
+    }
+    ended.push_back(&e);
+  }
   if (ended.empty()) return std::nullopt;
   std::int64_t first = ended.front()->end_ns;
   for (auto* e : ended) first = std::min(first, e->end_ns);

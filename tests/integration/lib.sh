@@ -4,6 +4,9 @@
 set -eu
 : "${top_builddir:?}" "${top_srcdir:?}"
 B=$top_builddir
+# Ledgers are read while scoutds, epilogs and scout-ledgerd write them: every
+# sqlite3 in the tests waits for a lock instead of failing "database is locked".
+sqlite3() { command sqlite3 -cmd ".timeout 10000" "$@"; }
 SCOUT_RUN=$B/cli/scout-run
 SCOUTCTL=$B/cli/scoutctl
 TRAIN=$B/examples/mpi_train

@@ -276,6 +276,16 @@ TEST_CASE("end events: MPI_Abort names its caller even when every rank died at o
   REQUIRE(d);
   CHECK(d->kind == c3::VerdictKind::kCrash);
   CHECK(d->evidence["summary"] == "rank 2 got SIGSEGV at address 0x40");
+  // Still running its handler: not yet (the launcher has not had its say).
+  v[2].alive = true;
+  v[2].death_ns = 0;
+  CHECK_FALSE(detect_crash(v, opt()));
+  v[2].alive = false;
+  v[2].death_ns = 1000;
+  // A fault after another rank had died: the job was being torn down.
+  v[0].death_ns = 850;
+  CHECK_FALSE(detect_crash(v, opt()));
+  v[0].death_ns = 1000;
   // The same signal in every rank at once is the program's: no rank named.
   for (auto& e : v) {
     e.end_kind = "signal";
