@@ -23,10 +23,10 @@ struct StragglerOptions {
   int min_steps = 4;          // steps a rank must have completed to be compared
 };
 
-// The absolute threshold scales with the job: a tenth of the peer median
-// (the step's compute or a collective's duration), never above the configured
-// absolute_s and never below 0.2 ms (timer and scheduler noise). The healthy
-// peers' own jitter enters through the robust-scale threshold.
+// The absolute threshold of the collective and communication stragglers:
+// the configured absolute_s (the healthy peers' own jitter enters through the
+// robust-scale threshold). Scaling it with the median was tried and named
+// ranks that shared a core on an oversubscribed host: see the .cpp.
 double absolute_guard(double configured_s, double median_s);
 
 class StragglerTracker {
