@@ -45,6 +45,7 @@ struct Options {
   std::vector<std::string> scoutd_args;
   std::vector<std::string> program;
   bool required = false;
+  std::string probes = "all";  // --probe: mpi, nccl or all
 };
 
 [[noreturn]] void usage_error(const std::string& msg) {
@@ -81,6 +82,14 @@ scout::opts::Table make_table(Options& o) {
          "sign every Nth Allreduce/Bcast/Allgather output per\ncommunicator (default $SCOUT_OUTSIG_EVERY or 64; 0 off)", "",
          [&o](const std::string& v) { o.outsig_every = std::to_string(scout::opts::parse_int("--outsig-every", v, 0, 1 << 30)); },
          [&o] { return o.outsig_every; }});
+  t.add({"probe", 0, "WHICH",
+         "probes to preload: mpi (MPI calls), nccl (NCCL calls\non CUDA streams) or all (default: each activates\nonly when the program initialises its library)", "",
+         [&o](const std::string& v) {
+           if (v != "mpi" && v != "nccl" && v != "all")
+             throw scout::opts::ConfigError("--probe: '" + v + "'; expected mpi, nccl or all");
+           o.probes = v;
+         },
+         [&o] { return o.probes; }});
   t.flag("required", o.required, "fail (exit 3) instead of running PROGRAM unobserved\nwhen scout cannot observe it");
   t.add({"scoutd-arg", 0, "ARG", "pass ARG to every scoutd (repeatable), e.g.\n--scoutd-arg=--replay-interval=60", "",
          [&o](const std::string& v) { o.scoutd_args.push_back(v); }, nullptr, true});
@@ -132,6 +141,15 @@ std::string find_probe() {
   std::string local = self_dir() + "/../probe/.libs/libscout_probe.so";
   if (::access(local.c_str(), R_OK) == 0) return fs::weakly_canonical(local).string();
   return std::string(SCOUT_LIBDIR) + "/libscout_probe.so";
+}
+
+// The NCCL probe: built only where the CUDA toolkit has NCCL ("" if absent).
+std::string find_nccl_probe() {
+  if (const char* e = std::getenv("SCOUT_NCCL_PROBE_LIB"); e && *e) return e;
+  std::string local = self_dir() + "/../probe/.libs/libscout_nccl.so";
+  if (::access(local.c_str(), R_OK) == 0) return fs::weakly_canonical(local).string();
+  std::string installed = std::string(SCOUT_LIBDIR) + "/libscout_nccl.so";
+  return ::access(installed.c_str(), R_OK) == 0 ? installed : "";
 }
 
 pid_t spawn(const std::vector<std::string>& args) {
@@ -329,7 +347,15 @@ int main(int argc, char** argv) {
   }
 
   // --- the program -----------------------------------------------------------
-  std::string preload = find_probe();
+  std::string preload;
+  if (o.probes != "nccl") preload = find_probe();
+  if (o.probes != "mpi") {
+    const std::string nccl = find_nccl_probe();
+    if (nccl.empty() && o.probes == "nccl")
+      std::fprintf(stderr, "scout-run: warning: --probe=nccl: libscout_nccl.so is not installed (scout was built "
+                   "without NCCL); NCCL calls run unobserved\n");
+    if (!nccl.empty()) preload += (preload.empty() ? "" : ":") + nccl;
+  }
   if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
   std::vector<std::string> train = {mpirun, "-np", std::to_string(o.ranks), "--oversubscribe",
                                     "--bind-to", "none", "--mca", "mpi_yield_when_idle", "1"};
@@ -341,7 +367,7 @@ int main(int argc, char** argv) {
       train.push_back(kv.first);
     }
     if (!o.outsig_every.empty()) setenv("SCOUT_OUTSIG_EVERY", o.outsig_every.c_str(), 1);
-    for (const char* v : {"SCOUT_PROBE_TEST_DELAY", "SCOUT_OUTSIG_EVERY"})  // test-only / tuning
+    for (const char* v : {"SCOUT_PROBE_TEST_DELAY", "SCOUT_OUTSIG_EVERY", "LD_LIBRARY_PATH"})  // test-only / tuning
       if (std::getenv(v)) {
         train.push_back("-x");
         train.push_back(v);

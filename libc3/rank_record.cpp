@@ -23,7 +23,7 @@ const char* coll_name(std::uint32_t kind) noexcept {
       "none", "allgather", "allgatherv", "allreduce", "alltoall", "alltoallv", "alltoallw",
       "barrier", "bcast", "exscan", "gather", "gatherv", "reduce", "reduce_scatter",
       "reduce_scatter_block", "scan", "scatter", "scatterv", "neighbor_allgather",
-      "neighbor_allgatherv", "neighbor_alltoall", "neighbor_alltoallv", "neighbor_alltoallw"};
+      "neighbor_allgatherv", "neighbor_alltoall", "neighbor_alltoallv", "neighbor_alltoallw", "send", "recv"};
   std::uint32_t k = kind & 0xff;
   return k < kCollKindCount ? kNames[k] : "unknown";
 }
@@ -123,14 +123,54 @@ std::string record_check_header(const RankRecord& r, std::size_t mapped_bytes) {
   if (r.magic != kRecordMagic)
     return format_c("bad magic %#018llx; expected %#018llx (not a scout rank record)",
                     static_cast<unsigned long long>(r.magic), static_cast<unsigned long long>(kRecordMagic));
-  if (r.version != kRecordVersion && r.version != kRecordVersionOld)
-    return format_c("record version %u; expected version %u or %u", r.version, kRecordVersionOld, kRecordVersion);
-  const std::size_t want = r.version == kRecordVersion ? sizeof(RecordV6) : sizeof(RankRecord);
+  const std::size_t want = record_size_of(r.version);
+  if (want == 0)
+    return format_c("record version %u; expected version %u, %u or %u", r.version, kRecordVersionOld, kRecordVersion,
+                    kRecordVersionGpu);
   if (r.size != want) return format_c("record size field %u; expected %zu for version %u", r.size, want, r.version);
   if (mapped_bytes < want)
     return format_c("record is %zu bytes; expected at least %zu for version %u", mapped_bytes, want, r.version);
   if (r.world_rank < 0 || r.world_size <= 0 || r.world_rank >= r.world_size)
     return format_c("rank %d of %d is out of range", r.world_rank, r.world_size);
+  return {};
+}
+
+std::size_t record_size_of(std::uint32_t version) noexcept {
+  switch (version) {
+    case SCOUT_RECORD_VERSION_5: return sizeof(RankRecord);
+    case SCOUT_RECORD_VERSION_6: return sizeof(RecordV6);
+    case SCOUT_RECORD_VERSION_7: return sizeof(RecordV7);
+    default: return 0;
+  }
+}
+
+bool gpu_read(const RecordV7& r, GpuLive& out, int tries) noexcept {
+  constexpr std::size_t kWords = sizeof(GpuLive) / 8;
+  auto* lock = const_cast<std::uint64_t*>(&r.gpu_lock);
+  for (int t = 0; t < tries; ++t) {
+    std::uint64_t s1 = __atomic_load_n(lock, __ATOMIC_ACQUIRE);
+    if (s1 & 1) continue;
+    const auto* src = reinterpret_cast<const std::uint64_t*>(&r.gpu);
+    std::uint64_t buf[kWords];
+    for (std::size_t i = 0; i < kWords; ++i)
+      buf[i] = __atomic_load_n(const_cast<std::uint64_t*>(src + i), __ATOMIC_RELAXED);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (__atomic_load_n(lock, __ATOMIC_RELAXED) != s1) continue;
+    std::memcpy(&out, buf, sizeof out);
+    return true;
+  }
+  return false;
+}
+
+std::string gpu_check_live(const GpuLive& g, std::uint64_t issued) {
+  if (g.tracking > 1) return "gpu.tracking is neither 0 nor 1";
+  if (g.done > g.started) return format_c("the GPU completed %llu operations but started only %llu",
+                                          (unsigned long long)g.done, (unsigned long long)g.started);
+  // The completion thread may publish before the host's live part shows the
+  // issue: allow the operations one update can carry.
+  if (g.started > issued + 4096 || g.started > kMaxSeq)
+    return format_c("the GPU started %llu operations; the host issued %llu", (unsigned long long)g.started,
+                    (unsigned long long)issued);
   return {};
 }
 

@@ -12,13 +12,14 @@
 #include <string>
 #include <type_traits>
 
-#include "libc3/abi/scout_record_v6.h"
+#include "libc3/abi/scout_record_v7.h"
 
 namespace scout::c3 {
 
 inline constexpr std::uint64_t kRecordMagic = SCOUT_RECORD_MAGIC;  // "SOUTPRB1" LE
 inline constexpr std::uint32_t kRecordVersion = SCOUT_RECORD_VERSION_6;  // the version written
 inline constexpr std::uint32_t kRecordVersionOld = SCOUT_RECORD_VERSION_5;  // still read
+inline constexpr std::uint32_t kRecordVersionGpu = SCOUT_RECORD_VERSION_7;  // written by libscout_nccl.so
 inline constexpr std::uint64_t kRingSize = SCOUT_RECORD_V5_RING;  // recent collectives kept per rank
 inline constexpr std::size_t kCommTable = SCOUT_RECORD_V5_COMMS;    // communicators published
 inline constexpr std::size_t kCommMembers = SCOUT_RECORD_V5_MEMBERS;  // members stored per communicator
@@ -30,6 +31,7 @@ enum CollKind : std::uint32_t {
   kBarrier, kBcast, kExscan, kGather, kGatherv, kReduce, kReduceScatter,
   kReduceScatterBlock, kScan, kScatter, kScatterv, kNeighborAllgather,
   kNeighborAllgatherv, kNeighborAlltoall, kNeighborAlltoallv, kNeighborAlltoallw,
+  kSend, kRecv,  // NCCL orders its sends and receives on the stream like collectives
   kCollKindCount
 };
 const char* coll_name(std::uint32_t kind) noexcept;  // "allreduce", "ibarrier" uses flag
@@ -77,19 +79,39 @@ const char* p2p_call_name(std::uint64_t call) noexcept;
 // The version-6 part of a record whose header said version 6 (and whose
 // mapping covers sizeof(RecordV6)); null for version 5.
 inline const RecordV6* as_v6(const RankRecord& r, std::uint32_t version) noexcept {
-  return version == SCOUT_RECORD_VERSION_6 ? reinterpret_cast<const RecordV6*>(&r) : nullptr;
+  return version >= SCOUT_RECORD_VERSION_6 ? reinterpret_cast<const RecordV6*>(&r) : nullptr;
 }
+
+// Version 7: version 6 at the front, then the GPU part (libscout_nccl.so).
+using RecordV7 = scout_record_v7;
+using GpuLive = scout_gpu_live_v7;
+static_assert(std::is_trivially_copyable_v<GpuLive> && sizeof(GpuLive) % 8 == 0);
+static_assert(offsetof(RecordV7, v6) == 0 && offsetof(RecordV7, source) == sizeof(RecordV6) &&
+                  offsetof(RecordV7, gpu_lock) % 64 == 0 && sizeof(RecordV7) == 24640,
+              "record v7 layout changed: write abi/scout_record_v8.h instead");
+inline const RecordV7* as_v7(const RankRecord& r, std::uint32_t version) noexcept {
+  return version == SCOUT_RECORD_VERSION_7 ? reinterpret_cast<const RecordV7*>(&r) : nullptr;
+}
+inline RecordV7& v7_of(RankRecord& r) noexcept { return *reinterpret_cast<RecordV7*>(&r); }
+// The record size a version implies (0: not a version scout reads).
+std::size_t record_size_of(std::uint32_t version) noexcept;
+// Reader side: a consistent copy of the GPU part; range checks of it.
+bool gpu_read(const RecordV7& r, GpuLive& out, int tries = 1000) noexcept;
+std::string gpu_check_live(const GpuLive& g, std::uint64_t issued);
 inline RecordV6& v6_of(RankRecord& r) noexcept { return *reinterpret_cast<RecordV6*>(&r); }
 
-inline void p2p_write_begin(RecordV6& r) noexcept {
-  std::uint64_t s = __atomic_load_n(&r.p2p_lock, __ATOMIC_RELAXED);
-  __atomic_store_n(&r.p2p_lock, s + 1, __ATOMIC_RELAXED);
+// A seqlock's single writer: odd while inside, fields stored relaxed.
+inline void seqlock_write_begin(std::uint64_t& lock) noexcept {
+  std::uint64_t s = __atomic_load_n(&lock, __ATOMIC_RELAXED);
+  __atomic_store_n(&lock, s + 1, __ATOMIC_RELAXED);
   std::atomic_thread_fence(std::memory_order_release);
 }
-inline void p2p_write_end(RecordV6& r) noexcept {
-  std::uint64_t s = __atomic_load_n(&r.p2p_lock, __ATOMIC_RELAXED);
-  __atomic_store_n(&r.p2p_lock, s + 1, __ATOMIC_RELEASE);
+inline void seqlock_write_end(std::uint64_t& lock) noexcept {
+  std::uint64_t s = __atomic_load_n(&lock, __ATOMIC_RELAXED);
+  __atomic_store_n(&lock, s + 1, __ATOMIC_RELEASE);
 }
+inline void p2p_write_begin(RecordV6& r) noexcept { seqlock_write_begin(r.p2p_lock); }
+inline void p2p_write_end(RecordV6& r) noexcept { seqlock_write_end(r.p2p_lock); }
 // Reader side: a consistent copy of the point-to-point part.
 bool p2p_read(const RecordV6& r, P2PLive& out, int tries = 1000) noexcept;
 // Range checks of a consistent copy (empty when sane, otherwise why not).
@@ -131,15 +153,8 @@ std::string comm_entry_check(const CommEntry& e, std::size_t index);
 std::string record_check_live(const RecordLive& l);
 
 // Writer side (probe). Single writer per record.
-inline void record_write_begin(RankRecord& r) noexcept {
-  std::uint64_t s = __atomic_load_n(&r.lock, __ATOMIC_RELAXED);
-  __atomic_store_n(&r.lock, s + 1, __ATOMIC_RELAXED);
-  std::atomic_thread_fence(std::memory_order_release);
-}
-inline void record_write_end(RankRecord& r) noexcept {
-  std::uint64_t s = __atomic_load_n(&r.lock, __ATOMIC_RELAXED);
-  __atomic_store_n(&r.lock, s + 1, __ATOMIC_RELEASE);
-}
+inline void record_write_begin(RankRecord& r) noexcept { seqlock_write_begin(r.lock); }
+inline void record_write_end(RankRecord& r) noexcept { seqlock_write_end(r.lock); }
 // Field stores inside begin/end must be relaxed atomic stores.
 template <class T>
 inline void rec_store(T& field, T value) noexcept {
@@ -172,8 +187,8 @@ std::size_t ring_read(const RankRecord& r, std::uint64_t from, std::uint64_t to,
 bool record_read(const RankRecord& r, RecordLive& out, std::uint64_t* lock_value = nullptr,
                  int tries = 1000) noexcept;
 
-// Header validation for a mapping of `mapped_bytes`: version 5 (its size) or
-// version 6 (its size, which the mapping must cover). Empty string if valid,
+// Header validation for a mapping of `mapped_bytes`: version 5, 6 or 7 (its
+// size, which the mapping must cover). Empty string if valid,
 // otherwise a message that says what was expected.
 std::string record_check_header(const RankRecord& r, std::size_t mapped_bytes);
 

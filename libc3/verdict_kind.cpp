@@ -16,6 +16,8 @@ const char* to_string(VerdictKind k) noexcept {
     case VerdictKind::kTransient: return "transient";
     case VerdictKind::kAbort: return "abort";
     case VerdictKind::kDeadlock: return "deadlock";
+    case VerdictKind::kGpuHang: return "gpu_hang";
+    case VerdictKind::kGpuHealth: return "gpu_health";
   }
   return "?";
 }
@@ -47,7 +49,8 @@ bool drainable(VerdictKind k) noexcept {
     case VerdictKind::kCrash:
     case VerdictKind::kSdc:
     case VerdictKind::kHang:
-    case VerdictKind::kDivergence: return true;
+    case VerdictKind::kDivergence:
+    case VerdictKind::kGpuHang: return true;
     default: return false;
   }
 }

@@ -23,11 +23,14 @@ enum class VerdictKind {
   kTransient,         // a replay dissent that did not recur (advisory)
   kAbort,             // a rank called MPI_Abort first: the application ended the job
   kDeadlock,          // ranks blocked inside MPI on each other in a cycle (an application bug)
+  kGpuHang,           // a GPU stopped executing what its host issued; the others wait for it
+  kGpuHealth,         // a GPU's own health counters (ECC, remapping, XID, NVLink, temperature)
 };
 inline constexpr std::array kAllVerdictKinds = {
     VerdictKind::kHang, VerdictKind::kStall, VerdictKind::kCrash, VerdictKind::kDivergence,
     VerdictKind::kStraggler, VerdictKind::kSdc, VerdictKind::kObserverLost,
-    VerdictKind::kTelemetryAnomaly, VerdictKind::kTransient, VerdictKind::kAbort, VerdictKind::kDeadlock};
+    VerdictKind::kTelemetryAnomaly, VerdictKind::kTransient, VerdictKind::kAbort, VerdictKind::kDeadlock,
+    VerdictKind::kGpuHang, VerdictKind::kGpuHealth};
 
 enum class VerdictStatus { kAttributed, kInconclusive, kAdvisory };
 inline constexpr std::array kAllVerdictStatuses = {VerdictStatus::kAttributed, VerdictStatus::kInconclusive,

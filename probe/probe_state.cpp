@@ -3,6 +3,7 @@
 #include "probe/probe_state.hpp"
 
 #include "probe/fault_injection.hpp"
+#include "probe/record_shm.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -153,14 +154,6 @@ constexpr int kPending = 64;
 MPI_Request g_pending[kPending];
 std::uint64_t g_pending_seq[kPending];  // their collective seq (ring slot)
 int g_pending_count = 0;
-
-bool env_valid_id(const char* s, bool job) {
-  return s && (job ? c3::valid_job_id(s) : c3::valid_step_id(s));
-}
-
-void copy_str(char* dst, std::size_t cap, const char* src) {
-  std::snprintf(dst, cap, "%s", src ? src : "");
-}
 
 }  // namespace
 
@@ -325,93 +318,20 @@ std::uint64_t op_code(MPI_Op op) noexcept {
 }
 
 void probe_init() noexcept {
-  const char* off = std::getenv("SCOUT_PROBE");
-  if (off && std::strcmp(off, "off") == 0) return;
-  const char* job = std::getenv("SCOUT_JOB_ID");
-  if (!job) return;  // no scout for this job: behave exactly as without the probe
-  const char* step = std::getenv("SCOUT_STEP_ID");
-  if (!step) step = "0";
-  if (!env_valid_id(job, true) || !env_valid_id(step, false)) {
-    std::fprintf(stderr,
-                 "scout-probe: init: ignoring SCOUT_JOB_ID='%s' SCOUT_STEP_ID='%s': expected a "
-                 "decimal job id and a step id of [0-9a-z_]; probe disabled\n",
-                 job, step);
-    return;
-  }
+  const char* job = nullptr;
+  const char* step = nullptr;
+  if (!record_env("scout-probe", &job, &step)) return;
   int rank = 0, size = 0;
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
   PMPI_Comm_size(MPI_COMM_WORLD, &size);
-  std::snprintf(g_shm_name, sizeof g_shm_name, "%s", c3::record_shm_name(job, step, rank).c_str());
   clock_calibrate();
   faults::parse(rank);
   parse_outsig(rank);
-  // The name is predictable and /dev/shm is shared: create it exclusively.
-  // A name that exists already is reused only if it is this user's own
-  // regular file (a rank restarted in the same step); another user's file
-  // (planted for this job id) is never mapped.
-  int fd = shm_open(g_shm_name, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW, 0600);
-  if (fd < 0 && errno == EEXIST) {
-    fd = shm_open(g_shm_name, O_RDWR | O_NOFOLLOW, 0);
-    struct stat st {};
-    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid())) {
-      std::fprintf(stderr, "scout-probe: init: %s exists and belongs to uid %u, not to this job's user %u; "
-                   "probe disabled (the rank runs unobserved)\n", g_shm_name, static_cast<unsigned>(st.st_uid),
-                   static_cast<unsigned>(geteuid()));
-      close(fd);
-      return;
-    }
-  }
-  if (fd < 0) {
-    std::fprintf(stderr, "scout-probe: init: shm_open %s: %s; probe disabled\n", g_shm_name,
-                 std::strerror(errno));
-    return;
-  }
-  fchmod(fd, 0600);
-  if (ftruncate(fd, sizeof(c3::RecordV6)) != 0) {
-    std::fprintf(stderr, "scout-probe: init: ftruncate %s: %s; probe disabled\n", g_shm_name,
-                 std::strerror(errno));
-    close(fd);
-    shm_unlink(g_shm_name);
-    return;
-  }
-  void* p = mmap(nullptr, sizeof(c3::RecordV6), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  close(fd);
-  if (p == MAP_FAILED) {
-    std::fprintf(stderr, "scout-probe: init: mmap %s: %s; probe disabled\n", g_shm_name,
-                 std::strerror(errno));
-    shm_unlink(g_shm_name);
-    return;
-  }
-  auto* r = static_cast<c3::RankRecord*>(p);
-  __atomic_store_n(&r->magic, 0, __ATOMIC_RELAXED);  // unpublish a stale record
-  std::memset(static_cast<void*>(&r->live), 0, sizeof r->live);
-  std::memset(static_cast<void*>(r->ring), 0, sizeof r->ring);
-  std::memset(static_cast<void*>(r->ring_kind), 0, sizeof r->ring_kind);
-  std::memset(static_cast<void*>(r->ring_comm), 0, sizeof r->ring_comm);
-  __atomic_store_n(&r->comm_count, 0, __ATOMIC_RELAXED);
-  {
-    c3::RecordV6& v6 = c3::v6_of(*r);
-    std::memset(static_cast<void*>(&v6.p2p), 0, sizeof v6.p2p);
-    std::memset(static_cast<void*>(&v6.end), 0, sizeof v6.end);
-    std::memset(static_cast<void*>(v6.peers), 0, sizeof v6.peers);
-    v6.peers_full = 0;
-  }
-  r->version = c3::kRecordVersion;
-  r->size = sizeof(c3::RecordV6);
-  r->world_rank = rank;
-  r->world_size = size;
-  r->pid = static_cast<std::int32_t>(getpid());
+  c3::RankRecord* r = record_create("scout-probe", job, step, rank, size, c3::kRecordVersion, sizeof(c3::RecordV6),
+                                    g_shm_name, sizeof g_shm_name);
+  if (!r) return;
   r->start_ns = now_ns();
-  copy_str(r->job_id, sizeof r->job_id, job);
-  copy_str(r->step_id, sizeof r->step_id, step);
-  const char* host = std::getenv("SCOUT_HOST");
-  if (!host || !*host) host = std::getenv("SLURMD_NODENAME");  // Slurm node name
-  if (host && *host) copy_str(r->host, sizeof r->host, host);
-  else gethostname(r->host, sizeof r->host - 1);
-  rec_begin(*r);
-  c3::rec_store(r->live.state, std::uint64_t{c3::kStateInitialized});
-  rec_end(*r);
-  __atomic_store_n(&r->magic, c3::kRecordMagic, __ATOMIC_RELEASE);  // publish last
+  record_publish(*r);
   g_last_exit_ns = r->start_ns;
   g_record = r;
   comm_register(MPI_COMM_WORLD);
@@ -422,13 +342,8 @@ void probe_init() noexcept {
 void probe_finalize() noexcept {
   c3::RankRecord* r = g_record;
   if (!r) return;
-  rec_begin(*r);
-  c3::rec_store(r->live.state, std::uint64_t{c3::kStateInitialized | c3::kStateFinalized});
-  rec_end(*r);
   g_record = nullptr;
-  // The observer keeps its own mapping; the name goes now so nothing is left.
-  shm_unlink(g_shm_name);
-  munmap(r, sizeof(c3::RecordV6));
+  record_close(r, g_shm_name, sizeof(c3::RecordV6));
 }
 
 std::uint64_t coll_enter(std::uint32_t kind, MPI_Comm comm, std::int64_t count, MPI_Datatype dt, MPI_Op op,

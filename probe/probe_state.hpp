@@ -9,6 +9,7 @@
 #include <ctime>
 
 #include "libc3/rank_record.hpp"
+#include "probe/record_shm.hpp"
 
 namespace scout::probe {
 
@@ -38,19 +39,6 @@ inline std::uint64_t now_ns() noexcept {
                                       g_clock.ns_per_tick);
 #endif
   return clock_ns();
-}
-
-// Collective fingerprint: a short multiply-xor chain and one finaliser; the
-// full libc3 signature is for buffers, this runs on every collective call.
-inline std::uint64_t fingerprint_of(std::uint64_t kind, std::uint64_t comm, std::uint64_t count,
-                                    std::uint64_t dt, std::uint64_t op, std::uint64_t root) noexcept {
-  constexpr std::uint64_t k = 0x9E3779B97F4A7C15ULL;
-  std::uint64_t h = 0x5C0075C0075C0075ULL;
-  for (std::uint64_t v : {kind, comm, count, dt, op, root}) h = (h ^ v) * k + (h >> 29);
-  h ^= h >> 33;
-  h *= 0xFF51AFD7ED558CCDULL;
-  h ^= h >> 33;
-  return h;
 }
 
 // Set by probe_init when the environment names a job; null means "do nothing".

@@ -91,7 +91,7 @@ struct LedgerMetrics {
   std::map<std::string, std::int64_t> open_by_node, drains_by_node;
 };
 
-inline constexpr int kSchemaVersion = 7;
+inline constexpr int kSchemaVersion = 8;
 
 // ISO-8601 UTC with milliseconds, e.g. 2026-11-29T17:39:29.123Z
 std::string now_iso8601();

@@ -478,6 +478,92 @@ void add_direct_stalls(const std::vector<const RankEvidence*>& live, const Detec
 
 std::vector<VerdictDraft> detect_consensus(const std::vector<const RankEvidence*>& live, const DetectorOptions& opt);
 
+json gpu_brief(const RankEvidence& e) {
+  json j = rank_brief(e);
+  j["gpu"] = {{"bus_id", e.gpu.bus_id}, {"device", e.gpu.device}, {"issued", e.seq},
+              {"started", e.gpu.started}, {"done", e.gpu.done}, {"idle_s", e.gpu.idle_s}};
+  return j;
+}
+
+// GPU ranks (NCCL): the host issues operations and the GPU runs them later,
+// so a stopped GPU does not stop its host at once. When a strict majority
+// of the ranks is stuck and the GPUs of a strict majority sit inside the
+// same operation P (begun, not completed), a rank whose GPU has work issued
+// but has not begun P (it completed less than P, and its GPU made no
+// progress for the threshold) is the one the others wait for: gpu_hang,
+// naming its GPU. Every GPU inside P and none missing: inconclusive, scoped
+// to the communicator. A host that stopped issuing is left to the rules
+// below (its issue position is behind).
+std::vector<VerdictDraft> detect_gpu(const std::vector<const RankEvidence*>& live, const DetectorOptions& opt) {
+  std::vector<VerdictDraft> out;
+  std::vector<const RankEvidence*> gpus;
+  for (auto* e : live)
+    if (e->gpu.present && e->gpu.tracking) gpus.push_back(e);
+  if (gpus.size() < 2 || gpus.size() != live.size()) return out;
+  std::size_t stuck = 0;
+  for (auto* e : gpus) stuck += e->stalled_s >= opt.stall_threshold_s;
+  if (2 * stuck <= gpus.size()) return out;
+  std::map<std::uint64_t, std::vector<const RankEvidence*>> inside;  // operation -> ranks inside it
+  for (auto* e : gpus)
+    if (e->gpu.started > e->gpu.done) inside[e->gpu.done + 1].push_back(e);
+  std::uint64_t op = 0;
+  std::vector<const RankEvidence*> waiting;
+  for (auto& [p, v] : inside)
+    if (2 * v.size() > gpus.size()) op = p, waiting = v;
+  if (op == 0) return out;
+  std::vector<const RankEvidence*> culprits, others;
+  for (auto* e : gpus) {
+    if (e->gpu.started > e->gpu.done && e->gpu.done + 1 == op) continue;
+    if (e->seq >= op && e->gpu.done < op && e->gpu.started == e->gpu.done &&
+        e->gpu.idle_s >= opt.stall_threshold_s)
+      culprits.push_back(e);
+    else
+      others.push_back(e);
+  }
+  const RankEvidence* ref = waiting.front();
+  for (auto* e : waiting)
+    if (e->seq == op) { ref = e; break; }
+  json waiting_ranks = json::array();
+  for (auto* e : waiting) waiting_ranks.push_back(e->rank);
+  if (!culprits.empty() && others.empty()) {
+    VerdictDraft d;
+    d.kind = c3::VerdictKind::kGpuHang;
+    d.status = c3::VerdictStatus::kAttributed;
+    d.ranks = ranks_of(culprits);
+    d.hosts = hosts_of(culprits);
+    json cj = json::array();
+    for (auto* e : culprits) cj.push_back(gpu_brief(*e));
+    d.evidence = {{"rule", "the GPUs of a strict majority wait inside operation P; these GPUs have P issued "
+                           "and have not begun it"},
+                  {"operation", op},
+                  {"collective", ref->seq == op ? c3::coll_name(ref->kind) : "unknown"},
+                  {"communicator", fmt::format("{:016x}", ref->seq == op ? ref->comm_id : 0)},
+                  {"majority_count", waiting.size()},
+                  {"peers", gpus.size()},
+                  {"culprits", cj},
+                  {"waiting", waiting_ranks}};
+    d.key = key_of("gpu_hang", d.ranks, op);
+    out.push_back(std::move(d));
+    return out;
+  }
+  if (waiting.size() == gpus.size()) {
+    VerdictDraft d;
+    d.kind = c3::VerdictKind::kHang;
+    d.status = c3::VerdictStatus::kInconclusive;
+    json members = json::array();
+    for (auto* e : gpus) members.push_back(gpu_brief(*e));
+    d.evidence = {{"rule", "every GPU waits inside the same operation: a communication hang on its communicator, "
+                           "no GPU is behind"},
+                  {"operation", op},
+                  {"collective", ref->seq == op ? c3::coll_name(ref->kind) : "unknown"},
+                  {"communicator", fmt::format("{:016x}", ref->seq == op ? ref->comm_id : 0)},
+                  {"members", members}};
+    d.key = key_of("gpu-inconclusive", {}, op);
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<VerdictDraft> detect_progress(const std::vector<RankEvidence>& ranks,
@@ -487,7 +573,8 @@ std::vector<VerdictDraft> detect_progress(const std::vector<RankEvidence>& ranks
     if (e.attached && e.alive && !e.finalized) live.push_back(&e);
   std::vector<VerdictDraft> out;
   if (live.size() >= 2) {
-    out = detect_wait_for(live, opt);
+    out = detect_gpu(live, opt);
+    if (out.empty()) out = detect_wait_for(live, opt);
     if (out.empty()) out = detect_consensus(live, opt);
   }
   bool inconclusive_only = std::all_of(out.begin(), out.end(), [](auto& d) {

@@ -38,6 +38,10 @@ void to_json(json& j, const RankEvidence& e) {
   if (!e.end_kind.empty())
     j["end"] = {{"kind", e.end_kind}, {"code", e.end_code}, {"addr", fmt::format("{:x}", e.end_addr)},
                 {"ns", e.end_ns}, {"seq", e.end_seq}};
+  if (e.gpu.present)
+    j["gpu"] = {{"bus_id", e.gpu.bus_id}, {"device", e.gpu.device}, {"tracking", e.gpu.tracking},
+                {"started", e.gpu.started}, {"done", e.gpu.done}, {"idle_s", e.gpu.idle_s},
+                {"captured", e.gpu.captured}, {"untracked", e.gpu.untracked}};
   if (!e.peers.empty()) {
     json ps = json::array();
     for (auto& [w, p] : e.peers) ps.push_back({w, p.sent, p.recvd, p.sent_bytes, p.recvd_bytes, p.waits, p.wait_s});
@@ -108,6 +112,19 @@ void from_json(const json& j, RankEvidence& e) {
     e.end_addr = std::stoull(x.at("addr").get<std::string>(), nullptr, 16);
     e.end_ns = c3::json_int<std::int64_t>(x, "ns");
     e.end_seq = c3::json_int<std::uint64_t>(x, "seq");
+  }
+  if (j.contains("gpu") && j["gpu"].is_object()) {
+    const json& g = j["gpu"];
+    e.gpu.present = true;
+    e.gpu.bus_id = g.at("bus_id").get<std::string>().substr(0, 31);
+    e.gpu.device = c3::json_int<int>(g, "device");
+    e.gpu.tracking = g.at("tracking").get<bool>();
+    e.gpu.started = c3::json_int<std::uint64_t>(g, "started");
+    e.gpu.done = c3::json_int<std::uint64_t>(g, "done");
+    e.gpu.idle_s = g.at("idle_s").get<double>();
+    e.gpu.captured = c3::json_int<std::uint64_t>(g, "captured");
+    e.gpu.untracked = c3::json_int<std::uint64_t>(g, "untracked");
+    if (e.gpu.done > e.gpu.started) throw std::invalid_argument("gpu: done exceeds started");
   }
   if (j.contains("peers") && j["peers"].is_array())
     for (auto& x : j["peers"]) {

@@ -66,6 +66,19 @@ struct RankEvidence {
     double wait_s = 0;
   };
   std::map<int, Peer> peers;
+  // A GPU rank (record version 7, libscout_nccl.so): its operations are
+  // issued by the host (seq) and executed later by the GPU.
+  struct Gpu {
+    bool present = false;       // the record is an NCCL probe's
+    std::string bus_id;         // PCI bus id ("" unknown)
+    int device = -1;            // CUDA ordinal in the rank's process
+    bool tracking = false;      // completion is tracked with events
+    std::uint64_t started = 0;  // operations the GPU has begun
+    std::uint64_t done = 0;     // operations the GPU has completed
+    double idle_s = 0;          // since `done` last advanced
+    std::uint64_t captured = 0, untracked = 0;
+  };
+  Gpu gpu;
 };
 
 void to_json(nlohmann::json& j, const RankEvidence& e);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -131,9 +132,11 @@ void RankWatcher::try_attach(Slot& s) {
     close(fd);
     return;
   }
-  // Version 6 is longer than version 5; the header says which this is.
-  const std::size_t map_len = static_cast<std::size_t>(st.st_size) >= sizeof(c3::RecordV6) ? sizeof(c3::RecordV6)
-                                                                                           : sizeof(c3::RankRecord);
+  // Versions 6 and 7 are longer than version 5; the header says which this is.
+  const std::size_t fsize = static_cast<std::size_t>(st.st_size);
+  const std::size_t map_len = fsize >= sizeof(c3::RecordV7)   ? sizeof(c3::RecordV7)
+                              : fsize >= sizeof(c3::RecordV6) ? sizeof(c3::RecordV6)
+                                                              : sizeof(c3::RankRecord);
   void* p = mmap(nullptr, map_len, PROT_READ, MAP_SHARED, fd, 0);
   close(fd);
   if (p == MAP_FAILED) return;
@@ -227,12 +230,15 @@ void RankWatcher::tick() {
       invalidate(s, fmt::format("sequence number went back from {} to {}", s.last.seq, live.seq));
       continue;
     }
-    if (s.version == c3::kRecordVersion && !read_v6(s, now, ticks_ % 10 == 0)) continue;
+    if (s.version >= c3::kRecordVersion && !read_v6(s, now, ticks_ % 10 == 0)) continue;
+    if (s.version == c3::kRecordVersionGpu && !read_gpu(s, now)) continue;
     // Progress: a collective entered or completed, a message completed, or a
     // point-to-point wait began.
     std::uint64_t key = live.seq * 0x9E3779B97F4A7C15ULL ^ live.exit_ns ^ (live.in_collective << 63);
     if (s.have_p2p)
       key ^= (s.p2p.ops + 1) * 0xC2B2AE3D27D4EB4FULL ^ (s.p2p.call << 56) ^ (s.p2p.entry_ns * 0x165667B19E3779F9ULL);
+    // A GPU rank also progresses while its GPU works through what was issued.
+    if (s.have_gpu) key ^= (s.gpu.started + 3) * 0x94D049BB133111EBULL ^ (s.gpu.done + 5) * 0xBF58476D1CE4E5B9ULL;
     // The process state, sampled every 5 ticks: how long it has held.
     if (ticks_ % 5 == 0 && s.pid > 0 && s.death_ns == 0) {
       const std::string f = proc_stat_fields(s.pid);
@@ -358,6 +364,56 @@ bool RankWatcher::read_v6(Slot& s, std::int64_t /*now*/, bool counters) {
   return true;
 }
 
+// The version-7 part: the GPU's device (once) and its completion state.
+bool RankWatcher::read_gpu(Slot& s, std::int64_t now) {
+  const c3::RecordV7* v7 = c3::as_v7(*s.rec, s.version);
+  if (!v7) return true;
+  c3::GpuLive g;
+  bool consistent = false;
+  char bus[sizeof v7->gpu_bus_id];
+  int device = -1;
+  std::uint64_t source = 0;
+  if (!guarded([&] {
+        consistent = c3::gpu_read(*v7, g);
+        if (!s.have_gpu) {
+          std::memcpy(bus, v7->gpu_bus_id, sizeof bus);
+          device = v7->cuda_device;
+          source = v7->source;
+        }
+      })) {
+    invalidate(s, "record truncated while being read (SIGBUS)");
+    return false;
+  }
+  if (!s.have_gpu) {
+    if (source != SCOUT_SOURCE_NCCL) {
+      invalidate(s, fmt::format("version-7 record from source {}; expected {} (NCCL)", source, SCOUT_SOURCE_NCCL));
+      return false;
+    }
+    bus[sizeof bus - 1] = 0;
+    std::string b(bus);
+    for (char c : b)
+      if (!std::isxdigit(static_cast<unsigned char>(c)) && c != ':' && c != '.') {
+        invalidate(s, "GPU bus id holds characters other than hex digits, ':' and '.'");
+        return false;
+      }
+    s.gpu_bus = b;
+    s.gpu_device = device < -1 || device > 4096 ? -1 : device;
+  }
+  if (!consistent) return true;  // the completion thread is writing: next tick
+  if (std::string why = c3::gpu_check_live(g, s.last.seq); !why.empty()) {
+    invalidate(s, why);
+    return false;
+  }
+  if (s.have_gpu && (g.done < s.gpu.done || g.started < s.gpu.started)) {
+    invalidate(s, fmt::format("GPU progress went back from {}/{} to {}/{}", s.gpu.started, s.gpu.done, g.started, g.done));
+    return false;
+  }
+  if (!s.have_gpu || g.done != s.gpu.done) s.gpu_done_ns = now;
+  s.gpu = g;
+  s.have_gpu = true;
+  return true;
+}
+
 void RankWatcher::poll_deaths(int timeout_ms) {
   std::vector<pollfd> fds;
   std::vector<std::size_t> idx;
@@ -406,7 +462,8 @@ LocalSummary RankWatcher::summary() const {
     }
     const double stalled = (now - s.last_progress_ns) / 1e9;
     sum.max_stall_s = std::max(sum.max_stall_s, stalled);
-    if (s.last.in_collective || (s.have_p2p && s.p2p.call != 0)) ++sum.waiting;
+    if (s.last.in_collective || (s.have_p2p && s.p2p.call != 0) || (s.have_gpu && s.gpu.started > s.gpu.done))
+      ++sum.waiting;
     if ((s.state == 'T' || s.state == 't' || s.state == 'D' || s.state == 'Z') && s.state_since_ns)
       sum.max_stopped_s = std::max(sum.max_stopped_s, std::min(stalled, (now - s.state_since_ns) / 1e9));
     sum.min_seq = std::min(sum.min_seq, s.last.seq);
@@ -473,6 +530,20 @@ std::vector<RankEvidence> RankWatcher::evidence(bool for_gather) const {
         e.end_seq = s.end.seq;
       }
       e.peers = s.peers;
+      if (s.have_gpu) {
+        e.gpu.present = true;
+        e.gpu.bus_id = s.gpu_bus;
+        e.gpu.device = s.gpu_device;
+        e.gpu.tracking = s.gpu.tracking != 0;
+        e.gpu.started = s.gpu.started;
+        e.gpu.done = s.gpu.done;
+        e.gpu.idle_s = (now - s.gpu_done_ns) / 1e9;
+        e.gpu.captured = s.gpu.captured;
+        e.gpu.untracked = s.gpu.untracked;
+        // The host never waits inside NCCL: a GPU rank waits while its GPU
+        // is inside an operation it began and has not completed.
+        e.in_collective = s.gpu.started > s.gpu.done;
+      }
       if (e.alive) {
         ProcInfo p = read_proc_info(s.pid);
         e.state = p.state;

@@ -106,6 +106,11 @@ class RankWatcher {
     bool have_end = false;
     mutable std::uint64_t ops_summarised = 0;  // p2p.ops at the previous summary
     std::map<int, RankEvidence::Peer> peers;  // per-peer counters (read every few ticks)
+    c3::GpuLive gpu{};              // version 7: GPU completion
+    bool have_gpu = false;
+    std::string gpu_bus;
+    int gpu_device = -1;
+    std::int64_t gpu_done_ns = 0;   // when gpu.done last advanced (scoutd's clock)
     char state = '?';               // sampled /proc state, and since when
     std::int64_t state_since_ns = 0;
   };
@@ -117,6 +122,7 @@ class RankWatcher {
   void invalidate(Slot& s, const std::string& why);
   void poll_deaths(int timeout_ms);
   bool read_v6(Slot& s, std::int64_t now, bool counters);
+  bool read_gpu(Slot& s, std::int64_t now);
 
   std::string job_, step_, node_, match_host_;
   std::uint32_t step_kind_ = 0;

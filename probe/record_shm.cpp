@@ -1,0 +1,119 @@
+// The rank record's shared-memory file (see record_shm.hpp).
+#include "probe/record_shm.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+
+namespace scout::probe {
+
+bool record_env(const char* who, const char** job, const char** step) noexcept {
+  const char* off = std::getenv("SCOUT_PROBE");
+  if (off && std::strcmp(off, "off") == 0) return false;
+  *job = std::getenv("SCOUT_JOB_ID");
+  if (!*job) return false;  // no scout for this job: behave exactly as without the probe
+  *step = std::getenv("SCOUT_STEP_ID");
+  if (!*step) *step = "0";
+  if (!c3::valid_job_id(*job) || !c3::valid_step_id(*step)) {
+    std::fprintf(stderr,
+                 "%s: init: ignoring SCOUT_JOB_ID='%s' SCOUT_STEP_ID='%s': expected a decimal job id and a "
+                 "step id of [0-9a-z_]; probe disabled\n",
+                 who, *job, *step);
+    return false;
+  }
+  return true;
+}
+
+c3::RankRecord* record_create(const char* who, const char* job, const char* step, int rank, int size,
+                              std::uint32_t version, std::size_t bytes, char* name, std::size_t name_cap) noexcept {
+  std::snprintf(name, name_cap, "%s", c3::record_shm_name(job, step, rank).c_str());
+  // The name is predictable and /dev/shm is shared: create it exclusively.
+  // A name that exists already is reused only if it is this user's own
+  // regular file; another user's file (planted for this job id) is never
+  // mapped.
+  int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW, 0600);
+  if (fd < 0 && errno == EEXIST) {
+    fd = shm_open(name, O_RDWR | O_NOFOLLOW, 0);
+    struct stat st {};
+    // Two probes in one process (MPI and NCCL) would both publish this rank:
+    // the first one keeps it.
+    std::int32_t owner = 0;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+        pread(fd, &owner, sizeof owner, offsetof(c3::RankRecord, pid)) == static_cast<ssize_t>(sizeof owner) &&
+        owner == static_cast<std::int32_t>(getpid())) {
+      close(fd);
+      return nullptr;  // already published by this process's other probe
+    }
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid())) {
+      std::fprintf(stderr, "%s: init: %s exists and belongs to uid %u, not to this job's user %u; "
+                   "probe disabled (the rank runs unobserved)\n", who, name, static_cast<unsigned>(st.st_uid),
+                   static_cast<unsigned>(geteuid()));
+      close(fd);
+      return nullptr;
+    }
+  }
+  if (fd < 0) {
+    std::fprintf(stderr, "%s: init: shm_open %s: %s; probe disabled\n", who, name, std::strerror(errno));
+    return nullptr;
+  }
+  fchmod(fd, 0600);
+  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    std::fprintf(stderr, "%s: init: ftruncate %s: %s; probe disabled\n", who, name, std::strerror(errno));
+    close(fd);
+    shm_unlink(name);
+    return nullptr;
+  }
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) {
+    std::fprintf(stderr, "%s: init: mmap %s: %s; probe disabled\n", who, name, std::strerror(errno));
+    shm_unlink(name);
+    return nullptr;
+  }
+  auto* r = static_cast<c3::RankRecord*>(p);
+  __atomic_store_n(&r->magic, 0, __ATOMIC_RELAXED);  // unpublish a stale record
+  // Everything after the header is cleared (a reused file held a previous run).
+  const std::size_t from = offsetof(c3::RankRecord, lock);
+  std::memset(static_cast<char*>(p) + from, 0, bytes - from);
+  r->version = version;
+  r->size = static_cast<std::uint32_t>(bytes);
+  r->world_rank = rank;
+  r->world_size = size;
+  r->pid = static_cast<std::int32_t>(getpid());
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  r->start_ns = static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<std::uint64_t>(ts.tv_nsec);
+  std::snprintf(r->job_id, sizeof r->job_id, "%s", job);
+  std::snprintf(r->step_id, sizeof r->step_id, "%s", step);
+  const char* host = std::getenv("SCOUT_HOST");
+  if (!host || !*host) host = std::getenv("SLURMD_NODENAME");  // Slurm node name
+  if (host && *host) std::snprintf(r->host, sizeof r->host, "%s", host);
+  else gethostname(r->host, sizeof r->host - 1);
+  return r;
+}
+
+void record_publish(c3::RankRecord& r) noexcept {
+  c3::record_write_begin(r);
+  c3::rec_store(r.live.state, std::uint64_t{c3::kStateInitialized});
+  c3::record_write_end(r);
+  __atomic_store_n(&r.magic, c3::kRecordMagic, __ATOMIC_RELEASE);  // publish last
+}
+
+void record_close(c3::RankRecord* r, const char* name, std::size_t bytes) noexcept {
+  if (!r) return;
+  c3::record_write_begin(*r);
+  c3::rec_store(r->live.state, std::uint64_t{c3::kStateInitialized | c3::kStateFinalized});
+  c3::record_write_end(*r);
+  // The observer keeps its own mapping; the name goes now so nothing is left.
+  shm_unlink(name);
+  munmap(r, bytes);
+}
+
+}  // namespace scout::probe

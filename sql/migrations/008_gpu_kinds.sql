@@ -1,0 +1,35 @@
+-- scout ledger, schema version 8: two GPU verdict kinds: 'gpu_hang' (a GPU
+-- stopped executing the operations its host issued while the other ranks'
+-- GPUs wait inside the next one) and 'gpu_health' (a GPU's own health
+-- counters: ECC, row remapping, XID, NVLink, temperature). SQLite cannot
+-- change a CHECK constraint in place: the table is rebuilt with every column
+-- and index it had, ids kept.
+CREATE TABLE verdicts_v8 (
+  id          INTEGER PRIMARY KEY AUTOINCREMENT,
+  job_id      TEXT NOT NULL REFERENCES jobs(job_id),
+  step        TEXT NOT NULL,
+  kind        TEXT NOT NULL CHECK (kind IN ('hang','stall','crash','divergence',
+                'straggler','sdc','observer_lost','telemetry_anomaly','transient','abort','deadlock',
+                'gpu_hang','gpu_health')),
+  status      TEXT NOT NULL CHECK (status IN ('attributed','inconclusive','advisory')),
+  ranks       TEXT NOT NULL DEFAULT '[]',
+  hosts       TEXT NOT NULL DEFAULT '[]',
+  evidence    TEXT NOT NULL DEFAULT '{}',
+  detected_at TEXT NOT NULL,
+  resolved_at TEXT,
+  origin      TEXT,
+  origin_id   INTEGER,
+  origin_uid  INTEGER,
+  imported_at TEXT,
+  vkey        TEXT,
+  confirmation TEXT
+);
+INSERT INTO verdicts_v8(id,job_id,step,kind,status,ranks,hosts,evidence,detected_at,resolved_at,
+                        origin,origin_id,origin_uid,imported_at,vkey,confirmation)
+  SELECT id,job_id,step,kind,status,ranks,hosts,evidence,detected_at,resolved_at,
+         origin,origin_id,origin_uid,imported_at,vkey,confirmation FROM verdicts;
+DROP TABLE verdicts;
+ALTER TABLE verdicts_v8 RENAME TO verdicts;
+CREATE INDEX IF NOT EXISTS verdicts_by_job ON verdicts(job_id, detected_at);
+CREATE UNIQUE INDEX IF NOT EXISTS verdicts_by_origin ON verdicts(job_id, origin, origin_id);
+CREATE UNIQUE INDEX IF NOT EXISTS verdicts_by_vkey ON verdicts(vkey) WHERE vkey IS NOT NULL;
