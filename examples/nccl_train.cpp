@@ -2,7 +2,8 @@
 // shape of a PyTorch DDP step without PyTorch: each step computes a gradient
 // on the host, copies it to the GPU, all-reduces it with ncclAllReduce on
 // the rank's stream, copies it back and synchronises (as `loss.item()`
-// does), and checks the sum. Built against the real nccl.h and cuda.h and
+// does), and checks the sum; every 10 steps it broadcasts rank 0's
+// parameters first (ncclBcast). Built against the real nccl.h and cuda.h and
 // the driver API (no CUDA runtime), so the same binary runs on a GPU machine
 // and, in scout's tests, on the stand-in libraries under tests/standin.
 //
@@ -198,6 +199,8 @@ int main(int argc, char** argv) {
   CUdeviceptr grad;
   check_cu(rank, cuMemAlloc(&grad, static_cast<size_t>(count) * sizeof(float)), "cuMemAlloc");
   std::vector<float> host(static_cast<size_t>(count));
+  CUdeviceptr params;  // broadcast from rank 0 every 10 steps (ncclBcast)
+  check_cu(rank, cuMemAlloc(&params, 64 * sizeof(float)), "cuMemAlloc");
   // The word a faulty GPU waits on (device-mapped host memory).
   std::uint32_t* flag = nullptr;
   CUdeviceptr flag_dev = 0;
@@ -210,6 +213,10 @@ int main(int argc, char** argv) {
   std::uint32_t slow_k = 0;
   const float expect_scale = static_cast<float>(size) * (static_cast<float>(size) + 1) / 2;
   for (long s = 0; s < steps; ++s) {
+    // Every 10 steps rank 0's parameters are broadcast (ncclBcast, which
+    // NCCL implements with ncclBroadcast: one operation, not two).
+    if (s % 10 == 0)
+      check_nccl(rank, ncclBcast(reinterpret_cast<void*>(params), 64, ncclFloat32, 0, comm, stream), "ncclBcast");
     // "Forward and backward": a deterministic gradient, rank-dependent.
     const auto t_end = std::chrono::steady_clock::now() + std::chrono::microseconds(static_cast<long>(step_ms * 1000));
     for (long i = 0; i < count; ++i) host[static_cast<size_t>(i)] = static_cast<float>(rank + 1) * static_cast<float>(i % 7 + 1);

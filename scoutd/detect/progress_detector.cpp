@@ -491,9 +491,10 @@ json gpu_brief(const RankEvidence& e) {
 // same operation P (begun, not completed), a rank whose GPU has work issued
 // but has not begun P (it completed less than P, and its GPU made no
 // progress for the threshold) is the one the others wait for: gpu_hang,
-// naming its GPU. Every GPU inside P and none missing: inconclusive, scoped
-// to the communicator. A host that stopped issuing is left to the rules
-// below (its issue position is behind).
+// naming its GPU. Every GPU inside P (divergent fingerprints, or a
+// communication hang) and a host that stopped issuing (its issue position
+// is behind) are left to the rules below: a GPU rank counts as waiting
+// while its GPU is inside an operation.
 std::vector<VerdictDraft> detect_gpu(const std::vector<const RankEvidence*>& live, const DetectorOptions& opt) {
   std::vector<VerdictDraft> out;
   std::vector<const RankEvidence*> gpus;
@@ -545,21 +546,6 @@ std::vector<VerdictDraft> detect_gpu(const std::vector<const RankEvidence*>& liv
     d.key = key_of("gpu_hang", d.ranks, op);
     out.push_back(std::move(d));
     return out;
-  }
-  if (waiting.size() == gpus.size()) {
-    VerdictDraft d;
-    d.kind = c3::VerdictKind::kHang;
-    d.status = c3::VerdictStatus::kInconclusive;
-    json members = json::array();
-    for (auto* e : gpus) members.push_back(gpu_brief(*e));
-    d.evidence = {{"rule", "every GPU waits inside the same operation: a communication hang on its communicator, "
-                           "no GPU is behind"},
-                  {"operation", op},
-                  {"collective", ref->seq == op ? c3::coll_name(ref->kind) : "unknown"},
-                  {"communicator", fmt::format("{:016x}", ref->seq == op ? ref->comm_id : 0)},
-                  {"members", members}};
-    d.key = key_of("gpu-inconclusive", {}, op);
-    out.push_back(std::move(d));
   }
   return out;
 }

@@ -49,6 +49,7 @@ struct Shared {
   std::atomic<std::uint64_t> arrived;  // barrier arrivals, ever
   std::atomic<std::uint64_t> aborted;
   char pad[48];
+  std::uint64_t sig[kMaxRanks];  // each rank's current operation, compared at its first barrier
   char slot[kMaxRanks][kSlot];
   Chan chan[kMaxRanks][kMaxRanks];  // [src][dst]
 };
@@ -143,12 +144,29 @@ struct Op {
   CUstream stream;
 };
 
+// Ranks that call different collectives (kind, count, type, op, root) at
+// the same point hang, as they do on NCCL: every rank sees the mismatch.
+bool same_op(ncclComm* c, std::uint64_t sig) {
+  for (int r = 0; r < c->nranks; ++r)
+    if (__atomic_load_n(&c->sh->sig[r], __ATOMIC_ACQUIRE) != sig) return false;
+  return true;
+}
+void hang_until_abort(ncclComm* c) {
+  while (!c->sh->aborted.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
 void run_op(void* arg) {
   Op* o = static_cast<Op*>(arg);
   ncclComm* c = o->comm;
   const std::size_t es = type_size(o->type);
   const std::size_t bytes = o->count * es;
   char* mine = c->sh->slot[c->rank];
+  const std::uint64_t sig = (static_cast<std::uint64_t>(o->kind) << 56) ^ (o->count << 16) ^
+                            (static_cast<std::uint64_t>(o->type) << 8) ^ (static_cast<std::uint64_t>(o->red) << 4) ^
+                            static_cast<std::uint64_t>(o->root) * 0x9E3779B97F4A7C15ULL;
+  if (o->kind != Kind::kSend && o->kind != Kind::kRecv) {
+    __atomic_store_n(&c->sh->sig[c->rank], sig, __ATOMIC_RELEASE);
+  }
   switch (o->kind) {
     case Kind::kSend: {
       Chan& ch = c->sh->chan[c->rank][o->root];
@@ -176,6 +194,7 @@ void run_op(void* arg) {
     case Kind::kReduceScatter: {
       std::memcpy(mine, o->send, o->kind == Kind::kReduceScatter ? bytes * c->nranks : bytes);
       if (!barrier(c)) break;
+      if (!same_op(c, sig)) { hang_until_abort(c); break; }
       std::vector<char> acc(bytes);
       const std::size_t off = o->kind == Kind::kReduceScatter ? bytes * c->rank : 0;
       std::memcpy(acc.data(), c->sh->slot[0] + off, bytes);
@@ -188,6 +207,7 @@ void run_op(void* arg) {
     case Kind::kBroadcast: {
       if (c->rank == o->root) std::memcpy(mine, o->send, bytes);
       if (!barrier(c)) break;
+      if (!same_op(c, sig)) { hang_until_abort(c); break; }
       std::memmove(o->recv, c->sh->slot[o->root], bytes);
       barrier(c);
       break;
@@ -195,6 +215,7 @@ void run_op(void* arg) {
     case Kind::kAllGather: {
       std::memcpy(mine, o->send, bytes);
       if (!barrier(c)) break;
+      if (!same_op(c, sig)) { hang_until_abort(c); break; }
       for (int r = 0; r < c->nranks; ++r) std::memcpy(static_cast<char*>(o->recv) + bytes * r, c->sh->slot[r], bytes);
       barrier(c);
       break;
@@ -202,6 +223,7 @@ void run_op(void* arg) {
     case Kind::kAllToAll: {
       std::memcpy(mine, o->send, bytes * c->nranks);
       if (!barrier(c)) break;
+      if (!same_op(c, sig)) { hang_until_abort(c); break; }
       for (int r = 0; r < c->nranks; ++r)
         std::memcpy(static_cast<char*>(o->recv) + bytes * r, c->sh->slot[r] + bytes * c->rank, bytes);
       barrier(c);

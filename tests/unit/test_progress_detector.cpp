@@ -317,3 +317,65 @@ TEST_CASE("a rank stopped inside MPI_Recv is a sink, not half of a deadlock") {
   CHECK(d[0].kind == c3::VerdictKind::kStall);
   CHECK(d[0].ranks == std::vector<int>{2});
 }
+
+namespace {
+// NCCL ranks: every host issued operation 11; the GPUs of all but `held`
+// are inside it; the held GPU completed 10 and did not begin 11.
+std::vector<RankEvidence> gpu_job(int n, int held, double gpu_idle) {
+  auto v = job(n, 11, true, 5.0);
+  for (auto& e : v) {
+    e.gpu.present = true;
+    e.gpu.tracking = true;
+    e.gpu.bus_id = "0000:1" + std::to_string(e.rank) + ":00.0";
+    e.gpu.device = e.rank;
+    e.gpu.started = 11;
+    e.gpu.done = 10;
+    e.gpu.idle_s = 3.0;
+  }
+  v[held].gpu.started = 10;
+  v[held].gpu.idle_s = gpu_idle;
+  v[held].in_collective = false;
+  return v;
+}
+}  // namespace
+
+TEST_CASE("NCCL: a GPU that never began the operation the others' GPUs wait in is named (gpu_hang)") {
+  auto v = gpu_job(4, 2, 4.0);
+  auto d = detect_progress(v, opt());
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].kind == c3::VerdictKind::kGpuHang);
+  CHECK(d[0].status == c3::VerdictStatus::kAttributed);
+  CHECK(d[0].ranks == std::vector<int>{2});
+  CHECK(d[0].hosts == std::vector<std::string>{"n2"});
+  CHECK(d[0].evidence["operation"] == 11);
+  CHECK(d[0].evidence["culprits"][0]["gpu"]["bus_id"] == "0000:12:00.0");
+  CHECK(d[0].evidence["waiting"] == nlohmann::json({0, 1, 3}));
+}
+
+TEST_CASE("NCCL: no gpu_hang while the held GPU is within the threshold, nor for a host that never issued") {
+  auto v = gpu_job(4, 2, 0.5);  // its GPU completed something half a second ago
+  for (auto& d : detect_progress(v, opt())) CHECK(d.kind != c3::VerdictKind::kGpuHang);
+  v = gpu_job(4, 1, 4.0);
+  v[1].seq = 10;  // the host stopped before issuing 11: a host stall, not the GPU
+  v[1].state = 'T';
+  auto d = detect_progress(v, opt());
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].kind == c3::VerdictKind::kStall);
+  CHECK(d[0].ranks == std::vector<int>{1});
+  // Every GPU inside the same operation: nobody is named.
+  v = gpu_job(4, 0, 4.0);
+  v[0].gpu.started = 11;
+  v[0].in_collective = true;
+  for (auto& x : detect_progress(v, opt())) CHECK(x.status != c3::VerdictStatus::kAttributed);
+}
+
+TEST_CASE("NCCL GPU evidence survives the gather and refuses an impossible state") {
+  auto v = gpu_job(2, 1, 4.0);
+  nlohmann::json j = v[0];
+  RankEvidence back = j.get<RankEvidence>();
+  CHECK(back.gpu.present);
+  CHECK(back.gpu.bus_id == "0000:10:00.0");
+  CHECK(back.gpu.started == 11);
+  j["gpu"]["done"] = 12;
+  CHECK_THROWS(j.get<RankEvidence>());
+}

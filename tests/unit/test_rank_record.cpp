@@ -91,6 +91,44 @@ TEST_CASE("version 6: its size, the mapping covering it, the point-to-point part
   CHECK(why.find("signal outside 1-64") != std::string::npos);
 }
 
+TEST_CASE("version 7: the NCCL probe's GPU part, its size and range checks") {
+  auto v7 = std::make_unique<RecordV7>();
+  RankRecord& r = v7->v6.v5;
+  r.magic = kRecordMagic;
+  r.version = kRecordVersionGpu;
+  r.size = sizeof(RecordV7);
+  r.world_rank = 0;
+  r.world_size = 2;
+  r.pid = 7;
+  CHECK(record_check_header(r, sizeof(RecordV7)).empty());
+  CHECK(record_check_header(r, sizeof(RecordV6)).find("expected at least 24640 for version 7") != std::string::npos);
+  r.size = sizeof(RecordV6);  // a version-6 size under a version-7 header
+  CHECK(record_check_header(r, sizeof(RecordV7)).find("size field") != std::string::npos);
+  r.version = 8;
+  CHECK(record_check_header(r, sizeof(RecordV7)).find("expected version 5, 6 or 7") != std::string::npos);
+  CHECK(as_v7(r, kRecordVersionGpu) == v7.get());
+  CHECK(as_v6(r, kRecordVersionGpu) == &v7->v6);  // version 7 holds version 6
+  CHECK(as_v7(r, kRecordVersion) == nullptr);
+
+  v7->gpu.tracking = 1;
+  v7->gpu.started = 12;
+  v7->gpu.done = 11;
+  GpuLive g{};
+  REQUIRE(gpu_read(*v7, g));
+  CHECK(g.started == 12);
+  CHECK(gpu_check_live(g, 12).empty());
+  g.done = 13;  // completed more than it began
+  CHECK(gpu_check_live(g, 13).find("completed 13 operations but started only 12") != std::string::npos);
+  g.done = 1;
+  g.started = 1u << 20;  // far beyond what the host issued
+  CHECK(gpu_check_live(g, 10).find("the host issued 10") != std::string::npos);
+  g.started = 2;
+  g.tracking = 5;
+  CHECK(gpu_check_live(g, 10).find("tracking") != std::string::npos);
+  v7->gpu_lock = 1;  // a write in progress: no torn copy
+  CHECK_FALSE(gpu_read(*v7, g, 10));
+}
+
 TEST_CASE("a reader never sees a torn record") {
   auto r = fresh();
   std::atomic<bool> stop{false};
