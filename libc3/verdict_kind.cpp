@@ -50,7 +50,8 @@ bool drainable(VerdictKind k) noexcept {
     case VerdictKind::kSdc:
     case VerdictKind::kHang:
     case VerdictKind::kDivergence:
-    case VerdictKind::kGpuHang: return true;
+    case VerdictKind::kGpuHang:
+    case VerdictKind::kGpuHealth: return true;
     default: return false;
   }
 }

@@ -44,7 +44,7 @@ std::optional<VerdictStatus> verdict_status_from(std::string_view name) noexcept
 // Kinds the epilog and prolog may act on (drain_kinds, prolog_kinds): the
 // ones that name a failing node rather than an advisory or the observer.
 bool drainable(VerdictKind k) noexcept;
-// "stall, crash, sdc, hang or divergence": for error messages.
+// "hang, stall, crash, divergence, sdc, gpu_hang or gpu_health": for error messages.
 std::string drainable_kinds_text();
 // "'hang','stall',...": the SQL CHECK list, for the test that compares them.
 std::string verdict_kinds_sql_list();

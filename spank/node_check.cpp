@@ -19,6 +19,9 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "libc3/gpu_health.hpp"
 
 #include "replay/recipes.hpp"
 #include "replay/runner.hpp"
@@ -240,6 +243,17 @@ CheckResult check_kernel_log(const NodeCheckOptions& opt) {
   return {"kernel_log", "fail", fmt::format("{} message(s), the last: {}", hits.size(), hits.back())};
 }
 
+// Root reads NVML itself (the state only: events went to the job's scoutd).
+CheckResult check_gpu() {
+  c3::GpuHealth nvml;
+  if (!nvml.available()) return {"gpu", "unavailable", "no GPU health source on this node: " + nvml.why_unavailable()};
+  std::vector<std::string> fatal;
+  for (auto& f : nvml.state())
+    if (f.fatal) fatal.push_back(fmt::format("GPU {} (index {}): {}", f.bus_id.empty() ? "?" : f.bus_id, f.index, f.detail));
+  if (fatal.empty()) return {"gpu", "pass", "NVML read by root: no fatal condition on any GPU"};
+  return {"gpu", "fail", fmt::format("NVML read by root: {}", fmt::join(fatal, "; "))};
+}
+
 }  // namespace
 
 NodeCheck run_node_check(const NodeCheckOptions& opt, sql::Ledger* site) {
@@ -247,7 +261,7 @@ NodeCheck run_node_check(const NodeCheckOptions& opt, sql::Ledger* site) {
   c.checks.push_back(check_replay(opt, site));
   c.checks.push_back(check_d_state(opt));
   c.checks.push_back(check_kernel_log(opt));
-  c.checks.push_back({"gpu", "unavailable", "no GPU health source on this node (NVML not present)"});
+  c.checks.push_back(check_gpu());
   return c;
 }
 

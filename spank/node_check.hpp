@@ -11,7 +11,8 @@
 //               `dstate_wait_s` apart, same pid and wchan both times;
 //   kernel_log  machine-check, hardware-error, EDAC, hung-task and GPU Xid
 //               lines in the kernel log (/dev/kmsg) since `since_s` ago;
-//   gpu         GPU health: reported unavailable where there is no GPU.
+//   gpu         GPU health read from NVML by root itself (the state: ECC,
+//               row remapping, lost GPU, temperature); unavailable without NVML.
 // reproduce_sdc re-runs the one recipe a replay verdict names on the core it
 // names with the cycle's seed, and compares it with the node's other cores
 // and the site's reference.

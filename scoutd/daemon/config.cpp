@@ -112,6 +112,8 @@ opts::Table make_table(ScoutdConfig& c) {
   t.number("learn-margin", "X", c.learn_margin, 1, 1000, "a factor of the quantile", "threshold = quantile x X",
            "learn_margin");
   t.integer("learn-seed", "N", c.learn_seed, 0, 1 << 30, "model seed, the same on every node", "learn_seed");
+  t.seconds("gpu-health-interval", c.gpu_health_interval_s, 0, 86400,
+            "read GPU health from NVML every S seconds (0: off)", "gpu_health_interval");
   t.flag("print-config", c.print_config, "print the effective configuration and exit");
   return t;
 }

@@ -145,6 +145,13 @@ void Daemon::init_replay() {
   }
   if (me_ == 0) start_checkpoint_watcher();
   if (cfg_.learn) fed_ = std::make_unique<FedClient>(learn_options(), learn::MemAEShape{kTelemetryFeatures, 32, 8, 20});
+  if (cfg_.gpu_health_interval_s > 0) {
+    gpu_health_ = std::make_unique<GpuHealthWatch>(watcher_->node());
+    if (!gpu_health_->available()) {
+      log(fmt::format("GPU health not watched: {}", gpu_health_->why_unavailable()));
+      gpu_health_.reset();
+    }
+  }
 }
 
 void Daemon::init_control() {

@@ -31,6 +31,7 @@
 #include "scoutd/beside/checkpoints.hpp"
 #include "scoutd/beside/fed_learner.hpp"
 #include "scoutd/beside/forwarder.hpp"
+#include "scoutd/beside/gpu_health_watch.hpp"
 #include "scoutd/beside/replay_coordinator.hpp"
 #include "scoutd/daemon/config.hpp"
 #include "scoutd/daemon/ledger_sink.hpp"
@@ -139,6 +140,10 @@ class Daemon {
   std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
   double last_outsig_gather_s_ = 0;
   double last_p2p_gather_s_ = 0;
+
+  // GPU health (NVML), polled in period(); findings ride on gathers.
+  std::unique_ptr<GpuHealthWatch> gpu_health_;
+  double last_gpu_poll_s_ = 0;
 
   // Federated telemetry outlier detection.
   std::unique_ptr<FedClient> fed_;

@@ -91,6 +91,15 @@ bool Daemon::period() {
   t.suspects = (s.max_stopped_s >= cfg_.stall_threshold_s ? 1u : 0u) + s.ended;
   t.p2p_active = s.p2p_active;
   t.learn_pending = fed_ ? static_cast<std::uint32_t>(fed_->pending_flags()) : 0u;
+  // GPU health: once ranks are attached (their GPUs known), every interval.
+  if (gpu_health_ && s.attached > 0 && now_s() - last_gpu_poll_s_ >= cfg_.gpu_health_interval_s) {
+    last_gpu_poll_s_ = now_s();
+    std::set<std::string> buses;
+    for (auto& e : watcher_->evidence())
+      if (e.gpu.present && !e.gpu.bus_id.empty()) buses.insert(c3::normalise_bus_id(e.gpu.bus_id));
+    if (std::size_t n = gpu_health_->poll(buses); n > 0) log(fmt::format("GPU health: {} new finding(s)", n));
+  }
+  if (gpu_health_) t.suspects += static_cast<std::uint32_t>(gpu_health_->pending());
   {
     std::lock_guard lk(mu_);
     t.book_behind = book_behind_ ? 1u : 0u;
@@ -131,6 +140,9 @@ void Daemon::gather_round() {
   std::vector<AnomalyFlag> flags;
   if (fed_) flags = fed_->take_flags();
   for (auto& f : flags) payload.push_back({{"telemetry", f}, {"observer", me_}});
+  std::vector<json> gpu_findings;
+  if (gpu_health_) gpu_findings = gpu_health_->take(me_);
+  for (auto& f : gpu_findings) payload.push_back(f);
   auto g = tree_->run(wire::encode_json(wire::Kind::kGatherUp, payload), wire::concat_gathers,
                       [this](const wire::Bytes& acc, const std::vector<int>&) { return decide_gather(acc); });
   note_lost(g.newly_lost);
@@ -138,6 +150,7 @@ void Daemon::gather_round() {
   apply_down(wire::decode_json(g.down, wire::Kind::kDecisionDown).value_or(json::object()));
   if (g.complete) watcher_->mark_deaths_reported(dead);
   else if (replay_) replay_->put_back(std::move(reports));
+  if (!g.complete && gpu_health_) gpu_health_->put_back(std::move(gpu_findings));
 }
 
 void Daemon::learn_round() {
@@ -231,12 +244,15 @@ wire::Bytes Daemon::decide_gather(const wire::Bytes& acc) {
   const json all = wire::decode_json(acc, wire::Kind::kGatherUp).value_or(json::array());
   std::vector<RankEvidence> ev;
   std::vector<VerdictDraft> drafts;
+  std::vector<json> gpu_findings;
   std::size_t refused = 0;
   if (all.is_array())
     for (auto& j : all) {
       try {
         if (j.is_object() && j.contains("telemetry")) {
           drafts.push_back(telemetry_anomaly_draft(j["telemetry"].get<AnomalyFlag>()));
+        } else if (j.is_object() && j.contains("gpu_health")) {
+          if (j["gpu_health"].is_object()) gpu_findings.push_back(j["gpu_health"]);
         } else if (j.is_object() && j.contains("replay")) {
           if (coordinator_) coordinator_->on_report(c3::json_int_or(j, "observer", -1), j["replay"].get<replay::Report>());
         } else {
@@ -248,6 +264,13 @@ wire::Bytes Daemon::decide_gather(const wire::Bytes& acc) {
     }
   if (refused) log(fmt::format("gather: {} malformed evidence entr{} dropped", refused, refused == 1 ? "y" : "ies"));
   std::sort(ev.begin(), ev.end(), [](auto& a, auto& b) { return a.rank < b.rank; });
+  for (auto& f : gpu_findings) {
+    try {
+      drafts.push_back(gpu_health_draft(f, ev));
+    } catch (const std::exception&) {
+      ++refused;
+    }
+  }
   if (auto c = detect_crash(ev, detector_)) drafts.push_back(*c);
   else for (auto& d : detect_progress(ev, detector_)) drafts.push_back(std::move(d));
   for (auto& d : outputs_.update(ev)) drafts.push_back(std::move(d));

@@ -190,7 +190,7 @@ TEST_CASE("verdict kinds: one list; names round-trip; drainable kinds") {
   CHECK(c3::drainable(c3::VerdictKind::kSdc));
   CHECK_FALSE(c3::drainable(c3::VerdictKind::kTelemetryAnomaly));
   CHECK_FALSE(c3::drainable(c3::VerdictKind::kObserverLost));
-  CHECK(c3::drainable_kinds_text() == "hang, stall, crash, divergence, sdc or gpu_hang");
+  CHECK(c3::drainable_kinds_text() == "hang, stall, crash, divergence, sdc, gpu_hang or gpu_health");
 }
 
 TEST_CASE("replicas: every observer commits the decider's verdicts in order, idempotently, retrying") {
