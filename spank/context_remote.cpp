@@ -112,15 +112,22 @@ int remote_user_init(spank_t sp) {
     return 0;
   }
   std::string preload = job_env(sp, "LD_PRELOAD");
-  bool present = false;
-  for (std::size_t pos = 0; pos <= preload.size();) {
-    std::size_t end = preload.find_first_of(": ", pos);
-    if (end == std::string::npos) end = preload.size();
-    if (preload.compare(pos, end - pos, cfg.probe) == 0) present = true;
-    pos = end + 1;
-  }
-  if (!present) {
-    std::string v = preload.empty() ? cfg.probe : cfg.probe + ":" + preload;
+  auto present = [&preload](const std::string& lib) {
+    for (std::size_t pos = 0; pos <= preload.size();) {
+      std::size_t end = preload.find_first_of(": ", pos);
+      if (end == std::string::npos) end = preload.size();
+      if (preload.compare(pos, end - pos, lib) == 0) return true;
+      pos = end + 1;
+    }
+    return false;
+  };
+  std::string add;
+  if (!present(cfg.probe)) add = cfg.probe;
+  // The NCCL probe when installed (a build without NCCL has none: not an error).
+  if (!cfg.nccl_probe.empty() && !present(cfg.nccl_probe) && ::access(cfg.nccl_probe.c_str(), R_OK) == 0)
+    add += (add.empty() ? "" : ":") + cfg.nccl_probe;
+  if (!add.empty()) {
+    std::string v = preload.empty() ? add : add + ":" + preload;
     spank_setenv(sp, "LD_PRELOAD", v.c_str(), 1);
   }
   spank_setenv(sp, "SCOUT_JOB_ID", std::to_string(job).c_str(), 1);

@@ -47,6 +47,11 @@ std::string parse_plugin_args(const std::vector<std::string>& args, PluginConfig
     std::string err;
     if (k == "scoutd") err = need_path(c.scoutd);
     else if (k == "probe") err = need_path(c.probe);
+    else if (k == "nccl_probe") {
+      if (v == "none") c.nccl_probe.clear();
+      else err = need_path(c.nccl_probe);
+      if (!err.empty()) err += " or none";
+    }
     else if (k == "srun") err = need_path(c.srun);
     else if (k == "scontrol") err = need_path(c.scontrol);
     else if (k == "spool") err = need_path(c.spool);
@@ -108,7 +113,7 @@ std::string parse_plugin_args(const std::vector<std::string>& args, PluginConfig
       }
       if (kinds.empty()) return "plugstack argument " + k + "=: expected a comma-separated list of kinds";
     } else {
-      return "plugstack argument '" + k + "': unknown key; expected one of scoutd, probe, srun, "
+      return "plugstack argument '" + k + "': unknown key; expected one of scoutd, probe, nccl_probe, srun, "
              "scontrol, spool, ledger, runtime_dir, default, required, stall_threshold, grace, "
              "gate, drain_kinds, prolog_kinds, fail_closed, companion_wait, learn, replay, replay_interval, replay_budget, "
              "blame_jobs, blame_users, blame_window, node_check, dstate_wait";

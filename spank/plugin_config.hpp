@@ -12,6 +12,9 @@ namespace scout::spank {
 struct PluginConfig {
   std::string scoutd = SCOUT_SBINDIR "/scoutd";
   std::string probe = SCOUT_LIBDIR "/libscout_probe.so";
+  // The NCCL probe, preloaded beside the MPI one when it is installed (each
+  // stays inert until its library is initialised); "none": never.
+  std::string nccl_probe = SCOUT_LIBDIR "/libscout_nccl.so";
   std::string srun = "srun";
   std::string scontrol = "scontrol";
   std::string spool = "/var/spool/scout";         // per-job ledgers, written by scoutd as the user

@@ -52,7 +52,8 @@ start_cluster() {
     export SCOUT_CONF=$CL/scout.conf  # written once the cluster started (start clears $CL)
     conf="SCOUT_CONF=$CL/scout.conf "
   fi
-  printf '#!/bin/sh\n%sexec %s/spank/scout-epilog --plugstack %s/plugstack.conf\n' "$conf" "$B" "$CL" > "$CL.epilog"
+  # EPILOG_ENV: assignments for the epilog's environment (tests: the NVML stand-in).
+  printf '#!/bin/sh\n%s%sexec %s/spank/scout-epilog --plugstack %s/plugstack.conf\n' "$conf" "${EPILOG_ENV:-}" "$B" "$CL" > "$CL.epilog"
   # The prolog runs scout-epilog by its installed name, scout-prolog.
   mkdir -p "$CL.bin" && ln -sf "$B/spank/scout-epilog" "$CL.bin/scout-prolog"
   printf '#!/bin/sh\n%sexec %s/scout-prolog --plugstack %s/plugstack.conf\n' "$conf" "$CL.bin" "$CL" > "$CL.prolog"

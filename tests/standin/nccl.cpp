@@ -34,9 +34,11 @@ constexpr int kMaxRanks = 16;
 constexpr std::size_t kSlot = 4u << 20;
 constexpr std::size_t kChan = 256u << 10;
 
+// The segment: a POSIX shm name, or with SCOUT_STANDIN_NCCL_DIR (ranks on
+// "nodes" with private /dev/shm, on one host) a file in that directory.
 struct IdBody {
   std::uint64_t magic;
-  char shm[64];
+  char shm[112];
 };
 static_assert(sizeof(IdBody) <= NCCL_UNIQUE_ID_BYTES);
 
@@ -61,7 +63,7 @@ thread_local int t_group = 0;
 
 struct ncclComm {
   Shared* sh = nullptr;
-  char name[64];
+  char name[112];
   int nranks = 0, rank = 0, device = 0;
   std::uint64_t barriers = 0;  // this rank's barriers so far (stream order)
   bool creator = false;
@@ -233,6 +235,11 @@ void run_op(void* arg) {
   delete o;
 }
 
+void unlink_segment(const char* name) {
+  if (std::strchr(name + 1, '/')) ::unlink(name);
+  else shm_unlink(name);
+}
+
 thread_local std::vector<Op*> t_pending;  // inside a group: issued at the outermost End
 
 ncclResult_t issue(Kind k, const void* send, void* recv, std::size_t count, ncclDataType_t t, ncclRedOp_t red,
@@ -278,7 +285,11 @@ EXPORT ncclResult_t pncclGetUniqueId(ncclUniqueId* id) {
   IdBody b{};
   b.magic = kIdMagic;
   std::random_device rd;
-  std::snprintf(b.shm, sizeof b.shm, "/scoutstandin.%d.%08x", static_cast<int>(getpid()), rd());
+  const char* dir = std::getenv("SCOUT_STANDIN_NCCL_DIR");
+  if (dir && *dir)
+    std::snprintf(b.shm, sizeof b.shm, "%s/scoutstandin.%d.%08x", dir, static_cast<int>(getpid()), rd());
+  else
+    std::snprintf(b.shm, sizeof b.shm, "/scoutstandin.%d.%08x", static_cast<int>(getpid()), rd());
   std::memcpy(id->internal, &b, sizeof b);
   return ncclSuccess;
 }
@@ -289,7 +300,8 @@ EXPORT ncclResult_t pncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId
   std::memcpy(&b, id.internal, sizeof b);
   if (b.magic != kIdMagic) return fail(ncclInvalidArgument, "stand-in: not a stand-in unique id");
   b.shm[sizeof b.shm - 1] = 0;
-  int fd = shm_open(b.shm, O_CREAT | O_RDWR, 0600);
+  const bool file = b.shm[0] == '/' && std::strchr(b.shm + 1, '/') != nullptr;
+  int fd = file ? ::open(b.shm, O_CREAT | O_RDWR, 0600) : shm_open(b.shm, O_CREAT | O_RDWR, 0600);
   if (fd < 0) return fail(ncclSystemError, "stand-in: shm_open failed");
   if (ftruncate(fd, sizeof(Shared)) != 0) {
     close(fd);
@@ -327,7 +339,7 @@ EXPORT ncclResult_t pncclCommFinalize(ncclComm_t comm) {
 }
 EXPORT ncclResult_t pncclCommDestroy(ncclComm_t comm) {
   if (!comm) return ncclInvalidArgument;
-  if (comm->rank == 0) shm_unlink(comm->name);
+  if (comm->rank == 0) unlink_segment(comm->name);
   munmap(comm->sh, sizeof(Shared));
   delete comm;
   return ncclSuccess;
@@ -335,7 +347,7 @@ EXPORT ncclResult_t pncclCommDestroy(ncclComm_t comm) {
 EXPORT ncclResult_t pncclCommAbort(ncclComm_t comm) {
   if (!comm) return ncclInvalidArgument;
   comm->sh->aborted.store(1);
-  shm_unlink(comm->name);
+  unlink_segment(comm->name);
   return ncclSuccess;
 }
 EXPORT ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* err) {
