@@ -20,6 +20,13 @@ mpirun -np 2 --bind-to none -x LD_PRELOAD="$B/probe/.libs/libscout_probe.so" -x 
   -x SCOUT_STEP_ID=bench "$B/bench/p2p_bench" 200000
 rm -f /dev/shm/scout.999998.bench.* 2>/dev/null || true
 echo
+if [ -x "$B/bench/nccl_bench" ]; then
+  echo "== NCCL probe cost per call and completion-thread cost (stand-in libcuda/libnccl, 1 rank)"
+  LD_LIBRARY_PATH="$B/tests/standin" LD_PRELOAD="$B/probe/.libs/libscout_nccl.so" SCOUT_JOB_ID=999997 \
+    SCOUT_STEP_ID=bench RANK=0 WORLD_SIZE=1 "$B/bench/nccl_bench" 20000
+  rm -f /dev/shm/scout.999997.bench.* /dev/shm/scoutstandin.* 2>/dev/null || true
+  echo
+fi
 echo "== point-to-point detection: delays, smallest slowdown named, third-party overhead"
 sh "$top_srcdir/bench/p2p-detection.sh"
 echo

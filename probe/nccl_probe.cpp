@@ -255,8 +255,8 @@ thread_local int t_group_n = 0;
 std::uint64_t poll_interval_ns() {
   static const std::uint64_t v = [] {
     const char* e = std::getenv("SCOUT_NCCL_POLL_US");
-    long us = e ? std::strtol(e, nullptr, 10) : 1000;
-    if (us < 50 || us > 1000000) us = 1000;
+    long us = e ? std::strtol(e, nullptr, 10) : 5000;
+    if (us < 50 || us > 1000000) us = 5000;
     return static_cast<std::uint64_t>(us) * 1000;
   }();
   return v;
@@ -278,7 +278,12 @@ void* poller(void*) {
   g.tracking = 1;
   CUevent prev_end = nullptr;
   std::uint64_t t_gpu = 0;  // the GPU timeline, chained through elapsed times
-  const timespec pause{0, static_cast<long>(poll_interval_ns())};
+  // Every interval while operations are outstanding; ten times slower (a
+  // heartbeat) while the GPU has nothing of ours to finish.
+  const timespec busy{static_cast<time_t>(poll_interval_ns() / 1000000000ULL),
+                      static_cast<long>(poll_interval_ns() % 1000000000ULL)};
+  const std::uint64_t idle_ns = poll_interval_ns() * 10;
+  const timespec idle{static_cast<time_t>(idle_ns / 1000000000ULL), static_cast<long>(idle_ns % 1000000000ULL)};
   for (;;) {
     std::uint64_t tail = g_tail.load(std::memory_order_relaxed);
     const std::uint64_t ended = g_ended.load(std::memory_order_acquire);
@@ -320,7 +325,8 @@ void* poller(void*) {
     g.untracked = __atomic_load_n(&g_untracked, __ATOMIC_RELAXED);
     (void)changed;
     publish_gpu(v7, g);
-    nanosleep(&pause, nullptr);
+    nanosleep(tail < g_ended.load(std::memory_order_acquire) || tail < __atomic_load_n(&g_head, __ATOMIC_RELAXED) ? &busy : &idle,
+              nullptr);
   }
   return nullptr;
 }
@@ -352,7 +358,7 @@ void start_poller() {
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &old);
-  pthread_create(&t, &a, poller, nullptr);
+  if (pthread_create(&t, &a, poller, nullptr) == 0) pthread_setname_np(t, "scout-nccl-poll");
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   pthread_attr_destroy(&a);
 }
