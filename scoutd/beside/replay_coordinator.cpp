@@ -215,10 +215,19 @@ ReplayCoordinator::Step ReplayCoordinator::evaluate(double now_s, const std::set
   }
   bool complete = true;
   for (int o : live) complete = complete && c.reports.count(o);
+  // A GPU that could not run its recipes (an ECC error, an illegal
+  // instruction, out of memory, a deadline) left its SMs unchecked: the
+  // cycle is not clean, so it certifies no checkpoint.
+  json gpu_errors = json::array();
+  for (auto& [o, r] : c.reports)
+    if (!r.gpu_error.empty()) gpu_errors.push_back({{"node", r.node}, {"error", r.gpu_error}});
   const bool clean = c.cmp.dissents.empty() && c.cmp.no_majority.empty();
-  std::string outcome = !clean ? "dissent" : (complete && c.cmp.devices > 0 ? "clean" : "incomplete");
+  std::string outcome = !clean              ? "dissent"
+                        : !gpu_errors.empty() ? "gpu_error"
+                        : (complete && c.cmp.devices > 0 ? "clean" : "incomplete");
   json detail = {{"dissents", c.cmp.dissents.size()}, {"no_majority", c.cmp.no_majority.size()},
                  {"unpaired", c.cmp.unpaired}, {"wall_s", now_s - c.started_s}};
+  if (!gpu_errors.empty()) detail["gpu_errors"] = gpu_errors;
   json rec = {{"cycle", c.id}, {"started_ms", started}, {"finished_ms", now_ms},
               {"observers", c.reports.size()}, {"expected", live.size()},
               {"devices", c.cmp.devices}, {"outcome", outcome}, {"cpu_s", cpu}, {"detail", detail}};

@@ -207,6 +207,21 @@ TEST_CASE("coordinator: a clean cycle; a silent node is decided without after th
   CHECK(s.verdicts.empty());
 }
 
+TEST_CASE("coordinator: a GPU that could not run its recipes makes the cycle not clean") {
+  ReplayCoordinator co({10, 2, 5});
+  REQUIRE(co.want_start(0, true) == 1);
+  std::set<int> live = {0, 1, 2};
+  for (int n = 0; n < 3; ++n) {
+    Report r = report(n, 1, 0xAA, 0xAA);
+    if (n == 2) r.gpu_error = "gpu0: an illegal memory access was encountered";
+    co.on_report(n, r);
+  }
+  auto s = co.evaluate(1, live, 1);
+  REQUIRE(s.cycle_done.has_value());
+  CHECK(s.cycle_done->second["outcome"] == "gpu_error");  // every CPU agreed; still not clean
+  CHECK(s.cycle_done->second["detail"]["gpu_errors"][0]["error"] == "gpu0: an illegal memory access was encountered");
+}
+
 TEST_CASE("coordinator: one that takes over continues the cycle numbering and the period") {
   ReplayCoordinator co({10, 2, 5});
   co.observed_start(3, 100);   // the old root started cycle 3 at t=100
