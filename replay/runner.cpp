@@ -143,8 +143,12 @@ Report ReplayRunner::run_job(const Job& j) {
         }
         one(core, r);
       }
-    if (gpu_backend().devices && gpu_backend().run)
-      for (int d = 0, n = gpu_backend().devices(); d < n; ++d) gpu(d, "", "");
+    if (gpu_backend().devices && gpu_backend().run) {
+      std::string err;
+      const int n = gpu_backend().devices(err);
+      if (n < 0) rep.gpu_error = "GPUs that cannot be checked: " + err;  // never "no GPU"
+      for (int d = 0; d < n; ++d) gpu(d, "", "");
+    }
   } else if (j.device.rfind("gpu", 0) == 0) {
     rep.rerun_device = j.device;
     rep.rerun_recipe = j.recipe;

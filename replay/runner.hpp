@@ -39,7 +39,8 @@ struct DeviceResult {
 // devices, and one cycle of a device's recipes (all, or only one) with the
 // test flips applied; results named gpuD/smS with the model as class.
 struct GpuBackend {
-  std::function<int()> devices;
+  // GPUs on the node; negative (with `error`) when present but unusable.
+  std::function<int(std::string& error)> devices;
   std::function<std::vector<DeviceResult>(int dev, std::uint64_t seed,
                                           const std::vector<FaultInjector::GpuFlip>& flips,
                                           const std::string& only_recipe, std::string& error)>

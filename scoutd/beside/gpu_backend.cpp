@@ -1,18 +1,53 @@
 // The CUDA side of replay, plugged into the runner when scoutd is built
 // with CUDA: every SM's signature per GPU recipe, named gpuD/smS, compared
-// within the GPU model.
+// within the GPU model (its name and the driver and toolkit versions). The
+// device count and each cycle run in a child process with a deadline: a
+// hung kernel, a sticky error or a crash costs the child, and the cycle
+// reports a GPU error (never clean).
 #include "scoutd/beside/gpu_backend.hpp"
 
+#include <cuda_runtime.h>
+
+#include <nlohmann/json.hpp>
+
+#include "replay/child_run.hpp"
 #include "replay/gpu.hpp"
 #include "replay/runner.hpp"
 
 namespace scout::scoutd {
 
-void install_gpu_backend() {
+using nlohmann::json;
+
+namespace {
+std::string versions() {
+  int drv = 0, rt = 0;
+  cudaDriverGetVersion(&drv);
+  cudaRuntimeGetVersion(&rt);
+  return " (driver " + std::to_string(drv) + ", runtime " + std::to_string(rt) + ")";
+}
+}  // namespace
+
+void install_gpu_backend(double deadline_s) {
   replay::GpuBackend b;
-  b.devices = [] { return replay::gpu::device_count(); };
-  b.run = [](int dev, std::uint64_t seed, const std::vector<replay::FaultInjector::GpuFlip>& flips,
-             const std::string& only, std::string& error) {
+  b.devices = [deadline_s](std::string& error) {
+    auto out = replay::run_in_child(
+        [] {
+          std::string e;
+          const int n = replay::gpu::device_count(&e);
+          return json{{"n", n}, {"error", e}}.dump();
+        },
+        deadline_s, error);
+    if (!out) return -1;
+    const json j = json::parse(*out, nullptr, false);
+    if (!j.is_object()) {
+      error = "malformed answer from the device count";
+      return -1;
+    }
+    error = j.value("error", "");
+    return j.value("n", -1);
+  };
+  b.run = [deadline_s](int dev, std::uint64_t seed, const std::vector<replay::FaultInjector::GpuFlip>& flips,
+                       const std::string& only, std::string& error) {
     std::vector<replay::gpu::Flip> fl;
     for (auto& f : flips) {
       if (f.recipe.empty())
@@ -20,21 +55,49 @@ void install_gpu_backend() {
       else
         fl.push_back({f.sm, f.recipe, f.bit});
     }
-    auto cy = replay::gpu::run_cycle(dev, seed, 1, fl, only);
-    error = cy.error;
     std::vector<replay::DeviceResult> out;
-    for (auto& run : cy.recipes)
-      for (auto& sm : run.sms) {
+    auto got = replay::run_in_child(
+        [&] {
+          auto cy = replay::gpu::run_cycle(dev, seed, 1, fl, only);
+          json j = {{"error", cy.error}, {"name", cy.name + versions()}, {"sm_count", cy.sm_count}};
+          json runs = json::array();
+          for (auto& run : cy.recipes) {
+            json sms = json::array();
+            for (auto& sm : run.sms) sms.push_back({sm.sm, sm.signature});
+            runs.push_back({{"recipe", run.recipe}, {"ms", run.ms}, {"covered", run.covered}, {"sms", sms}});
+          }
+          j["recipes"] = runs;
+          return j.dump();
+        },
+        deadline_s, error);
+    if (!got) {
+      error = "gpu" + std::to_string(dev) + ": " + error;
+      return out;
+    }
+    const json j = json::parse(*got, nullptr, false);
+    if (!j.is_object()) {
+      error = "gpu" + std::to_string(dev) + ": malformed answer from the replay child";
+      return out;
+    }
+    if (!j.value("error", "").empty()) error = "gpu" + std::to_string(dev) + ": " + j.value("error", "");
+    const int sm_count = j.value("sm_count", 0);
+    for (auto& run : j.value("recipes", json::array())) {
+      const int covered = run.value("covered", 0);
+      if (covered < sm_count && error.empty())
+        error = "gpu" + std::to_string(dev) + ": " + run.value("recipe", "") + " ran on " + std::to_string(covered) +
+                " of " + std::to_string(sm_count) + " SMs";
+      for (auto& sm : run.value("sms", json::array())) {
         replay::DeviceResult r;
-        r.device = "gpu" + std::to_string(dev) + "/sm" + std::to_string(sm.sm);
-        r.recipe = run.recipe;
-        r.signature = sm.signature;
-        r.elapsed_ns = static_cast<std::uint64_t>(run.ms * 1e6);
-        r.cls = cy.name;
+        r.device = "gpu" + std::to_string(dev) + "/sm" + std::to_string(sm[0].get<int>());
+        r.recipe = run.value("recipe", "");
+        r.signature = sm[1].get<std::uint64_t>();
+        r.elapsed_ns = static_cast<std::uint64_t>(run.value("ms", 0.0) * 1e6);
+        r.cls = j.value("name", "");
         r.gpu = dev;
-        r.sm = sm.sm;
+        r.sm = sm[0].get<int>();
         out.push_back(std::move(r));
       }
+    }
     return out;
   };
   replay::set_gpu_backend(std::move(b));

@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
   scout::log::init("scoutd", {false, true, cfg.slurm});
   install_signals();
 #ifdef HAVE_CUDA
-  if (cfg.replay) scout::scoutd::install_gpu_backend();  // no GPU or driver: no devices, nothing runs
+  if (cfg.replay) scout::scoutd::install_gpu_backend(cfg.replay_timeout_s);  // no GPU: nothing runs
 #endif
   int provided = 0;
   if (MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {

@@ -9,6 +9,10 @@
 #include <memory>
 #include <thread>
 
+#include <csignal>
+#include <unistd.h>
+
+#include "replay/child_run.hpp"
 #include "replay/recipes.hpp"
 #include "replay/runner.hpp"
 #include "scoutd/beside/replay_coordinator.hpp"
@@ -285,11 +289,50 @@ TEST_CASE("the runner runs a cycle on each core and re-runs one device") {
   CHECK_FALSE(run.busy());
 }
 
+TEST_CASE("work in a child process: its answer, its deadline, its death") {
+  std::string err;
+  auto ok = run_in_child([] { return std::string(100000, 'x'); }, 10, err);
+  REQUIRE(ok.has_value());
+  CHECK(ok->size() == 100000);
+  auto t0 = std::chrono::steady_clock::now();
+  auto hung = run_in_child([] { for (;;) pause(); return std::string(); }, 0.3, err);
+  CHECK_FALSE(hung.has_value());
+  CHECK(err.find("deadline of 0 s passed") != std::string::npos);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+  auto crashed = run_in_child([] { std::signal(SIGSEGV, SIG_DFL); raise(SIGSEGV); return std::string(); }, 5, err);
+  CHECK_FALSE(crashed.has_value());
+  CHECK(err.find("signal 11") != std::string::npos);
+}
+
+TEST_CASE("a GPU that exists but cannot be used is a GPU error in the report, not \"no GPU\"") {
+  GpuBackend b;
+  b.devices = [](std::string& e) { e = "cudaGetDeviceCount: CUDA driver version is insufficient"; return -1; };
+  b.run = [](int, std::uint64_t, const std::vector<FaultInjector::GpuFlip>&, const std::string&, std::string&) {
+    return std::vector<DeviceResult>{};
+  };
+  set_gpu_backend(b);
+  ReplayOptions o;
+  o.cores = {allowed_cpus().front()};
+  o.recipes = {Recipe::kIntBit};
+  o.budget = 1.0;
+  o.idle_priority = false;
+  ReplayRunner run("n1", o, FaultInjector{});
+  run.start_cycle(1);
+  Report got;
+  for (int i = 0; i < 500; ++i) {
+    auto r = run.take_finished();
+    if (!r.empty()) { got = r.front(); break; }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK(got.gpu_error.find("cannot be checked: cudaGetDeviceCount: CUDA driver version is insufficient") != std::string::npos);
+  set_gpu_backend({});
+}
+
 TEST_CASE("GPU SMs take part through the backend: a bad SM is named and re-run") {
   // The backend stands in for a GPU (none here): 4 SMs, SM 3 of node n2's
   // GPU computes gpu_gemm_f64 wrong when a flip is asked for.
   GpuBackend b;
-  b.devices = [] { return 1; };
+  b.devices = [](std::string&) { return 1; };
   b.run = [](int dev, std::uint64_t seed, const std::vector<FaultInjector::GpuFlip>& flips,
              const std::string& only, std::string&) {
     std::vector<DeviceResult> out;
