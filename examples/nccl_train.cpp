@@ -14,6 +14,10 @@
 // id in a file the others read (--id-file; by default one named after the
 // launch: PMIX_NAMESPACE or the Slurm job and step, in $TMPDIR or /tmp).
 //
+//   --pipeline K  every rank is one of K pipeline stages (the world size is
+//                 K): activations go forward with ncclSend/ncclRecv, gradients
+//                 back (a stage's backward receive and send in one group),
+//                 instead of the all-reduce; faults act before the forward send.
 //   --fault KIND:rank=R:step=S[:ms=M]
 //   KIND: stop (SIGSTOP itself before step S's all-reduce), hang (the host
 //         spins before it), crash (SIGSEGV), diverge (a broadcast instead of
@@ -49,7 +53,7 @@ namespace {
   std::fprintf(stderr,
                "nccl_train: %s\n"
                "usage: nccl_train [--steps N] [--count ELEMS] [--step-ms MS] [--print-every K]\n"
-               "                  [--id-file PATH] [--fault KIND:rank=R:step=S[:ms=M]]\n"
+               "                  [--id-file PATH] [--pipeline K] [--fault KIND:rank=R:step=S[:ms=M]]\n"
                "KIND is one of stop, hang, crash, diverge, gpuhang, gpuslow\n",
                msg.c_str());
   std::exit(2);
@@ -105,6 +109,7 @@ int main(int argc, char** argv) {
   long steps = 200, count = 4096, print_every = 50;
   double step_ms = 5;
   std::string id_file;
+  int pipeline = 0;
   Fault f;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -117,6 +122,7 @@ int main(int argc, char** argv) {
     else if (a == "--step-ms") step_ms = static_cast<double>(to_long(a, val(), 0));
     else if (a == "--print-every") print_every = to_long(a, val(), 1);
     else if (a == "--id-file") id_file = val();
+    else if (a == "--pipeline") pipeline = static_cast<int>(to_long(a, val(), 2));
     else if (a == "--fault") {
       std::string spec = val();
       auto c = spec.find(':');
@@ -140,8 +146,8 @@ int main(int argc, char** argv) {
       if (f.rank < 0 || f.step < 0) usage("--fault: rank=R and step=S are required");
     } else if (a == "--help" || a == "-h") {
       std::printf("usage: nccl_train [--steps N] [--count ELEMS] [--step-ms MS] [--print-every K]\n"
-                  "                  [--id-file PATH] [--fault KIND:rank=R:step=S[:ms=M]]\n"
-                  "A data-parallel training loop over NCCL, one process per GPU.\n");
+                  "                  [--id-file PATH] [--pipeline K] [--fault KIND:rank=R:step=S[:ms=M]]\n"
+                  "A data-parallel (or pipeline-parallel) training loop over NCCL, one process per GPU.\n");
       return 0;
     } else {
       usage("unknown option '" + a + "'");
@@ -153,6 +159,9 @@ int main(int argc, char** argv) {
   if (rank < 0 || size < 1 || rank >= size)
     die(0, "no rank and size in the environment; expected RANK/WORLD_SIZE, OMPI_COMM_WORLD_RANK/SIZE or "
            "SLURM_PROCID/SLURM_NTASKS (launch with torchrun, mpirun or srun)", 2);
+  if (pipeline > 0 && pipeline != size)
+    die(rank, "--pipeline " + std::to_string(pipeline) + " needs a world of " + std::to_string(pipeline) +
+                  " ranks (one per stage); it has " + std::to_string(size), 2);
   if (id_file.empty()) id_file = default_id_file();
   if (id_file.empty() && size > 1)
     die(rank, "no --id-file and no PMIX_NAMESPACE or SLURM_JOB_ID to name one", 2);
@@ -246,6 +255,25 @@ int main(int argc, char** argv) {
         std::this_thread::sleep_for(std::chrono::milliseconds(ms));
         __atomic_store_n(flag, k, __ATOMIC_RELEASE);
       }).detach();
+    }
+    if (pipeline > 0) {
+      // Forward: receive the previous stage's activations, send ours on;
+      // backward: receive the next stage's gradient and send ours back.
+      void* g = reinterpret_cast<void*>(grad);
+      const size_t n = static_cast<size_t>(count);
+      if (here && s == f.step && f.kind == "diverge") {
+        check_nccl(rank, ncclAllReduce(g, g, n, ncclFloat32, ncclSum, comm, stream), "ncclAllReduce");
+      } else {
+        if (rank > 0) check_nccl(rank, ncclRecv(g, n, ncclFloat32, rank - 1, comm, stream), "ncclRecv");
+        if (rank < size - 1) check_nccl(rank, ncclSend(g, n, ncclFloat32, rank + 1, comm, stream), "ncclSend");
+        check_nccl(rank, ncclGroupStart(), "ncclGroupStart");
+        if (rank < size - 1) check_nccl(rank, ncclRecv(g, n, ncclFloat32, rank + 1, comm, stream), "ncclRecv");
+        if (rank > 0) check_nccl(rank, ncclSend(g, n, ncclFloat32, rank - 1, comm, stream), "ncclSend");
+        check_nccl(rank, ncclGroupEnd(), "ncclGroupEnd");
+      }
+      check_cu(rank, cuStreamSynchronize(stream), "cuStreamSynchronize");
+      if (rank == 0 && (s + 1) % print_every == 0) std::printf("nccl_train: step %ld/%ld ok\n", s + 1, steps), std::fflush(stdout);
+      continue;
     }
     if (here && s == f.step && f.kind == "diverge")
       check_nccl(rank, ncclBroadcast(reinterpret_cast<void*>(grad), reinterpret_cast<void*>(grad),

@@ -178,7 +178,8 @@ const char* p2p_call_name(std::uint64_t call) noexcept {
   static const char* const kNames[SCOUT_P2P_CALL_COUNT] = {
       "", "MPI_Send", "MPI_Ssend", "MPI_Bsend", "MPI_Rsend", "MPI_Recv", "MPI_Sendrecv",
       "MPI_Sendrecv_replace", "MPI_Probe", "MPI_Mprobe", "MPI_Mrecv", "MPI_Wait", "MPI_Waitall",
-      "MPI_Waitany", "MPI_Waitsome", "MPI_Test", "MPI_Testall", "MPI_Testany", "MPI_Testsome", "MPI_Iprobe"};
+      "MPI_Waitany", "MPI_Waitsome", "MPI_Test", "MPI_Testall", "MPI_Testany", "MPI_Testsome", "MPI_Iprobe",
+      "ncclSend", "ncclRecv"};
   return call < SCOUT_P2P_CALL_COUNT ? kNames[call] : "unknown";
 }
 

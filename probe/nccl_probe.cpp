@@ -233,6 +233,7 @@ constexpr std::uint64_t kOps = 1024;
 struct OpSlot {
   CUevent start = nullptr, end = nullptr;
   std::uint64_t seq, fp, kind, comm;
+  std::int64_t peer;  // send/recv: the peer's world rank (-1 unknown)
   bool ended;  // end event recorded (a group records it at its End)
 };
 OpSlot g_ops[kOps];
@@ -273,6 +274,24 @@ void publish_gpu(c3::RecordV7& v7, const c3::GpuLive& g) {
   c3::seqlock_write_end(v7.gpu_lock);
 }
 
+// The point-to-point part from the GPU's view: while the GPU is inside an
+// ncclSend/ncclRecv, that call and its peer (the wait-for graph reads it);
+// `ops` counts the sends and receives the GPU completed.
+void publish_p2p(c3::RecordV6& v6, std::uint64_t call, std::int64_t peer, std::uint64_t comm, std::uint64_t since,
+                 std::uint64_t ops) {
+  c3::p2p_write_begin(v6);
+  c3::rec_store(v6.p2p.ops, ops);
+  c3::rec_store(v6.p2p.call, call);
+  c3::rec_store(v6.p2p.entry_ns, since);
+  c3::rec_store(v6.p2p.comm_id, comm);
+  c3::rec_store(v6.p2p.tag, std::int64_t{-1});
+  c3::rec_store(v6.p2p.npeers, std::uint64_t{call != 0 && peer >= 0 ? 1u : 0u});
+  c3::rec_store(v6.p2p.peers[0], peer);
+  c3::rec_store(v6.p2p.more_peers, std::uint64_t{0});
+  c3::rec_store(v6.p2p.any_comm, std::uint64_t{0});
+  c3::p2p_write_end(v6);
+}
+
 void* poller(void*) {
   if (g_ctx) g_cu.ctx_set(g_ctx);
   c3::RankRecord* r = g_rec;
@@ -281,6 +300,8 @@ void* poller(void*) {
   g.tracking = 1;
   CUevent prev_end = nullptr;
   std::uint64_t t_gpu = 0;  // the GPU timeline, chained through elapsed times
+  c3::RecordV6& v6 = c3::v6_of(*r);
+  std::uint64_t p2p_ops = 0, p2p_call = 0, p2p_seq = 0, p2p_since = 0;
   // Every interval while operations are outstanding; ten times slower (a
   // heartbeat) while the GPU has nothing of ours to finish.
   const timespec busy{static_cast<time_t>(poll_interval_ns() / 1000000000ULL),
@@ -291,6 +312,8 @@ void* poller(void*) {
     std::uint64_t tail = g_tail.load(std::memory_order_relaxed);
     const std::uint64_t ended = g_ended.load(std::memory_order_acquire);
     bool changed = false;
+    std::uint64_t inside_call = 0, inside_seq = 0, inside_comm = 0;
+    std::int64_t inside_peer = -1;
     while (tail < ended) {
       OpSlot& o = g_ops[tail % kOps];
       if (g.started < o.seq) {
@@ -309,7 +332,16 @@ void* poller(void*) {
         changed = true;
       }
       CUresult q = g_cu.event_query(o.end);
-      if (q == CUDA_ERROR_NOT_READY) break;
+      if (q == CUDA_ERROR_NOT_READY) {
+        if (o.kind == c3::kSend || o.kind == c3::kRecv) {
+          inside_call = o.kind == c3::kSend ? SCOUT_P2P_NCCL_SEND : SCOUT_P2P_NCCL_RECV;
+          inside_seq = o.seq;
+          inside_peer = o.peer;
+          inside_comm = o.comm;
+        }
+        break;
+      }
+      if (o.kind == c3::kSend || o.kind == c3::kRecv) ++p2p_ops;
       if (q != CUDA_SUCCESS) g.error = static_cast<std::uint64_t>(q);
       float inside = 0;
       if (g_cu.event_elapsed(&inside, o.start, o.end) == CUDA_SUCCESS && inside > 0) {
@@ -322,6 +354,12 @@ void* poller(void*) {
       prev_end = o.end;
       g_tail.store(++tail, std::memory_order_release);
       changed = true;
+    }
+    if (inside_call != p2p_call || inside_seq != p2p_seq || changed) {
+      if (inside_call != 0 && inside_seq != p2p_seq) p2p_since = now_ns();
+      p2p_call = inside_call;
+      p2p_seq = inside_seq;
+      publish_p2p(v6, p2p_call, inside_peer, inside_comm, p2p_call ? p2p_since : 0, p2p_ops);
     }
     g.poll_ns = now_ns();
     g.captured = __atomic_load_n(&g_captured, __ATOMIC_RELAXED);
@@ -417,6 +455,12 @@ std::uint64_t op_begin(std::uint32_t kind, ncclComm_t comm, std::size_t count, n
     o.fp = fp;
     o.kind = kind;
     o.comm = cid;
+    o.peer = -1;
+    if (kind == c3::kSend || kind == c3::kRecv) {
+      // A comm rank is a world rank on a communicator over the whole job.
+      Comm* c = comm_find(comm);
+      if (c && c->size == r->world_size && root_or_peer >= 0 && root_or_peer < c->size) o.peer = root_or_peer;
+    }
     o.ended = false;
     if (g_cu.event_record(o.start, stream) == CUDA_SUCCESS) slot = ++g_head;  // slot index + 1
     else ++g_untracked;

@@ -27,6 +27,13 @@ json rank_brief(const RankEvidence& e) {
               {"syscall", syscall_name(e.syscall)}, {"rchar", e.rchar}, {"wchar", e.wchar}};
 }
 
+json gpu_brief(const RankEvidence& e) {
+  json j = rank_brief(e);
+  j["gpu"] = {{"bus_id", e.gpu.bus_id}, {"device", e.gpu.device}, {"issued", e.seq},
+              {"started", e.gpu.started}, {"done", e.gpu.done}, {"idle_s", e.gpu.idle_s}};
+  return j;
+}
+
 std::vector<std::string> hosts_of(const std::vector<const RankEvidence*>& v) {
   std::set<std::string> s;
   for (auto* e : v) s.insert(e->node);
@@ -82,6 +89,10 @@ std::string wait_line(const RankEvidence& e) {
   if (e.in_collective)
     return fmt::format("rank {} waits in {} (collective {}, {:.1f} s)", e.rank, c3::coll_name(e.kind), e.seq,
                        e.stalled_s);
+  if (e.gpu.present && e.seq > e.gpu.done)
+    return fmt::format("rank {}: its GPU {} has {} operation(s) issued and has begun none for {:.1f} s, process {}",
+                       e.rank, e.gpu.bus_id.empty() ? "?" : e.gpu.bus_id, e.seq - e.gpu.done, e.gpu.idle_s,
+                       describe_state(e.state));
   return fmt::format("rank {} is outside MPI, process {}", e.rank, describe_state(e.state));
 }
 
@@ -398,18 +409,24 @@ std::vector<VerdictDraft> detect_wait_for(const std::vector<const RankEvidence*>
     out.push_back(std::move(d));
     return out;
   }
-  std::vector<const RankEvidence*> stalled, io, running;
+  std::vector<const RankEvidence*> stalled, io, gpu, running;
   for (int r : sinks) {
     const RankEvidence* e = by_rank[r];
     if (is_stalled_state(e->state)) stalled.push_back(e);
     else if (in_io_syscall(e->syscall)) io.push_back(e);
+    // An NCCL rank whose host issued work its GPU has not begun, and whose
+    // GPU completed nothing for the threshold: the GPU stopped.
+    else if (e->gpu.present && e->gpu.tracking && e->seq > e->gpu.done && e->gpu.started == e->gpu.done &&
+             e->gpu.idle_s >= opt.stall_threshold_s)
+      gpu.push_back(e);
     else running.push_back(e);
   }
-  for (auto* group : {&stalled, &io, &running}) {
+  for (auto* group : {&stalled, &io, &gpu, &running}) {
     if (group->empty()) continue;
     VerdictDraft d;
     d.kind = group == &stalled ? c3::VerdictKind::kStall
              : group == &io    ? c3::VerdictKind::kStraggler
+             : group == &gpu   ? c3::VerdictKind::kGpuHang
                                : c3::VerdictKind::kHang;
     d.status = c3::VerdictStatus::kAttributed;
     d.ranks = ranks_of(*group);
@@ -417,7 +434,7 @@ std::vector<VerdictDraft> detect_wait_for(const std::vector<const RankEvidence*>
     json culprits = json::array();
     json waited_by = json::object();
     for (auto* e : *group) {
-      culprits.push_back(rank_brief(*e));
+      culprits.push_back(group == &gpu ? gpu_brief(*e) : rank_brief(*e));
       json w = json::array();
       for (auto& [r, to] : edges)
         if (std::find(to.begin(), to.end(), e->rank) != to.end()) w.push_back(r);
@@ -432,7 +449,12 @@ std::vector<VerdictDraft> detect_wait_for(const std::vector<const RankEvidence*>
                   {"waiting", waiting},
                   {"peers", live.size()}};
     if (group == &io) d.evidence["type"] = "io";
-    d.key = group == &stalled ? stall_key(*group) : key_of("behind-waitfor", d.ranks, (*group).front()->p2p_ops);
+    if (group == &gpu)
+      d.evidence["rule"] = "wait-for graph: the waiting ranks (a strict majority) lead to these ranks, whose GPUs have "
+                           "work issued and have not begun it";
+    d.key = group == &stalled ? stall_key(*group)
+            : group == &gpu   ? key_of("gpu_hang", d.ranks, (*group).front()->gpu.done + 1)
+                              : key_of("behind-waitfor", d.ranks, (*group).front()->p2p_ops);
     out.push_back(std::move(d));
   }
   return out;
@@ -477,13 +499,6 @@ void add_direct_stalls(const std::vector<const RankEvidence*>& live, const Detec
 }
 
 std::vector<VerdictDraft> detect_consensus(const std::vector<const RankEvidence*>& live, const DetectorOptions& opt);
-
-json gpu_brief(const RankEvidence& e) {
-  json j = rank_brief(e);
-  j["gpu"] = {{"bus_id", e.gpu.bus_id}, {"device", e.gpu.device}, {"issued", e.seq},
-              {"started", e.gpu.started}, {"done", e.gpu.done}, {"idle_s", e.gpu.idle_s}};
-  return j;
-}
 
 // GPU ranks (NCCL): the host issues operations and the GPU runs them later,
 // so a stopped GPU does not stop its host at once. When a strict majority

@@ -6,7 +6,7 @@
 # naming its PCI bus id), a stopped host (stall), a crash, a divergent
 # collective, a slow GPU (straggler); a healthy run gives no verdict. The
 # operation counts check that ncclBcast (NCCL calls ncclBroadcast through
-# the PLT) is counted once.
+# the PLT) is counted once. A 3-stage pipeline (ncclSend/ncclRecv) too.
 . "$top_srcdir/tests/integration/lib.sh"
 NTRAIN=$B/examples/nccl_train
 [ -x "$NTRAIN" ] && [ -f "$B/probe/.libs/libscout_nccl.so" ] || { echo "SKIP: built without NCCL"; exit 77; }
@@ -59,6 +59,28 @@ wait_for_verdict divergence $((THRESH + 15))
 expect_verdict divergence "[0]" '["n1"]'
 stop_run
 
+# A 3-stage pipeline (ncclSend/ncclRecv, the backward pair in a group): the
+# middle stage's GPU stops; the wait-for graph (each GPU inside a receive
+# from its neighbour) leads to it: gpu_hang, with the chain.
+next_job
+start_run -n 3 --nodes 3 --stall-threshold $THRESH --probe nccl -- "$NTRAIN" --step-ms 2 --pipeline 3 \
+  --steps 40000 --fault gpuhang:rank=1:step=105
+wait_for_verdict gpu_hang $((THRESH + 15))
+expect_verdict gpu_hang "[1]" '["n2"]'
+v=$(verdicts_json)
+echo "$v" | jq -r '.[0].evidence.chain[]' | grep -q "^rank 0 waits in ncclRecv for 1" || fail "pipeline chain: $(echo "$v" | jq -c '.[0].evidence.chain')"
+echo "$v" | jq -r '.[0].evidence.chain[]' | grep -q "^rank 2 waits in ncclRecv for 1" || fail "pipeline chain: $(echo "$v" | jq -c '.[0].evidence.chain')"
+expect_eq "pipeline gpu_hang bus id" "$(echo "$v" | jq -r '.[0].evidence.culprits[0].gpu.bus_id')" 0000:11:00.0
+stop_run
+# ... and a stopped last stage: stall.
+next_job
+start_run -n 3 --nodes 3 --stall-threshold $THRESH --probe nccl -- "$NTRAIN" --step-ms 2 --pipeline 3 \
+  --steps 40000 --fault stop:rank=2:step=105
+wait_rank_state 2 T
+wait_for_verdict stall $((THRESH + 15))
+expect_verdict stall "[2]" '["n3"]'
+stop_run
+
 # A slow GPU: 15 ms more per step on rank 1's stream.
 next_job
 nrun --steps 3000 --fault gpuslow:rank=1:step=20:ms=15
@@ -67,4 +89,4 @@ expect_verdict straggler "[1]" '["n1"]'
 stop_run
 assert_no_leftovers
 rm -f /dev/shm/scoutstandin.* 2>/dev/null || true  # the stand-in NCCL segments of the killed runs
-pass "nccl: gpu_hang, stall, crash, divergence and straggler named on NCCL ranks; healthy run clean"
+pass "nccl: gpu_hang, stall, crash, divergence and straggler named on NCCL ranks, a pipeline's stopped GPU and stopped stage too; healthy run clean"
