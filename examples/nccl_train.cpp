@@ -14,10 +14,13 @@
 // id in a file the others read (--id-file; by default one named after the
 // launch: PMIX_NAMESPACE or the Slurm job and step, in $TMPDIR or /tmp).
 //
-//   --pipeline K  every rank is one of K pipeline stages (the world size is
-//                 K): activations go forward with ncclSend/ncclRecv, gradients
-//                 back (a stage's backward receive and send in one group),
-//                 instead of the all-reduce; faults act before the forward send.
+//   --pipeline K  K pipeline stages (ranks g*K .. g*K+K-1 form pipeline g):
+//                 activations go forward with ncclSend/ncclRecv, gradients
+//                 back (a stage's backward receive and send in one group);
+//                 with more than one pipeline, each stage's replicas then
+//                 all-reduce their gradient on a communicator made with
+//                 ncclCommSplit (data parallel). Faults act before the
+//                 forward send.
 //   --fault KIND:rank=R:step=S[:ms=M]
 //   KIND: stop (SIGSTOP itself before step S's all-reduce), hang (the host
 //         spins before it), crash (SIGSEGV), diverge (a broadcast instead of
@@ -159,9 +162,9 @@ int main(int argc, char** argv) {
   if (rank < 0 || size < 1 || rank >= size)
     die(0, "no rank and size in the environment; expected RANK/WORLD_SIZE, OMPI_COMM_WORLD_RANK/SIZE or "
            "SLURM_PROCID/SLURM_NTASKS (launch with torchrun, mpirun or srun)", 2);
-  if (pipeline > 0 && pipeline != size)
-    die(rank, "--pipeline " + std::to_string(pipeline) + " needs a world of " + std::to_string(pipeline) +
-                  " ranks (one per stage); it has " + std::to_string(size), 2);
+  if (pipeline > 0 && size % pipeline != 0)
+    die(rank, "--pipeline " + std::to_string(pipeline) + " needs a world that is a multiple of " +
+                  std::to_string(pipeline) + " ranks; it has " + std::to_string(size), 2);
   if (id_file.empty()) id_file = default_id_file();
   if (id_file.empty() && size > 1)
     die(rank, "no --id-file and no PMIX_NAMESPACE or SLURM_JOB_ID to name one", 2);
@@ -205,6 +208,11 @@ int main(int argc, char** argv) {
   check_nccl(rank, ncclCommInitRank(&comm, size, id, rank), "ncclCommInitRank");
   if (rank == 0 && size > 1) unlink(id_file.c_str());  // everyone has read it: init is collective
 
+  // Pipeline stages and, with several pipelines, each stage's replicas.
+  const int stage = pipeline > 0 ? rank % pipeline : 0;
+  ncclComm_t dp = nullptr;
+  if (pipeline > 0 && size > pipeline)
+    check_nccl(rank, ncclCommSplit(comm, stage, rank, &dp, nullptr), "ncclCommSplit");
   CUdeviceptr grad;
   check_cu(rank, cuMemAlloc(&grad, static_cast<size_t>(count) * sizeof(float)), "cuMemAlloc");
   std::vector<float> host(static_cast<size_t>(count));
@@ -264,12 +272,14 @@ int main(int argc, char** argv) {
       if (here && s == f.step && f.kind == "diverge") {
         check_nccl(rank, ncclAllReduce(g, g, n, ncclFloat32, ncclSum, comm, stream), "ncclAllReduce");
       } else {
-        if (rank > 0) check_nccl(rank, ncclRecv(g, n, ncclFloat32, rank - 1, comm, stream), "ncclRecv");
-        if (rank < size - 1) check_nccl(rank, ncclSend(g, n, ncclFloat32, rank + 1, comm, stream), "ncclSend");
+        const bool first = stage == 0, last = stage == pipeline - 1;
+        if (!first) check_nccl(rank, ncclRecv(g, n, ncclFloat32, rank - 1, comm, stream), "ncclRecv");
+        if (!last) check_nccl(rank, ncclSend(g, n, ncclFloat32, rank + 1, comm, stream), "ncclSend");
         check_nccl(rank, ncclGroupStart(), "ncclGroupStart");
-        if (rank < size - 1) check_nccl(rank, ncclRecv(g, n, ncclFloat32, rank + 1, comm, stream), "ncclRecv");
-        if (rank > 0) check_nccl(rank, ncclSend(g, n, ncclFloat32, rank - 1, comm, stream), "ncclSend");
+        if (!last) check_nccl(rank, ncclRecv(g, n, ncclFloat32, rank + 1, comm, stream), "ncclRecv");
+        if (!first) check_nccl(rank, ncclSend(g, n, ncclFloat32, rank - 1, comm, stream), "ncclSend");
         check_nccl(rank, ncclGroupEnd(), "ncclGroupEnd");
+        if (dp) check_nccl(rank, ncclAllReduce(g, g, n, ncclFloat32, ncclSum, dp, stream), "ncclAllReduce");
       }
       check_cu(rank, cuStreamSynchronize(stream), "cuStreamSynchronize");
       if (rank == 0 && (s + 1) % print_every == 0) std::printf("nccl_train: step %ld/%ld ok\n", s + 1, steps), std::fflush(stdout);
@@ -290,6 +300,7 @@ int main(int argc, char** argv) {
         die(rank, "step " + std::to_string(s) + ": wrong all-reduce result at element " + std::to_string(i));
     if (rank == 0 && (s + 1) % print_every == 0) std::printf("nccl_train: step %ld/%ld ok\n", s + 1, steps), std::fflush(stdout);
   }
+  if (dp) check_nccl(rank, ncclCommDestroy(dp), "ncclCommDestroy");
   check_nccl(rank, ncclCommDestroy(comm), "ncclCommDestroy");
   if (rank == 0) std::printf("nccl_train: %d ranks, %ld steps done\n", size, steps);
   return 0;

@@ -218,11 +218,16 @@ std::optional<VerdictDraft> detect_crash(const std::vector<RankEvidence>& ranks,
   d.ranks = ranks_of(early);
   d.hosts = hosts_of(early);
   json culprits = json::array(), later = json::array();
-  for (auto* e : early) culprits.push_back(rank_brief(*e));
+  bool gpu = false;
+  for (auto* e : early) {
+    culprits.push_back(e->gpu.present ? gpu_brief(*e) : rank_brief(*e));
+    gpu |= e->gpu.present;
+  }
   for (auto* e : dead)
     if (e->death_ns > first + margin)
       later.push_back({{"rank", e->rank}, {"after_s", (e->death_ns - first) / 1e9}});
-  d.evidence = {{"rule", "process gone without MPI_Finalize while its peers lived on"},
+  d.evidence = {{"rule", gpu ? "process gone before it finished (an NCCL rank, its GPU named) while its peers lived on"
+                             : "process gone without MPI_Finalize while its peers lived on"},
                 {"culprits", culprits},
                 {"later_deaths", later},
                 {"peers_observed", observed},
@@ -412,6 +417,9 @@ std::vector<VerdictDraft> detect_wait_for(const std::vector<const RankEvidence*>
   std::vector<const RankEvidence*> stalled, io, gpu, running;
   for (int r : sinks) {
     const RankEvidence* e = by_rank[r];
+    // A rank that waits itself, only not yet for the threshold (its wait
+    // began later than the others'), has no edges yet: not a culprit.
+    if (!is_stalled_state(e->state) && (!e->p2p_call.empty() || e->in_collective)) continue;
     if (is_stalled_state(e->state)) stalled.push_back(e);
     else if (in_io_syscall(e->syscall)) io.push_back(e);
     // An NCCL rank whose host issued work its GPU has not begun, and whose

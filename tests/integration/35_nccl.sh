@@ -72,6 +72,17 @@ echo "$v" | jq -r '.[0].evidence.chain[]' | grep -q "^rank 0 waits in ncclRecv f
 echo "$v" | jq -r '.[0].evidence.chain[]' | grep -q "^rank 2 waits in ncclRecv for 1" || fail "pipeline chain: $(echo "$v" | jq -c '.[0].evidence.chain')"
 expect_eq "pipeline gpu_hang bus id" "$(echo "$v" | jq -r '.[0].evidence.culprits[0].gpu.bus_id')" 0000:11:00.0
 stop_run
+# Two 3-stage pipelines whose stages' replicas all-reduce on communicators
+# made with ncclCommSplit (pipeline x data parallel, 6 ranks): the GPU of
+# rank 4 stops; ranks 3 and 5 wait for it, the other pipeline waits in the
+# data-parallel all-reduces: gpu_hang on rank 4 alone.
+next_job
+start_run -n 6 --nodes 3 --stall-threshold $THRESH --probe nccl -- "$NTRAIN" --step-ms 2 --pipeline 3 \
+  --steps 40000 --fault gpuhang:rank=4:step=105
+wait_for_verdict gpu_hang $((THRESH + 15))
+sleep 2  # another verdict would come now
+expect_verdict gpu_hang "[4]" '["n3"]'
+stop_run
 # ... and a stopped last stage: stall.
 next_job
 start_run -n 3 --nodes 3 --stall-threshold $THRESH --probe nccl -- "$NTRAIN" --step-ms 2 --pipeline 3 \

@@ -52,6 +52,8 @@ struct Shared {
   std::atomic<std::uint64_t> aborted;
   char pad[48];
   std::uint64_t sig[kMaxRanks];  // each rank's current operation, compared at its first barrier
+  std::atomic<std::uint64_t> host_arrived;  // host-side collectives (init, split): their own barrier
+  int split_color[kMaxRanks], split_key[kMaxRanks];
   char slot[kMaxRanks][kSlot];
   Chan chan[kMaxRanks][kMaxRanks];  // [src][dst]
 };
@@ -66,6 +68,7 @@ struct ncclComm {
   char name[112];
   int nranks = 0, rank = 0, device = 0;
   std::uint64_t barriers = 0;  // this rank's barriers so far (stream order)
+  std::uint64_t host_barriers = 0, splits = 0;
   bool creator = false;
 };
 
@@ -97,6 +100,19 @@ bool barrier(ncclComm* c) {
   }
   return true;
 }
+
+// The host-side barrier (communicator creation), apart from the streams'.
+bool host_barrier(ncclComm* c) {
+  const std::uint64_t target = static_cast<std::uint64_t>(c->nranks) * ++c->host_barriers;
+  c->sh->host_arrived.fetch_add(1);
+  while (c->sh->host_arrived.load() < target) {
+    if (c->sh->aborted.load()) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  return true;
+}
+
+ncclResult_t open_comm(const char* name, int nranks, int rank, ncclComm_t* comm);
 
 template <class T>
 void reduce_into(T* out, const T* in, std::size_t n, ncclRedOp_t op) {
@@ -293,15 +309,10 @@ EXPORT ncclResult_t pncclGetUniqueId(ncclUniqueId* id) {
   std::memcpy(id->internal, &b, sizeof b);
   return ncclSuccess;
 }
-EXPORT ncclResult_t pncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank) {
-  if (!comm || nranks < 1 || nranks > kMaxRanks || rank < 0 || rank >= nranks)
-    return fail(ncclInvalidArgument, "stand-in: bad nranks/rank (at most 16 ranks)");
-  IdBody b;
-  std::memcpy(&b, id.internal, sizeof b);
-  if (b.magic != kIdMagic) return fail(ncclInvalidArgument, "stand-in: not a stand-in unique id");
-  b.shm[sizeof b.shm - 1] = 0;
-  const bool file = b.shm[0] == '/' && std::strchr(b.shm + 1, '/') != nullptr;
-  int fd = file ? ::open(b.shm, O_CREAT | O_RDWR, 0600) : shm_open(b.shm, O_CREAT | O_RDWR, 0600);
+namespace {
+ncclResult_t open_comm(const char* name, int nranks, int rank, ncclComm_t* comm) {
+  const bool file = name[0] == '/' && std::strchr(name + 1, '/') != nullptr;
+  int fd = file ? ::open(name, O_CREAT | O_RDWR, 0600) : shm_open(name, O_CREAT | O_RDWR, 0600);
   if (fd < 0) return fail(ncclSystemError, "stand-in: shm_open failed");
   if (ftruncate(fd, sizeof(Shared)) != 0) {
     close(fd);
@@ -312,16 +323,27 @@ EXPORT ncclResult_t pncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId
   if (p == MAP_FAILED) return fail(ncclSystemError, "stand-in: mmap failed");
   auto* c = new ncclComm;
   c->sh = static_cast<Shared*>(p);
-  std::snprintf(c->name, sizeof c->name, "%s", b.shm);
+  std::snprintf(c->name, sizeof c->name, "%s", name);
   c->nranks = nranks;
   c->rank = rank;
   CUcontext ctx = nullptr;
   CUdevice dev = 0;
   if (cuCtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx && cuCtxGetDevice(&dev) == CUDA_SUCCESS) c->device = dev;
   // Like ncclCommInitRank, a collective over the new communicator.
-  if (!barrier(c)) return fail(ncclSystemError, "stand-in: aborted during init");
+  if (!host_barrier(c)) return fail(ncclSystemError, "stand-in: aborted during init");
   *comm = c;
   return ncclSuccess;
+}
+}  // namespace
+
+EXPORT ncclResult_t pncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank) {
+  if (!comm || nranks < 1 || nranks > kMaxRanks || rank < 0 || rank >= nranks)
+    return fail(ncclInvalidArgument, "stand-in: bad nranks/rank (at most 16 ranks)");
+  IdBody b;
+  std::memcpy(&b, id.internal, sizeof b);
+  if (b.magic != kIdMagic) return fail(ncclInvalidArgument, "stand-in: not a stand-in unique id");
+  b.shm[sizeof b.shm - 1] = 0;
+  return open_comm(b.shm, nranks, rank, comm);
 }
 EXPORT ncclResult_t pncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank,
                                             ncclConfig_t*) {
@@ -330,8 +352,32 @@ EXPORT ncclResult_t pncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUn
 EXPORT ncclResult_t pncclCommInitAll(ncclComm_t*, int, const int*) {
   return fail(ncclInvalidUsage, "stand-in: ncclCommInitAll (several GPUs in one process) is not simulated");
 }
-EXPORT ncclResult_t pncclCommSplit(ncclComm_t, int, int, ncclComm_t*, ncclConfig_t*) {
-  return fail(ncclInvalidUsage, "stand-in: ncclCommSplit is not simulated");
+// A collective over the parent: every rank publishes its color and key, and
+// each color's ranks, ordered by (key, parent rank), open a segment named
+// after the parent, the split's ordinal and the color.
+EXPORT ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t*) {
+  if (!comm || !newcomm) return ncclInvalidArgument;
+  comm->sh->split_color[comm->rank] = color;
+  comm->sh->split_key[comm->rank] = key;
+  if (!host_barrier(comm)) return fail(ncclSystemError, "stand-in: aborted during split");
+  int n = 0, me = 0;
+  for (int r = 0; r < comm->nranks; ++r) {
+    if (comm->sh->split_color[r] != color) continue;
+    const int k = comm->sh->split_key[r];
+    if (k < key || (k == key && r < comm->rank)) ++me;
+    ++n;
+  }
+  const std::uint64_t split = ++comm->splits;
+  if (!host_barrier(comm)) return fail(ncclSystemError, "stand-in: aborted during split");  // colors read
+  if (color == NCCL_SPLIT_NOCOLOR) {
+    *newcomm = nullptr;
+    return ncclSuccess;
+  }
+  char name[112];
+  if (std::snprintf(name, sizeof name, "%s.%llu.%d", comm->name, static_cast<unsigned long long>(split), color) >=
+      static_cast<int>(sizeof name))
+    return fail(ncclInvalidUsage, "stand-in: split segment name too long");
+  return open_comm(name, n, me, newcomm);
 }
 EXPORT ncclResult_t pncclCommFinalize(ncclComm_t comm) {
   if (!comm) return ncclInvalidArgument;
