@@ -13,10 +13,11 @@
 using namespace scout::c3;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  // A version-6 record (version 5 is its front).
-  auto v6 = std::make_unique<RecordV6>();
-  std::memset(v6.get(), 0, sizeof *v6);
-  std::memcpy(v6.get(), data, std::min(size, sizeof *v6));
+  // A version-7 record (version 6, and version 5, at its front).
+  auto v7 = std::make_unique<RecordV7>();
+  std::memset(v7.get(), 0, sizeof *v7);
+  std::memcpy(v7.get(), data, std::min(size, sizeof *v7));
+  RecordV6* v6 = &v7->v6;
   RankRecord* rec = &v6->v5;
   // The header check sees the size the mapping claims (the input's own).
   (void)record_check_header(*rec, size);
@@ -50,5 +51,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   EndEvent end;
   std::string why;
   if (end_read(*v6, end, &why) && end.kind != SCOUT_END_ABORT && end.kind != SCOUT_END_SIGNAL) __builtin_trap();
+  // The GPU part (the NCCL probe's).
+  GpuLive g;
+  if (gpu_read(*v7, g, 4) && gpu_check_live(g, rec->live.seq).empty() && g.done > g.started) __builtin_trap();
+  (void)record_size_of(rec->version);
   return 0;
 }
