@@ -8,6 +8,8 @@
 
 #include <cuda_runtime.h>
 
+#include <cctype>
+
 #include <nlohmann/json.hpp>
 
 #include "replay/child_run.hpp"
@@ -59,7 +61,9 @@ void install_gpu_backend(double deadline_s) {
     auto got = replay::run_in_child(
         [&] {
           auto cy = replay::gpu::run_cycle(dev, seed, 1, fl, only);
-          json j = {{"error", cy.error}, {"name", cy.name + versions()}, {"sm_count", cy.sm_count}};
+          char bus[32] = "";
+          if (cudaDeviceGetPCIBusId(bus, sizeof bus, dev) != cudaSuccess) bus[0] = 0;
+          json j = {{"error", cy.error}, {"name", cy.name + versions()}, {"sm_count", cy.sm_count}, {"bus", bus}};
           json runs = json::array();
           for (auto& run : cy.recipes) {
             json sms = json::array();
@@ -81,6 +85,12 @@ void install_gpu_backend(double deadline_s) {
     }
     if (!j.value("error", "").empty()) error = "gpu" + std::to_string(dev) + ": " + j.value("error", "");
     const int sm_count = j.value("sm_count", 0);
+    // Named by CUDA ordinal (what a re-run asks for) and PCI bus id (what an
+    // operator finds: ordinals change with CUDA_VISIBLE_DEVICES).
+    std::string bus = j.value("bus", "");
+    for (char& ch : bus)
+      if (!std::isxdigit(static_cast<unsigned char>(ch)) && ch != ':' && ch != '.') ch = '_';
+    const std::string name = "gpu" + std::to_string(dev) + (bus.empty() ? "" : "@" + bus);
     for (auto& run : j.value("recipes", json::array())) {
       const int covered = run.value("covered", 0);
       if (covered < sm_count && error.empty())
@@ -88,7 +98,7 @@ void install_gpu_backend(double deadline_s) {
                 " of " + std::to_string(sm_count) + " SMs";
       for (auto& sm : run.value("sms", json::array())) {
         replay::DeviceResult r;
-        r.device = "gpu" + std::to_string(dev) + "/sm" + std::to_string(sm[0].get<int>());
+        r.device = name + "/sm" + std::to_string(sm[0].get<int>());
         r.recipe = run.value("recipe", "");
         r.signature = sm[1].get<std::uint64_t>();
         r.elapsed_ns = static_cast<std::uint64_t>(run.value("ms", 0.0) * 1e6);
