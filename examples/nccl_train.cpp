@@ -21,6 +21,9 @@
 //                 all-reduce their gradient on a communicator made with
 //                 ncclCommSplit (data parallel). Faults act before the
 //                 forward send.
+//   --tensor T    tensor-parallel groups of T ranks (ranks g*T .. g*T+T-1,
+//                 a communicator made with ncclCommSplit): each step first
+//                 all-reduces within the group, then across the world.
 //   --fault KIND:rank=R:step=S[:ms=M]
 //   KIND: stop (SIGSTOP itself before step S's all-reduce), hang (the host
 //         spins before it), crash (SIGSEGV), diverge (a broadcast instead of
@@ -56,7 +59,7 @@ namespace {
   std::fprintf(stderr,
                "nccl_train: %s\n"
                "usage: nccl_train [--steps N] [--count ELEMS] [--step-ms MS] [--print-every K]\n"
-               "                  [--id-file PATH] [--pipeline K] [--fault KIND:rank=R:step=S[:ms=M]]\n"
+               "                  [--id-file PATH] [--pipeline K | --tensor T] [--fault KIND:rank=R:step=S[:ms=M]]\n"
                "KIND is one of stop, hang, crash, diverge, gpuhang, gpuslow\n",
                msg.c_str());
   std::exit(2);
@@ -112,7 +115,7 @@ int main(int argc, char** argv) {
   long steps = 200, count = 4096, print_every = 50;
   double step_ms = 5;
   std::string id_file;
-  int pipeline = 0;
+  int pipeline = 0, tensor = 0;
   Fault f;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -126,6 +129,7 @@ int main(int argc, char** argv) {
     else if (a == "--print-every") print_every = to_long(a, val(), 1);
     else if (a == "--id-file") id_file = val();
     else if (a == "--pipeline") pipeline = static_cast<int>(to_long(a, val(), 2));
+    else if (a == "--tensor") tensor = static_cast<int>(to_long(a, val(), 2));
     else if (a == "--fault") {
       std::string spec = val();
       auto c = spec.find(':');
@@ -149,7 +153,7 @@ int main(int argc, char** argv) {
       if (f.rank < 0 || f.step < 0) usage("--fault: rank=R and step=S are required");
     } else if (a == "--help" || a == "-h") {
       std::printf("usage: nccl_train [--steps N] [--count ELEMS] [--step-ms MS] [--print-every K]\n"
-                  "                  [--id-file PATH] [--pipeline K] [--fault KIND:rank=R:step=S[:ms=M]]\n"
+                  "                  [--id-file PATH] [--pipeline K | --tensor T] [--fault KIND:rank=R:step=S[:ms=M]]\n"
                   "A data-parallel (or pipeline-parallel) training loop over NCCL, one process per GPU.\n");
       return 0;
     } else {
@@ -162,6 +166,10 @@ int main(int argc, char** argv) {
   if (rank < 0 || size < 1 || rank >= size)
     die(0, "no rank and size in the environment; expected RANK/WORLD_SIZE, OMPI_COMM_WORLD_RANK/SIZE or "
            "SLURM_PROCID/SLURM_NTASKS (launch with torchrun, mpirun or srun)", 2);
+  if (pipeline > 0 && tensor > 0) usage("--pipeline and --tensor: choose one");
+  if (tensor > 0 && size % tensor != 0)
+    die(rank, "--tensor " + std::to_string(tensor) + " needs a world that is a multiple of " + std::to_string(tensor) +
+                  " ranks; it has " + std::to_string(size), 2);
   if (pipeline > 0 && size % pipeline != 0)
     die(rank, "--pipeline " + std::to_string(pipeline) + " needs a world that is a multiple of " +
                   std::to_string(pipeline) + " ranks; it has " + std::to_string(size), 2);
@@ -210,9 +218,10 @@ int main(int argc, char** argv) {
 
   // Pipeline stages and, with several pipelines, each stage's replicas.
   const int stage = pipeline > 0 ? rank % pipeline : 0;
-  ncclComm_t dp = nullptr;
+  ncclComm_t dp = nullptr, tp = nullptr;
   if (pipeline > 0 && size > pipeline)
     check_nccl(rank, ncclCommSplit(comm, stage, rank, &dp, nullptr), "ncclCommSplit");
+  if (tensor > 0) check_nccl(rank, ncclCommSplit(comm, rank / tensor, rank, &tp, nullptr), "ncclCommSplit");
   CUdeviceptr grad;
   check_cu(rank, cuMemAlloc(&grad, static_cast<size_t>(count) * sizeof(float)), "cuMemAlloc");
   std::vector<float> host(static_cast<size_t>(count));
@@ -285,6 +294,16 @@ int main(int argc, char** argv) {
       if (rank == 0 && (s + 1) % print_every == 0) std::printf("nccl_train: step %ld/%ld ok\n", s + 1, steps), std::fflush(stdout);
       continue;
     }
+    if (tp) {
+      // Tensor parallel: the group's partial results first (the all-reduce
+      // below then sums tensor x the world: the check scales by it).
+      void* g = reinterpret_cast<void*>(grad);
+      check_nccl(rank, ncclAllReduce(g, g, static_cast<size_t>(count), ncclFloat32, ncclSum, tp, stream), "ncclAllReduce");
+      check_nccl(rank, ncclAllReduce(g, g, static_cast<size_t>(count), ncclFloat32, ncclSum, comm, stream), "ncclAllReduce");
+      check_cu(rank, cuStreamSynchronize(stream), "cuStreamSynchronize");
+      if (rank == 0 && (s + 1) % print_every == 0) std::printf("nccl_train: step %ld/%ld ok\n", s + 1, steps), std::fflush(stdout);
+      continue;
+    }
     if (here && s == f.step && f.kind == "diverge")
       check_nccl(rank, ncclBroadcast(reinterpret_cast<void*>(grad), reinterpret_cast<void*>(grad),
                                      static_cast<size_t>(count), ncclFloat32, 0, comm, stream),
@@ -301,6 +320,7 @@ int main(int argc, char** argv) {
     if (rank == 0 && (s + 1) % print_every == 0) std::printf("nccl_train: step %ld/%ld ok\n", s + 1, steps), std::fflush(stdout);
   }
   if (dp) check_nccl(rank, ncclCommDestroy(dp), "ncclCommDestroy");
+  if (tp) check_nccl(rank, ncclCommDestroy(tp), "ncclCommDestroy");
   check_nccl(rank, ncclCommDestroy(comm), "ncclCommDestroy");
   if (rank == 0) std::printf("nccl_train: %d ranks, %ld steps done\n", size, steps);
   return 0;

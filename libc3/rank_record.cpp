@@ -174,6 +174,27 @@ std::string gpu_check_live(const GpuLive& g, std::uint64_t issued) {
   return {};
 }
 
+std::string comm_ops_read(const RecordV7& r, std::vector<CommOps>& out) {
+  out.clear();
+  std::uint64_t n = __atomic_load_n(const_cast<std::uint64_t*>(&r.comm_ops_count), __ATOMIC_ACQUIRE);
+  if (n > kCommOps) return format_c("%llu communicators in the progress table; at most %zu fit", (unsigned long long)n, kCommOps);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    auto* s = const_cast<CommOps*>(&r.comm_ops[i]);
+    CommOps c;
+    c.id = __atomic_load_n(&s->id, __ATOMIC_RELAXED);
+    // Read in the order the writers advance them: done, then begun, then issued.
+    c.done = __atomic_load_n(&s->done, __ATOMIC_ACQUIRE);
+    c.begun = __atomic_load_n(&s->begun, __ATOMIC_ACQUIRE);
+    c.issued = __atomic_load_n(&s->issued, __ATOMIC_ACQUIRE);
+    if (c.done > c.begun || c.begun > c.issued + 4096 || c.issued > kMaxSeq)
+      return format_c("communicator %llu: %llu issued, %llu begun, %llu done is not a possible progress",
+                      (unsigned long long)i, (unsigned long long)c.issued, (unsigned long long)c.begun,
+                      (unsigned long long)c.done);
+    out.push_back(c);
+  }
+  return {};
+}
+
 const char* p2p_call_name(std::uint64_t call) noexcept {
   static const char* const kNames[SCOUT_P2P_CALL_COUNT] = {
       "", "MPI_Send", "MPI_Ssend", "MPI_Bsend", "MPI_Rsend", "MPI_Recv", "MPI_Sendrecv",

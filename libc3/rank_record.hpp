@@ -11,6 +11,7 @@
 #include <cstring>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "libc3/abi/scout_record_v7.h"
 
@@ -86,8 +87,10 @@ inline const RecordV6* as_v6(const RankRecord& r, std::uint32_t version) noexcep
 using RecordV7 = scout_record_v7;
 using GpuLive = scout_gpu_live_v7;
 static_assert(std::is_trivially_copyable_v<GpuLive> && sizeof(GpuLive) % 8 == 0);
+using CommOps = scout_comm_ops_v7;
+inline constexpr std::size_t kCommOps = SCOUT_RECORD_V7_COMM_OPS;
 static_assert(offsetof(RecordV7, v6) == 0 && offsetof(RecordV7, source) == sizeof(RecordV6) &&
-                  offsetof(RecordV7, gpu_lock) % 64 == 0 && sizeof(RecordV7) == 24640,
+                  offsetof(RecordV7, gpu_lock) % 64 == 0 && sizeof(RecordV7) == 25152,
               "record v7 layout changed: write abi/scout_record_v8.h instead");
 inline const RecordV7* as_v7(const RankRecord& r, std::uint32_t version) noexcept {
   return version == SCOUT_RECORD_VERSION_7 ? reinterpret_cast<const RecordV7*>(&r) : nullptr;
@@ -98,6 +101,10 @@ std::size_t record_size_of(std::uint32_t version) noexcept;
 // Reader side: a consistent copy of the GPU part; range checks of it.
 bool gpu_read(const RecordV7& r, GpuLive& out, int tries = 1000) noexcept;
 std::string gpu_check_live(const GpuLive& g, std::uint64_t issued);
+// The per-communicator progress table: copies the slots in use (at most
+// kCommOps) and checks each (begun <= issued + slack, done <= begun);
+// empty when sane, otherwise why not.
+std::string comm_ops_read(const RecordV7& r, std::vector<CommOps>& out);
 inline RecordV6& v6_of(RankRecord& r) noexcept { return *reinterpret_cast<RecordV6*>(&r); }
 
 // A seqlock's single writer: odd while inside, fields stored relaxed.

@@ -177,6 +177,8 @@ struct Comm {
   std::uint64_t id;
   int rank, size;
   std::uint64_t splits;
+  int ops_slot;       // its row in the record's per-communicator table (-1: none)
+  std::uint64_t cseq; // operations issued on it
 };
 constexpr int kComms = 256;
 Comm g_comms[kComms];
@@ -186,21 +188,30 @@ Comm* comm_find(ncclComm_t c) noexcept {
     if (e.handle == c) return &e;
   return nullptr;
 }
-std::uint64_t comm_id(ncclComm_t c) noexcept {
-  Comm* e = comm_find(c);
-  return e ? e->id : 0;
-}
 void comm_add(ncclComm_t c, std::uint64_t id, int rank, int size) {
   pthread_once(&g_once, [] {});
   if (!g_rec && !g_disabled) open_record(rank, size);
   lock();
+  c3::RankRecord* r = g_rec;
+  int slot = -1;
+  if (r) {
+    // Its progress row (append-only; the id is there before the count covers it).
+    c3::RecordV7& v7 = c3::v7_of(*r);
+    const std::uint64_t k = __atomic_load_n(&v7.comm_ops_count, __ATOMIC_RELAXED);
+    for (std::uint64_t i = 0; i < k && slot < 0; ++i)
+      if (v7.comm_ops[i].id == id) slot = static_cast<int>(i);
+    if (slot < 0 && k < c3::kCommOps) {
+      __atomic_store_n(&v7.comm_ops[k].id, id, __ATOMIC_RELAXED);
+      __atomic_store_n(&v7.comm_ops_count, k + 1, __ATOMIC_RELEASE);
+      slot = static_cast<int>(k);
+    }
+  }
   for (auto& e : g_comms)
     if (!e.handle) {
-      e = {c, id, rank, size, 0};
+      e = {c, id, rank, size, 0, slot, 0};
       break;
     }
   unlock();
-  c3::RankRecord* r = g_rec;
   if (!r || size != r->world_size) return;
   // A communicator over the whole job: its members are the world ranks
   // (NCCL does not say which process a comm rank is; other sizes are not
@@ -233,6 +244,8 @@ constexpr std::uint64_t kOps = 1024;
 struct OpSlot {
   CUevent start = nullptr, end = nullptr;
   std::uint64_t seq, fp, kind, comm;
+  int ops_slot;        // the communicator's progress row (-1 none)
+  std::uint64_t cseq;  // its number on that communicator
   std::int64_t peer;  // send/recv: the peer's world rank (-1 unknown)
   bool ended;  // end event recorded (a group records it at its End)
 };
@@ -328,6 +341,7 @@ void* poller(void*) {
           t_gpu = now_ns();
         }
         g.started = o.seq;
+        if (o.ops_slot >= 0) __atomic_store_n(&v7.comm_ops[o.ops_slot].begun, o.cseq, __ATOMIC_RELEASE);
         c3::ring_enter(*r, o.seq, o.fp, o.kind, o.comm, t_gpu);
         changed = true;
       }
@@ -349,6 +363,7 @@ void* poller(void*) {
         g.gpu_inside_ns += static_cast<std::uint64_t>(static_cast<double>(inside) * 1e6);
       }
       c3::ring_exit(*r, o.seq, t_gpu);
+      if (o.ops_slot >= 0) __atomic_store_n(&v7.comm_ops[o.ops_slot].done, o.cseq, __ATOMIC_RELEASE);
       g.done = o.seq;
       g.done_ns = now_ns();
       prev_end = o.end;
@@ -422,7 +437,11 @@ std::uint64_t op_begin(std::uint32_t kind, ncclComm_t comm, std::size_t count, n
   auto stream = reinterpret_cast<CUstream>(s);
   const std::uint64_t t = now_ns();
   lock();
-  const std::uint64_t cid = comm_id(comm);
+  Comm* cm = comm_find(comm);
+  const std::uint64_t cid = cm ? cm->id : 0;
+  const int ops_slot = cm ? cm->ops_slot : -1;
+  const std::uint64_t cseq = cm ? ++cm->cseq : 0;
+  if (ops_slot >= 0) __atomic_store_n(&c3::v7_of(*r).comm_ops[ops_slot].issued, cseq, __ATOMIC_RELEASE);
   const std::uint64_t fp = probe::fingerprint_of(kind, cid, count, static_cast<std::uint64_t>(dt) + 1, op,
                                                  static_cast<std::uint64_t>(root_or_peer));
   const std::uint64_t seq = ++g_seq;
@@ -455,6 +474,8 @@ std::uint64_t op_begin(std::uint32_t kind, ncclComm_t comm, std::size_t count, n
     o.fp = fp;
     o.kind = kind;
     o.comm = cid;
+    o.ops_slot = ops_slot;
+    o.cseq = cseq;
     o.peer = -1;
     if (kind == c3::kSend || kind == c3::kRecv) {
       // A comm rank is a world rank on a communicator over the whole job.

@@ -34,6 +34,18 @@ struct scout_gpu_live_v7 {
   uint64_t error;      /* last CUresult of an event query that failed (0 none) */
 } __attribute__((aligned(8)));
 
+/* Progress per communicator (operations are numbered per communicator as
+ * well): `id` is written once before `comm_ops_count` covers the slot;
+ * `issued` by the host, `begun` and `done` by the completion thread, each
+ * an 8-byte store that only grows (a reader may see them a poll apart). */
+#define SCOUT_RECORD_V7_COMM_OPS 16
+struct scout_comm_ops_v7 {
+  uint64_t id;
+  uint64_t issued;  /* operations the host issued on it */
+  uint64_t begun;   /* ... the GPU began */
+  uint64_t done;    /* ... the GPU completed */
+} __attribute__((aligned(8)));
+
 struct scout_record_v7 {
   struct scout_record_v6 v6;
   /* Header part: written once before the record is published. */
@@ -43,6 +55,8 @@ struct scout_record_v7 {
   char gpu_bus_id[32]; /* PCI bus id "0000:17:00.0" ("" unknown) */
   uint64_t gpu_lock __attribute__((aligned(64)));
   struct scout_gpu_live_v7 gpu;
+  uint64_t comm_ops_count; /* comm_ops[0, count) are in use */
+  struct scout_comm_ops_v7 comm_ops[SCOUT_RECORD_V7_COMM_OPS];
 };
 
 #endif /* SCOUT_RECORD_V7_H */

@@ -518,6 +518,83 @@ std::vector<VerdictDraft> detect_consensus(const std::vector<const RankEvidence*
 // communication hang) and a host that stopped issuing (its issue position
 // is behind) are left to the rules below: a GPU rank counts as waiting
 // while its GPU is inside an operation.
+// A GPU that stopped: it has work issued, is inside no operation, and
+// completed nothing for the threshold. (A stopped, D-state or zombie
+// process's record is frozen, its GPU part too: that is a stall instead.)
+bool gpu_stopped(const RankEvidence& e, const DetectorOptions& opt) {
+  return !is_stalled_state(e.state) && e.seq > e.gpu.done && e.gpu.started == e.gpu.done &&
+         e.gpu.idle_s >= opt.stall_threshold_s;
+}
+
+const RankEvidence::Gpu::CommOps* comm_ops_of(const RankEvidence& e, std::uint64_t id) {
+  for (auto& c : e.gpu.comms)
+    if (c.id == id) return &c;
+  return nullptr;
+}
+
+// Per communicator (tensor, pipeline and data parallel groups number their
+// operations apart): when a strict majority of a communicator's members
+// (the ranks that list it) have their GPUs inside its operation k, a member
+// whose GPU completed less than k on it and stopped is the one they wait for.
+std::vector<VerdictDraft> detect_gpu_per_comm(const std::vector<const RankEvidence*>& gpus, const DetectorOptions& opt) {
+  std::vector<VerdictDraft> out;
+  std::set<std::uint64_t> ids;
+  for (auto* e : gpus)
+    for (auto& c : e->gpu.comms) ids.insert(c.id);
+  std::set<std::vector<int>> named;
+  for (std::uint64_t id : ids) {
+    std::vector<const RankEvidence*> members;
+    for (auto* e : gpus)
+      if (comm_ops_of(*e, id)) members.push_back(e);
+    if (members.size() < 2) continue;
+    std::map<std::uint64_t, std::vector<const RankEvidence*>> inside;
+    for (auto* e : members) {
+      auto* c = comm_ops_of(*e, id);
+      if (c->begun > c->done) inside[c->done + 1].push_back(e);
+    }
+    std::uint64_t k = 0;
+    std::vector<const RankEvidence*> waiting;
+    for (auto& [op, v] : inside)
+      if (2 * v.size() > members.size()) k = op, waiting = v;
+    if (k == 0) continue;
+    std::vector<const RankEvidence*> culprits;
+    bool other = false;
+    for (auto* e : members) {
+      auto* c = comm_ops_of(*e, id);
+      if (c->begun > c->done && c->done + 1 == k) continue;
+      // Its host issued k (a host that did not is a host stall or hang).
+      if (c->done < k && c->issued >= k && gpu_stopped(*e, opt)) culprits.push_back(e);
+      else other = true;
+    }
+    if (culprits.empty() || other) continue;
+    VerdictDraft d;
+    d.kind = c3::VerdictKind::kGpuHang;
+    d.status = c3::VerdictStatus::kAttributed;
+    d.ranks = ranks_of(culprits);
+    if (!named.insert(d.ranks).second) continue;  // the same GPUs through another communicator
+    d.hosts = hosts_of(culprits);
+    json cj = json::array(), waiting_ranks = json::array();
+    for (auto* e : culprits) cj.push_back(gpu_brief(*e));
+    for (auto* e : waiting) waiting_ranks.push_back(e->rank);
+    const RankEvidence* ref = waiting.front();
+    const std::uint64_t op = ref->gpu.done + 1;  // the global position, in the reference rank's numbering
+    d.evidence = {{"rule", "the GPUs of a strict majority of a communicator's members wait inside its operation k; "
+                           "these members' GPUs have not begun it and stopped"},
+                  {"communicator", fmt::format("{:016x}", id)},
+                  {"communicator_op", k},
+                  {"operation", op},
+                  {"collective", ref->seq == op ? c3::coll_name(ref->kind) : "unknown"},
+                  {"majority_count", waiting.size()},
+                  {"members", members.size()},
+                  {"peers", gpus.size()},
+                  {"culprits", cj},
+                  {"waiting", waiting_ranks}};
+    d.key = key_of("gpu_hang", d.ranks, k);
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
 std::vector<VerdictDraft> detect_gpu(const std::vector<const RankEvidence*>& live, const DetectorOptions& opt) {
   std::vector<VerdictDraft> out;
   std::vector<const RankEvidence*> gpus;
@@ -527,6 +604,9 @@ std::vector<VerdictDraft> detect_gpu(const std::vector<const RankEvidence*>& liv
   std::size_t stuck = 0;
   for (auto* e : gpus) stuck += e->stalled_s >= opt.stall_threshold_s;
   if (2 * stuck <= gpus.size()) return out;
+  if (out = detect_gpu_per_comm(gpus, opt); !out.empty()) return out;
+  // Without per-communicator tables (more communicators than a record
+  // lists): the same rule on the ranks' global positions.
   std::map<std::uint64_t, std::vector<const RankEvidence*>> inside;  // operation -> ranks inside it
   for (auto* e : gpus)
     if (e->gpu.started > e->gpu.done) inside[e->gpu.done + 1].push_back(e);
@@ -538,9 +618,7 @@ std::vector<VerdictDraft> detect_gpu(const std::vector<const RankEvidence*>& liv
   std::vector<const RankEvidence*> culprits, others;
   for (auto* e : gpus) {
     if (e->gpu.started > e->gpu.done && e->gpu.done + 1 == op) continue;
-    if (e->seq >= op && e->gpu.done < op && e->gpu.started == e->gpu.done &&
-        e->gpu.idle_s >= opt.stall_threshold_s)
-      culprits.push_back(e);
+    if (e->seq >= op && e->gpu.done < op && gpu_stopped(*e, opt)) culprits.push_back(e);
     else
       others.push_back(e);
   }

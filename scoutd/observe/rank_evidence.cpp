@@ -38,10 +38,14 @@ void to_json(json& j, const RankEvidence& e) {
   if (!e.end_kind.empty())
     j["end"] = {{"kind", e.end_kind}, {"code", e.end_code}, {"addr", fmt::format("{:x}", e.end_addr)},
                 {"ns", e.end_ns}, {"seq", e.end_seq}};
-  if (e.gpu.present)
+  if (e.gpu.present) {
     j["gpu"] = {{"bus_id", e.gpu.bus_id}, {"device", e.gpu.device}, {"tracking", e.gpu.tracking},
                 {"started", e.gpu.started}, {"done", e.gpu.done}, {"idle_s", e.gpu.idle_s},
                 {"captured", e.gpu.captured}, {"untracked", e.gpu.untracked}};
+    json cs = json::array();
+    for (auto& c : e.gpu.comms) cs.push_back({fmt::format("{:016x}", c.id), c.issued, c.begun, c.done});
+    j["gpu"]["comms"] = cs;
+  }
   if (!e.peers.empty()) {
     json ps = json::array();
     for (auto& [w, p] : e.peers) ps.push_back({w, p.sent, p.recvd, p.sent_bytes, p.recvd_bytes, p.waits, p.wait_s});
@@ -125,6 +129,18 @@ void from_json(const json& j, RankEvidence& e) {
     e.gpu.captured = c3::json_int<std::uint64_t>(g, "captured");
     e.gpu.untracked = c3::json_int<std::uint64_t>(g, "untracked");
     if (e.gpu.done > e.gpu.started) throw std::invalid_argument("gpu: done exceeds started");
+    if (g.contains("comms") && g["comms"].is_array())
+      for (auto& x : g["comms"]) {
+        if (e.gpu.comms.size() >= 16) break;
+        if (!x.is_array() || x.size() != 4) continue;
+        RankEvidence::Gpu::CommOps c;
+        c.id = std::stoull(x[0].get<std::string>(), nullptr, 16);
+        c.issued = c3::json_int_at<std::uint64_t>(x[1]);
+        c.begun = c3::json_int_at<std::uint64_t>(x[2]);
+        c.done = c3::json_int_at<std::uint64_t>(x[3]);
+        if (c.done > c.begun) throw std::invalid_argument("gpu: a communicator's done exceeds begun");
+        e.gpu.comms.push_back(c);
+      }
   }
   if (j.contains("peers") && j["peers"].is_array())
     for (auto& x : j["peers"]) {

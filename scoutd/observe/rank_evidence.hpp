@@ -77,6 +77,11 @@ struct RankEvidence {
     std::uint64_t done = 0;     // operations the GPU has completed
     double idle_s = 0;          // since `done` last advanced
     std::uint64_t captured = 0, untracked = 0;
+    // Per communicator: operations issued, begun and completed on it.
+    struct CommOps {
+      std::uint64_t id = 0, issued = 0, begun = 0, done = 0;
+    };
+    std::vector<CommOps> comms;
   };
   Gpu gpu;
 };

@@ -370,11 +370,14 @@ bool RankWatcher::read_gpu(Slot& s, std::int64_t now) {
   if (!v7) return true;
   c3::GpuLive g;
   bool consistent = false;
+  std::vector<c3::CommOps> ops;
+  std::string ops_why;
   char bus[sizeof v7->gpu_bus_id];
   int device = -1;
   std::uint64_t source = 0;
   if (!guarded([&] {
         consistent = c3::gpu_read(*v7, g);
+        ops_why = c3::comm_ops_read(*v7, ops);
         if (!s.have_gpu) {
           std::memcpy(bus, v7->gpu_bus_id, sizeof bus);
           device = v7->cuda_device;
@@ -399,6 +402,11 @@ bool RankWatcher::read_gpu(Slot& s, std::int64_t now) {
     s.gpu_bus = b;
     s.gpu_device = device < -1 || device > 4096 ? -1 : device;
   }
+  if (!ops_why.empty()) {
+    invalidate(s, ops_why);
+    return false;
+  }
+  s.comm_ops = std::move(ops);
   if (!consistent) return true;  // the completion thread is writing: next tick
   if (std::string why = c3::gpu_check_live(g, s.last.seq); !why.empty()) {
     invalidate(s, why);
@@ -540,6 +548,7 @@ std::vector<RankEvidence> RankWatcher::evidence(bool for_gather) const {
         e.gpu.idle_s = (now - s.gpu_done_ns) / 1e9;
         e.gpu.captured = s.gpu.captured;
         e.gpu.untracked = s.gpu.untracked;
+        for (auto& c : s.comm_ops) e.gpu.comms.push_back({c.id, c.issued, c.begun, c.done});
         // The host never waits inside NCCL: a GPU rank waits while its GPU
         // is inside an operation it began and has not completed.
         e.in_collective = s.gpu.started > s.gpu.done;

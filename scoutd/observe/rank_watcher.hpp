@@ -107,6 +107,7 @@ class RankWatcher {
     mutable std::uint64_t ops_summarised = 0;  // p2p.ops at the previous summary
     std::map<int, RankEvidence::Peer> peers;  // per-peer counters (read every few ticks)
     c3::GpuLive gpu{};              // version 7: GPU completion
+    std::vector<c3::CommOps> comm_ops;  // ... per communicator
     bool have_gpu = false;
     std::string gpu_bus;
     int gpu_device = -1;

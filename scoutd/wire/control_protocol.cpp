@@ -113,6 +113,16 @@ std::string render_status_text(const json& s) {
       in += peers.empty() ? "?" : peers;
       if (p.value("more", false)) in += ",...";
     }
+    // An NCCL rank: its GPU and how far the GPU got through what was issued.
+    if (r.contains("gpu") && r["gpu"].is_object()) {
+      const json& g = r["gpu"];
+      const long long began = c3::json_int_or<long long>(g, "started", 0), done = c3::json_int_or<long long>(g, "done", 0),
+                      issued = c3::json_int_or<long long>(r, "seq", 0);
+      proc += fmt::format(" | GPU {} ", escaped(g.value("bus_id", "?")));
+      if (began > done) proc += fmt::format("inside op {}", done + 1);
+      else if (issued > done) proc += fmt::format("has not begun op {} ({} queued)", done + 1, issued - done);
+      else proc += "idle";
+    }
     out += fmt::format("{:>6} {:>8} {:>8} {:>7} {:<14} {:>7.1f} {:>9} {:>9} {:>9} {:>7} {:<18}\n",
                        c3::json_int_or<long long>(r, "rank", -1), c3::json_int_or<long long>(r, "pid", 0), c3::json_int_or<long long>(r, "seq", 0),
                        waiting ? "yes" : "no", in,

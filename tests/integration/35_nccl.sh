@@ -6,7 +6,8 @@
 # naming its PCI bus id), a stopped host (stall), a crash, a divergent
 # collective, a slow GPU (straggler); a healthy run gives no verdict. The
 # operation counts check that ncclBcast (NCCL calls ncclBroadcast through
-# the PLT) is counted once. A 3-stage pipeline (ncclSend/ncclRecv) too.
+# the PLT) is counted once. Pipelines (ncclSend/ncclRecv, with data-parallel
+# replicas on split communicators) and tensor-parallel groups too.
 . "$top_srcdir/tests/integration/lib.sh"
 NTRAIN=$B/examples/nccl_train
 [ -x "$NTRAIN" ] && [ -f "$B/probe/.libs/libscout_nccl.so" ] || { echo "SKIP: built without NCCL"; exit 77; }
@@ -34,6 +35,10 @@ expect_eq "gpu_hang operation" "$(echo "$v" | jq -r '.[0].evidence.operation')" 
 expect_eq "gpu_hang collective" "$(echo "$v" | jq -r '.[0].evidence.collective')" allreduce
 expect_eq "gpu_hang waiting" "$(echo "$v" | jq -c '.[0].evidence.waiting')" "[0,1,3]"
 "$SCOUTCTL" query "$JOB" | grep -E "gpu_hang +attributed +2 +n2" >/dev/null || fail "text query: $("$SCOUTCTL" query "$JOB")"
+# The live view shows each rank's GPU and how far it got: rank 2's is behind.
+st=$("$SCOUTCTL" status "$JOB") || fail "scoutctl status failed"
+echo "$st" | grep -E "^ +2 .* GPU 0000:12:00.0 has not begun op 112 \(1 queued\)" >/dev/null || fail "status: $st"
+echo "$st" | grep -E "^ +0 .* GPU 0000:10:00.0 inside op 112" >/dev/null || fail "status: $st"
 stop_run
 
 # A stopped host: stall, at its issue position (105 all-reduces, 11 broadcasts).
@@ -82,6 +87,18 @@ start_run -n 6 --nodes 3 --stall-threshold $THRESH --probe nccl -- "$NTRAIN" --s
 wait_for_verdict gpu_hang $((THRESH + 15))
 sleep 2  # another verdict would come now
 expect_verdict gpu_hang "[4]" '["n3"]'
+stop_run
+# Two tensor-parallel groups of 3 (split communicators) and a world
+# all-reduce per step: rank 4's GPU stops inside its group's sequence while
+# the other group waits in the world all-reduce; positions are compared per
+# communicator: gpu_hang on rank 4 through its group.
+next_job
+start_run -n 6 --nodes 3 --stall-threshold $THRESH --probe nccl -- "$NTRAIN" --step-ms 2 --tensor 3 \
+  --steps 40000 --fault gpuhang:rank=4:step=105
+wait_for_verdict gpu_hang $((THRESH + 15))
+sleep 2
+expect_verdict gpu_hang "[4]" '["n3"]'
+expect_eq "tensor-parallel waiting" "$(verdicts_json | jq -c '.[0].evidence.waiting')" "[3,5]"
 stop_run
 # ... and a stopped last stage: stall.
 next_job

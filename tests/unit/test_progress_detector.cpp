@@ -379,3 +379,35 @@ TEST_CASE("NCCL GPU evidence survives the gather and refuses an impossible state
   j["gpu"]["done"] = 12;
   CHECK_THROWS(j.get<RankEvidence>());
 }
+
+TEST_CASE("NCCL: per communicator, a tensor-parallel group's stopped GPU is named while another group waits elsewhere") {
+  // Ranks 0-2 and 3-5 are two tensor-parallel groups (A, B); every rank is
+  // also on W. Rank 4's GPU stopped before B's operation 11: ranks 3 and 5
+  // wait inside it; ranks 0-2 finished A's and wait inside W's operation 6.
+  auto v = job(6, 40, true, 5.0);
+  constexpr std::uint64_t A = 0xA, B = 0xB, W = 0x77;
+  for (auto& e : v) {
+    e.gpu.present = e.gpu.tracking = true;
+    e.gpu.bus_id = "0000:1" + std::to_string(e.rank) + ":00.0";
+    e.gpu.idle_s = 4.0;
+    const bool first = e.rank < 3;
+    e.gpu.comms = {{first ? A : B, 11, first ? 11u : 11u, first ? 11u : 10u}, {W, first ? 6u : 5u, first ? 6u : 5u, 5}};
+    e.seq = first ? 30 : 29;          // global positions differ between the groups
+    e.gpu.started = first ? 30 : 29;
+    e.gpu.done = first ? 29 : 28;
+  }
+  v[4].gpu.comms[0] = {B, 11, 10, 10};  // issued B's 11, began nothing
+  v[4].gpu.started = 28;
+  v[4].in_collective = false;
+  auto d = detect_progress(v, opt());
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].kind == c3::VerdictKind::kGpuHang);
+  CHECK(d[0].ranks == std::vector<int>{4});
+  CHECK(d[0].evidence["communicator"] == "000000000000000b");
+  CHECK(d[0].evidence["communicator_op"] == 11);
+  CHECK(d[0].evidence["waiting"] == nlohmann::json({3, 5}));
+  // The same picture with rank 4's GPU still working (it completed
+  // something a moment ago): nobody is named a GPU hang.
+  v[4].gpu.idle_s = 0.3;
+  for (auto& x : detect_progress(v, opt())) CHECK(x.kind != c3::VerdictKind::kGpuHang);
+}
