@@ -137,6 +137,8 @@ int env_int(const char* const* names, int fallback) {
   return fallback;
 }
 
+void install_fatal_handlers();
+
 void open_record(int comm_rank, int comm_size) {
   const char* job = nullptr;
   const char* step = nullptr;
@@ -169,6 +171,62 @@ void open_record(int comm_rank, int comm_size) {
   g_last_exit = now_ns();
   probe::record_publish(*r);
   __atomic_store_n(&g_rec, r, __ATOMIC_RELEASE);
+  install_fatal_handlers();
+}
+
+// --- Fatal signals -----------------------------------------------------------
+// The signal that ended the rank, written into the record's end event before
+// the previous handler (or the default action) runs: scoutd names the first
+// rank that failed even when the launcher kills the others a moment later.
+// Async-signal-safe: atomic stores into the mapped record, sigaction, raise.
+constexpr int kFatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+struct sigaction g_previous[sizeof kFatal / sizeof kFatal[0]];
+
+void on_fatal(int sig, siginfo_t* info, void* ctx) {
+  const int saved = errno;
+  if (c3::RankRecord* r = __atomic_load_n(&g_rec, __ATOMIC_ACQUIRE)) {
+    c3::EndEvent& e = c3::v6_of(*r).end;
+    if (__atomic_load_n(&e.tag, __ATOMIC_ACQUIRE) == 0) {
+      __atomic_store_n(&e.kind, std::uint64_t{SCOUT_END_SIGNAL}, __ATOMIC_RELAXED);
+      __atomic_store_n(&e.code, std::int64_t{sig}, __ATOMIC_RELAXED);
+      __atomic_store_n(&e.addr, info && sig != SIGABRT ? reinterpret_cast<std::uintptr_t>(info->si_addr) : 0,
+                       __ATOMIC_RELAXED);
+      __atomic_store_n(&e.ns, now_ns(), __ATOMIC_RELAXED);
+      __atomic_store_n(&e.seq, __atomic_load_n(&r->live.seq, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+      __atomic_store_n(&e.tag, std::uint64_t{SCOUT_END_SIGNAL}, __ATOMIC_RELEASE);
+    }
+  }
+  for (std::size_t i = 0; i < sizeof kFatal / sizeof kFatal[0]; ++i) {
+    if (kFatal[i] != sig) continue;
+    const struct sigaction& old = g_previous[i];
+    if ((old.sa_flags & SA_SIGINFO) && old.sa_sigaction) {
+      errno = saved;
+      old.sa_sigaction(sig, info, ctx);
+      return;
+    }
+    if (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN && old.sa_handler) {
+      errno = saved;
+      old.sa_handler(sig);
+      return;
+    }
+    sigaction(sig, &old, nullptr);  // the default action, once this handler returns
+    raise(sig);
+    errno = saved;
+    return;
+  }
+}
+
+void install_fatal_handlers() {
+  for (std::size_t i = 0; i < sizeof kFatal / sizeof kFatal[0]; ++i) {
+    struct sigaction sa;
+    std::memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_fatal;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(kFatal[i], nullptr, &g_previous[i]) != 0) continue;
+    if (g_previous[i].sa_handler == SIG_IGN) continue;  // the program ignores it: so do we
+    sigaction(kFatal[i], &sa, nullptr);
+  }
 }
 
 // --- Communicators ----------------------------------------------------------

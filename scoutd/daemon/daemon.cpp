@@ -29,6 +29,12 @@ Daemon::Daemon(ScoutdConfig cfg)
       stragglers_({cfg_.straggler_absolute_s, cfg_.straggler_relative, cfg_.straggler_confirmations, 4}),
       comm_stragglers_({cfg_.straggler_absolute_s, cfg_.straggler_relative, cfg_.straggler_confirmations, 4}) {
   detector_.stall_threshold_s = cfg_.stall_threshold_s;
+  // Under Slurm, a step that is cancelled (its srun killed, scancel) has
+  // every task SIGKILLed by each node's slurmstepd, spread over a moment,
+  // and its companion stopped: a death without a fatal-signal record is
+  // named only once the other ranks outlived it by a second. Elsewhere (the
+  // launcher kills the job only after a rank died) it is named at once.
+  detector_.death_confirm_s = cfg_.slurm ? 1.0 : 0.0;
 }
 
 Daemon::~Daemon() = default;

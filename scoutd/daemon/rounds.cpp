@@ -147,8 +147,9 @@ void Daemon::gather_round() {
                       [this](const wire::Bytes& acc, const std::vector<int>&) { return decide_gather(acc); });
   note_lost(g.newly_lost);
   note_membership(g);
-  apply_down(wire::decode_json(g.down, wire::Kind::kDecisionDown).value_or(json::object()));
-  if (g.complete) watcher_->mark_deaths_reported(dead);
+  const json gd = wire::decode_json(g.down, wire::Kind::kDecisionDown).value_or(json::object());
+  apply_down(gd);
+  if (g.complete && !gd.value("deaths_pending", false)) watcher_->mark_deaths_reported(dead);
   else if (replay_) replay_->put_back(std::move(reports));
   if (!g.complete && gpu_health_) gpu_health_->put_back(std::move(gpu_findings));
 }
@@ -271,7 +272,9 @@ wire::Bytes Daemon::decide_gather(const wire::Bytes& acc) {
       ++refused;
     }
   }
-  if (auto c = detect_crash(ev, detector_)) drafts.push_back(*c);
+  bool deaths_pending = false;
+  if (auto c = detect_crash(ev, detector_, &deaths_pending)) drafts.push_back(*c);
+  if (deaths_pending) down["deaths_pending"] = true;  // the deaths stay unreported: gathered again
   else for (auto& d : detect_progress(ev, detector_)) drafts.push_back(std::move(d));
   for (auto& d : outputs_.update(ev)) drafts.push_back(std::move(d));
   std::set<std::string> open_stragglers;

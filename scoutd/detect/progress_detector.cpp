@@ -193,13 +193,20 @@ std::optional<VerdictDraft> detect_end_event(const std::vector<RankEvidence>& ra
 }
 }  // namespace
 
-std::optional<VerdictDraft> detect_crash(const std::vector<RankEvidence>& ranks,
-                                         const DetectorOptions& opt) {
+std::optional<VerdictDraft> detect_crash(const std::vector<RankEvidence>& ranks, const DetectorOptions& opt,
+                                         bool* pending) {
   if (auto d = detect_end_event(ranks, opt)) return d;
   std::vector<const RankEvidence*> dead;
   for (auto& e : ranks)
     if (e.attached && !e.alive && !e.finalized && e.death_ns > 0) dead.push_back(&e);
   if (dead.empty()) return std::nullopt;
+  // No fatal signal recorded: wait until the peers outlived the first death.
+  double oldest = 0;
+  for (auto* e : dead) oldest = std::max(oldest, e->dead_s);
+  if (oldest < opt.death_confirm_s) {
+    if (pending) *pending = true;
+    return std::nullopt;
+  }
   std::int64_t first = dead.front()->death_ns;
   for (auto* e : dead) first = std::min(first, e->death_ns);
   const auto margin = static_cast<std::int64_t>(opt.death_margin_s * 1e9);

@@ -19,11 +19,18 @@ namespace scout::scoutd {
 struct DetectorOptions {
   double stall_threshold_s = 10.0;
   double death_margin_s = 0.2;  // deaths this close to the first one count as one event
+  // A death that left no fatal-signal record (SIGKILL, an exit) is a crash
+  // only once its peers outlived it this long: a launcher or Slurm tearing
+  // the job down kills every rank, spread over a moment on a loaded host,
+  // and stops the observers too.
+  double death_confirm_s = 1.0;
 };
 
-// Crash rule over ranks whose process vanished without MPI_Finalize.
-std::optional<VerdictDraft> detect_crash(const std::vector<RankEvidence>& ranks,
-                                         const DetectorOptions& opt);
+// Crash rule over ranks whose process vanished without MPI_Finalize. Sets
+// *pending when a death without a fatal-signal record is younger than
+// death_confirm_s (decide again later; not at all if the job ends first).
+std::optional<VerdictDraft> detect_crash(const std::vector<RankEvidence>& ranks, const DetectorOptions& opt,
+                                         bool* pending = nullptr);
 // Hang / stall / divergence / communication hang over the live ranks.
 std::vector<VerdictDraft> detect_progress(const std::vector<RankEvidence>& ranks,
                                           const DetectorOptions& opt);

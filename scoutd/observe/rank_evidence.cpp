@@ -28,6 +28,7 @@ void to_json(json& j, const RankEvidence& e) {
     if (e.comm_wait.count(c)) cm[fmt::format("{:016x}", c)] = m;  // only the ones in use
   j["comm_members"] = cm;
   if (e.state_s > 0) j["state_s"] = e.state_s;
+  if (e.dead_s > 0) j["dead_s"] = e.dead_s;
   if (e.p2p_ops || !e.p2p_call.empty()) {
     j["p2p"] = {{"ops", e.p2p_ops}, {"call", e.p2p_call}, {"wait_s", e.p2p_wait_s}, {"peers", e.p2p_peers},
                 {"more", e.p2p_more}, {"comm", fmt::format("{:016x}", e.p2p_comm)},
@@ -96,6 +97,7 @@ void from_json(const json& j, RankEvidence& e) {
         e.comm_members[std::stoull(k, nullptr, 16)] = std::move(m);
       }
   e.state_s = j.value("state_s", 0.0);
+  e.dead_s = j.value("dead_s", 0.0);
   if (j.contains("p2p") && j["p2p"].is_object()) {
     const json& p = j["p2p"];
     e.p2p_ops = c3::json_int<std::uint64_t>(p, "ops");

@@ -31,6 +31,7 @@ struct RankEvidence {
   char state = '?';          // /proc state letter; 'X' gone
   std::string wchan;
   std::int64_t death_ns = 0; // CLOCK_MONOTONIC when its process went away
+  double dead_s = 0;         // how long it had been gone when the evidence was taken
   long syscall = -1;         // blocking system call, from /proc (-1 none)
   long long rchar = -1, wchar = -1;  // /proc/<pid>/io
   int steps = 0;             // training steps seen (see step_timing.hpp)

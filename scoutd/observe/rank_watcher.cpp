@@ -505,6 +505,7 @@ std::vector<RankEvidence> RankWatcher::evidence(bool for_gather) const {
       e.finalized = (s.last.state & c3::kStateFinalized) != 0;
       e.alive = s.death_ns == 0;
       e.death_ns = s.death_ns;
+      if (s.death_ns > 0) e.dead_s = std::max<double>(0, (now - s.death_ns) / 1e9);
       e.seq = s.last.seq;
       e.fingerprint = s.last.fingerprint;
       e.comm_id = s.last.comm_id;

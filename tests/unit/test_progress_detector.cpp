@@ -100,12 +100,16 @@ TEST_CASE("crash: the first death of a minority is attributed; a job-wide teardo
   auto v = job(8, 20, true, 0.5);
   v[4].alive = false;
   v[4].death_ns = 1'000'000'000;
+  v[4].dead_s = 3.0;
   v[4].state = 'X';
   for (int r : {0, 1, 2, 3, 5, 6, 7}) {  // mpirun kills the rest a second later
     v[static_cast<std::size_t>(r)].alive = false;
     v[static_cast<std::size_t>(r)].death_ns = 2'000'000'000;
+    v[static_cast<std::size_t>(r)].dead_s = 2.0;
   }
-  auto d = detect_crash(v, opt());
+  bool pending = false;
+  auto d = detect_crash(v, opt(), &pending);
+  CHECK_FALSE(pending);
   REQUIRE(d.has_value());
   CHECK(d->kind == c3::VerdictKind::kCrash);
   CHECK(d->ranks == std::vector<int>{4});
@@ -115,6 +119,23 @@ TEST_CASE("crash: the first death of a minority is attributed; a job-wide teardo
   auto ok = job(8, 20, false, 0.0);
   for (auto& e : ok) { e.alive = false; e.finalized = true; e.death_ns = 1; }
   CHECK_FALSE(detect_crash(ok, opt()).has_value());  // clean exit
+}
+
+TEST_CASE("crash: a death without a fatal signal waits until its peers outlived it (a teardown stops first)") {
+  auto v = job(3, 20, true, 0.5);
+  v[1].alive = false;
+  v[1].death_ns = 1'000'000'000;
+  v[1].dead_s = 0.3;  // SIGKILLed 0.3 s ago: Slurm may be killing the others right now
+  v[1].state = 'X';
+  bool pending = false;
+  CHECK_FALSE(detect_crash(v, opt(), &pending).has_value());
+  CHECK(pending);
+  v[1].dead_s = 2.5;  // the others lived on
+  pending = false;
+  auto d = detect_crash(v, opt(), &pending);
+  CHECK_FALSE(pending);
+  REQUIRE(d.has_value());
+  CHECK(d->ranks == std::vector<int>{1});
 }
 
 TEST_CASE("evidence round-trips through JSON") {
