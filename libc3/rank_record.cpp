@@ -28,24 +28,32 @@ const char* coll_name(std::uint32_t kind) noexcept {
   return k < kCollKindCount ? kNames[k] : "unknown";
 }
 
-bool record_read(const RankRecord& r, RecordLive& out, std::uint64_t* lock_value,
-                 int tries) noexcept {
-  constexpr std::size_t kWords = sizeof(RecordLive) / 8;
+// A seqlock reader: copies `src` (8-byte words, the writer's relaxed stores)
+// when no write overlapped the copy; false after `tries` overlapping tries.
+template <class T>
+bool seqlock_copy(const std::uint64_t& lock_ref, const T& src, T& out, int tries,
+                  std::uint64_t* lock_value = nullptr) noexcept {
+  static_assert(sizeof(T) % 8 == 0 && std::is_trivially_copyable_v<T>);
+  constexpr std::size_t kWords = sizeof(T) / 8;
+  auto* lock = const_cast<std::uint64_t*>(&lock_ref);
   for (int t = 0; t < tries; ++t) {
-    std::uint64_t s1 = __atomic_load_n(&r.lock, __ATOMIC_ACQUIRE);
+    const std::uint64_t s1 = __atomic_load_n(lock, __ATOMIC_ACQUIRE);
     if (s1 & 1) continue;
-    const auto* src = reinterpret_cast<const std::uint64_t*>(&r.live);
+    const auto* words = reinterpret_cast<const std::uint64_t*>(&src);
     std::uint64_t buf[kWords];
     for (std::size_t i = 0; i < kWords; ++i)
-      buf[i] = __atomic_load_n(const_cast<std::uint64_t*>(src + i), __ATOMIC_RELAXED);
+      buf[i] = __atomic_load_n(const_cast<std::uint64_t*>(words + i), __ATOMIC_RELAXED);
     std::atomic_thread_fence(std::memory_order_acquire);
-    std::uint64_t s2 = __atomic_load_n(&r.lock, __ATOMIC_RELAXED);
-    if (s1 != s2) continue;
+    if (__atomic_load_n(lock, __ATOMIC_RELAXED) != s1) continue;
     std::memcpy(&out, buf, sizeof out);
     if (lock_value) *lock_value = s1;
     return true;
   }
   return false;
+}
+
+bool record_read(const RankRecord& r, RecordLive& out, std::uint64_t* lock_value, int tries) noexcept {
+  return seqlock_copy(r.lock, r.live, out, tries, lock_value);
 }
 
 std::size_t ring_read(const RankRecord& r, std::uint64_t from, std::uint64_t to,
@@ -145,21 +153,7 @@ std::size_t record_size_of(std::uint32_t version) noexcept {
 }
 
 bool gpu_read(const RecordV7& r, GpuLive& out, int tries) noexcept {
-  constexpr std::size_t kWords = sizeof(GpuLive) / 8;
-  auto* lock = const_cast<std::uint64_t*>(&r.gpu_lock);
-  for (int t = 0; t < tries; ++t) {
-    std::uint64_t s1 = __atomic_load_n(lock, __ATOMIC_ACQUIRE);
-    if (s1 & 1) continue;
-    const auto* src = reinterpret_cast<const std::uint64_t*>(&r.gpu);
-    std::uint64_t buf[kWords];
-    for (std::size_t i = 0; i < kWords; ++i)
-      buf[i] = __atomic_load_n(const_cast<std::uint64_t*>(src + i), __ATOMIC_RELAXED);
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (__atomic_load_n(lock, __ATOMIC_RELAXED) != s1) continue;
-    std::memcpy(&out, buf, sizeof out);
-    return true;
-  }
-  return false;
+  return seqlock_copy(r.gpu_lock, r.gpu, out, tries);
 }
 
 std::string gpu_check_live(const GpuLive& g, std::uint64_t issued) {
@@ -205,21 +199,7 @@ const char* p2p_call_name(std::uint64_t call) noexcept {
 }
 
 bool p2p_read(const RecordV6& r, P2PLive& out, int tries) noexcept {
-  constexpr std::size_t kWords = sizeof(P2PLive) / 8;
-  auto* lock = const_cast<std::uint64_t*>(&r.p2p_lock);
-  for (int t = 0; t < tries; ++t) {
-    std::uint64_t s1 = __atomic_load_n(lock, __ATOMIC_ACQUIRE);
-    if (s1 & 1) continue;
-    const auto* src = reinterpret_cast<const std::uint64_t*>(&r.p2p);
-    std::uint64_t buf[kWords];
-    for (std::size_t i = 0; i < kWords; ++i)
-      buf[i] = __atomic_load_n(const_cast<std::uint64_t*>(src + i), __ATOMIC_RELAXED);
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (__atomic_load_n(lock, __ATOMIC_RELAXED) != s1) continue;
-    std::memcpy(&out, buf, sizeof out);
-    return true;
-  }
-  return false;
+  return seqlock_copy(r.p2p_lock, r.p2p, out, tries);
 }
 
 std::string p2p_check_live(const P2PLive& l, std::int32_t world_size) {
