@@ -198,6 +198,11 @@ Vec MemAE::usage(const Mat& x) const {
   return c.What.rowwise().mean();
 }
 
+Mat MemAE::encode(const Mat& x) const {
+  const Mat h = ((W1 * x).colwise() + b1).array().tanh().matrix();
+  return (W2 * h).colwise() + b2;
+}
+
 double train(MemAE& model, const Mat& data, const TrainOptions& o, Adam& adam, const Vec* anchor) {
   const Eigen::Index n = data.rows();
   if (n == 0) return 0;
@@ -214,17 +219,23 @@ double train(MemAE& model, const Mat& data, const TrainOptions& o, Adam& adam, c
   double last = 0;
   Vec g;
   Mat batch;
-  for (int e = 0; e < o.epochs; ++e) {
+  const Eigen::Index mem_at = static_cast<Eigen::Index>(model.memory_offset()), mem_n = model.M.size();
+  long steps = 0;
+  for (int e = 0; e < o.epochs && (o.max_steps <= 0 || steps < o.max_steps); ++e) {
     std::shuffle(order.begin(), order.end(), rng);
     double sum = 0;
     long nb = 0;
-    for (Eigen::Index s = 0; s < n; s += o.batch) {
+    for (Eigen::Index s = 0; s < n && (o.max_steps <= 0 || steps < o.max_steps); s += o.batch, ++steps) {
       const Eigen::Index m = std::min<Eigen::Index>(o.batch, n - s);
       batch.resize(data.cols(), m);
       for (Eigen::Index k = 0; k < m; ++k) batch.col(k) = data.row(order[static_cast<std::size_t>(s + k)]).transpose();
       sum += model.loss(batch, &g);
       ++nb;
       if (o.prox_mu > 0 && anchor) g += o.prox_mu * (p - *anchor);
+      if (o.memory_only) {
+        g.head(mem_at).setZero();
+        g.tail(g.size() - mem_at - mem_n).setZero();
+      }
       ++adam.t;
       adam.m = b1 * adam.m + (1 - b1) * g;
       adam.v = b2 * adam.v + (1 - b2) * g.cwiseAbs2();

@@ -61,6 +61,8 @@ class MemAE {
   Mat reconstruct(const Mat& x) const;
   // Mean attention (after shrinkage) per slot over x: slot usage.
   Vec usage(const Mat& x) const;
+  // The codes z (C x B) of x: what the memory is addressed with.
+  Mat encode(const Mat& x) const;
 
   // Parameters as matrices (read/write).
   Mat W1, W2, M, W3, W4;
@@ -79,6 +81,8 @@ struct TrainOptions {
   double lr = 1e-3;
   double prox_mu = 0;        // FedProx: mu/2 ||theta - anchor||^2
   std::uint64_t seed = 1;
+  bool memory_only = false;  // update the memory slots only (personalisation)
+  long max_steps = 0;        // > 0: stop after this many batches
 };
 
 // Adam state that persists across calls (one per client in FL it is reset

@@ -44,6 +44,11 @@ struct GpuHealth::Nvml {
   ret_t (*register_events)(dev_t_, unsigned long long, set_t) = nullptr;
   ret_t (*set_wait)(set_t, EventData*, unsigned) = nullptr;
   ret_t (*set_free)(set_t) = nullptr;
+  // Telemetry (optional).
+  ret_t (*utilization)(dev_t_, unsigned*) = nullptr;  // nvmlUtilization_t {gpu, memory}
+  ret_t (*power)(dev_t_, unsigned*) = nullptr;        // milliwatts
+  ret_t (*clock)(dev_t_, int, unsigned*) = nullptr;   // MHz
+  ret_t (*memory)(dev_t_, unsigned long long*) = nullptr;  // nvmlMemory_t {total, free, used}
   set_t events = nullptr;
   std::map<dev_t_, int> registered;  // devices in the event set -> index
 };
@@ -93,6 +98,10 @@ GpuHealth::GpuHealth() {
     dlclose(n->h);
     return;
   }
+  sym(n->utilization, "nvmlDeviceGetUtilizationRates");
+  sym(n->power, "nvmlDeviceGetPowerUsage");
+  sym(n->clock, "nvmlDeviceGetClockInfo");
+  sym(n->memory, "nvmlDeviceGetMemoryInfo");
   if (ret_t r = n->init(); r != kOk) {
     why_ = "nvmlInit failed with NVML error " + std::to_string(r);
     dlclose(n->h);
@@ -154,6 +163,31 @@ std::vector<GpuFinding> GpuHealth::state() {
       if (t >= shut) add("temperature", t, true, "at " + std::to_string(t) + " C, its shutdown threshold is " + std::to_string(shut) + " C");
       else if (t + 5 >= shut) add("temperature", t, false, "at " + std::to_string(t) + " C, within 5 C of shutdown (" + std::to_string(shut) + " C)");
     }
+  }
+  return out;
+}
+
+std::vector<GpuTelemetry> GpuHealth::telemetry() {
+  std::vector<GpuTelemetry> out;
+  if (!nvml_) return out;
+  Nvml& n = *nvml_;
+  unsigned count = 0;
+  if (n.count(&count) != kOk) return out;
+  constexpr int kClockSm = 1;  // NVML_CLOCK_SM
+  for (unsigned i = 0; i < count && i < 64; ++i) {
+    dev_t_ d = nullptr;
+    PciInfo p{};
+    if (n.by_index(i, &d) != kOk || n.pci(d, &p) != kOk) continue;
+    GpuTelemetry t;
+    t.bus_id = normalise_bus_id(std::string(p.busId, strnlen(p.busId, sizeof p.busId)));
+    unsigned u[2] = {0, 0}, v = 0;
+    if (n.utilization && n.utilization(d, u) == kOk && u[0] <= 100) t.utilisation = u[0] / 100.0;
+    if (n.power && n.power(d, &v) == kOk) t.power_w = v / 1000.0;
+    if (n.temp(d, 0, &v) == kOk) t.temperature_c = v;
+    if (n.clock && n.clock(d, kClockSm, &v) == kOk) t.sm_clock_mhz = v;
+    unsigned long long m[3] = {0, 0, 0};
+    if (n.memory && n.memory(d, m) == kOk && m[0] > 0 && m[2] <= m[0]) t.memory_used = static_cast<double>(m[2]) / static_cast<double>(m[0]);
+    out.push_back(std::move(t));
   }
   return out;
 }

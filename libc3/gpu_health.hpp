@@ -28,6 +28,17 @@ struct GpuFinding {
   std::string detail;  // one line for people
 };
 
+// What a GPU is doing now (telemetry for the federated detector); a field
+// NVML does not answer stays negative.
+struct GpuTelemetry {
+  std::string bus_id;
+  double utilisation = -1;  // fraction of the last sample period a kernel ran, 0..1
+  double power_w = -1;
+  double temperature_c = -1;
+  double sm_clock_mhz = -1;
+  double memory_used = -1;  // fraction of the GPU's memory in use, 0..1
+};
+
 // "00000000:17:00.0", "0000:17:00.0", "17:00.0" -> "0000:17:00.0" (lower
 // case); empty when it is not a PCI address.
 std::string normalise_bus_id(const std::string& s);
@@ -47,6 +58,9 @@ class GpuHealth {
   std::vector<GpuFinding> poll();
   // The state only (no events, no growth): what root re-reads.
   std::vector<GpuFinding> state();
+  // Utilisation, power, temperature, SM clock and memory use of every GPU
+  // that answers (the calls are optional: an old driver leaves them -1).
+  std::vector<GpuTelemetry> telemetry();
 
  private:
   struct Nvml;

@@ -107,6 +107,10 @@ int local_user_init(spank_t sp) {
                                    "--replay-interval", std::to_string(cfg.replay_interval),
                                    "--replay-budget", std::to_string(cfg.replay_budget),
                                    "--learn", cfg.learn ? "on" : "off"};
+  if (!cfg.learn_aggregation.empty()) {
+    tail.push_back("--learn-aggregation");
+    tail.push_back(cfg.learn_aggregation);
+  }
   if (!st.opt_ckpt_dir.empty()) {
     tail.push_back("--ckpt-dir");
     tail.push_back(st.opt_ckpt_dir);

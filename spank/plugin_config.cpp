@@ -1,6 +1,7 @@
 // plugstack.conf arguments (see plugin_config.hpp).
 #include "spank/plugin_config.hpp"
 
+#include "learn/aggregation.hpp"
 #include "libc3/verdict_kind.hpp"
 
 #include <cerrno>
@@ -77,6 +78,12 @@ std::string parse_plugin_args(const std::vector<std::string>& args, PluginConfig
     } else if (k == "learn") {
       if (!parse_on_off(v, c.learn) || v == "(null)" || v.empty())
         err = "plugstack argument learn=" + v + ": expected on or off";
+    } else if (k == "learn_aggregation") {
+      learn::Aggregation a;
+      if (!learn::parse_aggregation(v, a))
+        err = "plugstack argument learn_aggregation=" + v + ": expected " + learn::kAggregationChoices;
+      else
+        c.learn_aggregation = v;
     } else if (k == "replay") {
       if (!parse_on_off(v, c.replay) || v == "(null)" || v.empty())
         err = "plugstack argument replay=" + v + ": expected on or off";
@@ -115,7 +122,7 @@ std::string parse_plugin_args(const std::vector<std::string>& args, PluginConfig
     } else {
       return "plugstack argument '" + k + "': unknown key; expected one of scoutd, probe, nccl_probe, srun, "
              "scontrol, spool, ledger, runtime_dir, default, required, stall_threshold, grace, "
-             "gate, drain_kinds, prolog_kinds, fail_closed, companion_wait, learn, replay, replay_interval, replay_budget, "
+             "gate, drain_kinds, prolog_kinds, fail_closed, companion_wait, learn, learn_aggregation, replay, replay_interval, replay_budget, "
              "blame_jobs, blame_users, blame_window, node_check, dstate_wait";
     }
     if (!err.empty()) return err;

@@ -38,6 +38,7 @@ struct PluginConfig {
   bool node_check = true;       // root's own node check before deciding
   double dstate_wait = 2;       // seconds between the two D-state samples
   bool learn = true;            // federated telemetry outlier detection
+  std::string learn_aggregation;  // scoutd --learn-aggregation; empty: scoutd's default
   bool replay = true;           // replay cycles for silent data corruption
   double replay_interval = 600; // seconds between cycles (0: on demand only)
   double replay_budget = 0.01;  // fraction of a node's CPU time

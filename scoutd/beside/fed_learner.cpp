@@ -109,7 +109,7 @@ void FedClient::add_windows(const std::vector<TelemetryWindow>& ws) {
     if (!have_global_ || round_ < opt_.warmup_rounds || threshold_ <= 0) continue;
     Mat x(D, 1);
     for (int k = 0; k < D; ++k) x(k, 0) = zs(w.x[static_cast<std::size_t>(k)], mean_(k), sd_(k));
-    const Mat xr = global_.reconstruct(x);
+    const Mat xr = scorer().reconstruct(x);
     const Vec err = (xr - x).col(0).cwiseAbs2();
     const double s = err.sum() / D;
     int& run = above_[w.rank];
@@ -152,7 +152,7 @@ std::vector<double> FedClient::contribution() {
     for (std::size_t i = 0; i < n; ++i)
       for (int k = 0; k < D; ++k)
         x(k, static_cast<Eigen::Index>(i)) = zs(windows_[windows_.size() - n + i][static_cast<std::size_t>(k)], mean_(k), sd_(k));
-    const Vec s = global_.score(x);
+    const Vec s = scorer().score(x);
     for (Eigen::Index i = 0; i < s.size(); ++i) hist[static_cast<std::size_t>(score_bin(s(i)))] += 1;
   }
   c.insert(c.end(), hist.begin(), hist.end());
@@ -176,6 +176,9 @@ void FedClient::apply_global(const std::vector<double>& down) {
   if (down.size() != need) return;  // malformed or no model yet
   round_ = static_cast<long>(down[0]);
   threshold_ = down[1];
+  const Vec mean = Eigen::Map<const Vec>(down.data() + 2, D), sd = Eigen::Map<const Vec>(down.data() + 2 + D, D);
+  // A personal memory fitted under another scaler no longer fits the data.
+  if (mean_.size() != D || mean != mean_ || sd != sd_) personal_.reset();
   mean_ = Eigen::Map<const Vec>(down.data() + 2, D);
   sd_ = Eigen::Map<const Vec>(down.data() + 2 + D, D);
   global_ = proto;
@@ -204,6 +207,7 @@ void FedClient::train_loop() {
         for (int k = 0; k < D; ++k)
           data(static_cast<Eigen::Index>(i), k) = zs(windows_[i][static_cast<std::size_t>(k)], mean_(k), sd_(k));
     }
+    const learn::MemAE global = model;
     learn::Adam adam;
     learn::TrainOptions to;
     to.epochs = opt_.local_epochs;
@@ -212,8 +216,17 @@ void FedClient::train_loop() {
     to.seed = opt_.seed + static_cast<std::uint64_t>(round) * 7919;
     learn::train(model, data, to, adam);
     Vec usage = model.usage(data.transpose());
+    std::optional<learn::MemAE> personal;
+    if (opt_.aggregation == learn::Aggregation::kPersonalised) {
+      learn::PersonaliseOptions po;
+      po.steps = opt_.personalise_steps;
+      po.batch = 32;
+      po.seed = to.seed + 1;
+      personal = learn::personalise(global, data, po);
+    }
     std::lock_guard lk(mu_);
     if (round != round_) continue;  // a newer global arrived meanwhile
+    if (personal) personal_ = std::move(personal);
     update_ = std::move(model);
     update_samples_ = static_cast<double>(data.rows());
     update_usage_ = usage;
@@ -246,6 +259,7 @@ json FedClient::status() const {
   const std::uint64_t sig = model_signature();
   std::lock_guard lk(mu_);
   return {{"round", round_}, {"model", fmt::format("{:016x}", sig)}, {"threshold", threshold_},
+          {"aggregation", learn::aggregation_name(opt_.aggregation)}, {"personal_memory", personal_.has_value()},
           {"windows", windows_.size()}, {"scoring", have_global_ && round_ >= opt_.warmup_rounds && threshold_ > 0}};
 }
 
@@ -286,7 +300,9 @@ std::vector<double> FedServer::round(const std::vector<std::vector<double>>& con
   if (!models.empty()) {
     std::vector<learn::ClientModel> cms;
     for (std::size_t i = 0; i < models.size(); ++i) cms.push_back({&models[i], samples[i], usages[i]});
-    global_ = learn::attention_aware(global_, cms, opt_.seed + static_cast<std::uint64_t>(round_));
+    auto a = learn::aggregate(opt_.aggregation, global_, cms, state_, opt_.seed + static_cast<std::uint64_t>(round_));
+    global_ = std::move(a.model);
+    state_ = std::move(a.state);
   }
   double total = 0;
   for (double h : hist) total += h;

@@ -7,8 +7,11 @@
 // new windows' features (a federated scaler) and a histogram of its windows'
 // scores (a federated threshold: a high quantile of the merged histogram,
 // times a margin). Scaler and threshold settle during the warm-up rounds and
-// are then frozen, so an anomaly cannot raise its own bar. The deciding observer aggregates with attention-aware
-// memory aggregation and broadcasts the global model, scaler and threshold.
+// are then frozen, so an anomaly cannot raise its own bar. The deciding
+// observer aggregates (--learn-aggregation; bench/fedad measured the
+// choice) and broadcasts the global model, scaler and threshold. With the
+// personalised aggregation (the default) each node scores with the shared
+// encoder and decoder and a memory it adapted to its own windows.
 // A rank above the threshold for K consecutive windows is flagged.
 #pragma once
 
@@ -24,6 +27,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "learn/aggregate.hpp"
 #include "learn/memae.hpp"
 #include "scoutd/detect/verdict_draft.hpp"
 #include "scoutd/observe/telemetry.hpp"
@@ -41,6 +45,11 @@ struct LearnOptions {
   int local_epochs = 5;
   std::size_t max_windows = 4000;  // kept per client
   std::uint64_t seed = 1;
+  // How the deciding observer merges the updates (--learn-aggregation).
+  // personalised: clustered memory with a server Adam step, and each node
+  // scores with its own copy whose memory it adapted to its own windows.
+  learn::Aggregation aggregation = learn::Aggregation::kPersonalised;
+  long personalise_steps = 200;
 };
 
 inline constexpr int kScoreBins = 64;  // log-spaced, 1e-4 .. 1e4
@@ -79,6 +88,7 @@ class FedClient {
 
  private:
   void train_loop();
+  const learn::MemAE& scorer() const { return personal_ ? *personal_ : global_; }
   LearnOptions opt_;
   learn::MemAEShape shape_;
   mutable std::mutex mu_;
@@ -94,6 +104,7 @@ class FedClient {
   std::map<int, int> above_;                     // rank -> consecutive windows
   std::map<int, bool> flagged_;
   std::vector<AnomalyFlag> flags_;
+  std::optional<learn::MemAE> personal_;         // the node's own memory (personalised); scores when present
   std::optional<learn::MemAE> update_;           // trained, not yet sent
   double update_samples_ = 0;
   learn::Vec update_usage_;
@@ -113,6 +124,7 @@ class FedServer {
   LearnOptions opt_;
   learn::MemAEShape shape_;
   learn::MemAE global_;
+  learn::ServerState state_;  // FedAvgM/FedAdam/personalised server optimiser
   long round_ = 0;
   std::vector<double> sum_, sumsq_;
   double count_ = 0;

@@ -30,6 +30,7 @@ LearnOptions Daemon::learn_options() const {
   o.quantile = cfg_.learn_quantile;
   o.margin = cfg_.learn_margin;
   o.seed = static_cast<std::uint64_t>(cfg_.learn_seed);
+  learn::parse_aggregation(cfg_.learn_aggregation, o.aggregation);  // validated when parsed
   return o;
 }
 

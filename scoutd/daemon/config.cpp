@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "learn/aggregation.hpp"
 #include "libc3/options.hpp"
 #include "libc3/rank_record.hpp"
 
@@ -112,6 +113,17 @@ opts::Table make_table(ScoutdConfig& c) {
   t.number("learn-margin", "X", c.learn_margin, 1, 1000, "a factor of the quantile", "threshold = quantile x X",
            "learn_margin");
   t.integer("learn-seed", "N", c.learn_seed, 0, 1 << 30, "model seed, the same on every node", "learn_seed");
+  t.add({"learn-aggregation", 0, "NAME",
+         "federated aggregation: personalised (default), clustered, matched, fedadam, fedavgm or fedavg",
+         "learn_aggregation",
+         [&c](const std::string& v) {
+           learn::Aggregation a;
+           if (!learn::parse_aggregation(v, a))
+             throw opts::ConfigError(fmt::format(
+                 "--learn-aggregation: '{}'; expected {}", v, learn::kAggregationChoices));
+           c.learn_aggregation = v;
+         },
+         [&c] { return c.learn_aggregation; }});
   t.seconds("gpu-health-interval", c.gpu_health_interval_s, 0, 86400,
             "read GPU health from NVML every S seconds (0: off)", "gpu_health_interval");
   t.flag("print-config", c.print_config, "print the effective configuration and exit");

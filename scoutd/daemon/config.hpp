@@ -55,6 +55,7 @@ struct ScoutdConfig {
   double learn_quantile = 0.995;
   double learn_margin = 1.5;
   int learn_seed = 1;
+  std::string learn_aggregation = "personalised";  // learn::parse_aggregation names
   // GPU health from NVML (0: off).
   double gpu_health_interval_s = 10;
   bool print_config = false;

@@ -150,7 +150,11 @@ void Daemon::init_replay() {
     coordinator_.emplace(CoordinatorOptions{cfg_.replay_interval_s, cfg_.replay_reruns, cfg_.replay_timeout_s});
   }
   if (me_ == 0) start_checkpoint_watcher();
-  if (cfg_.learn) fed_ = std::make_unique<FedClient>(learn_options(), learn::MemAEShape{kTelemetryFeatures, 32, 8, 20});
+  if (cfg_.learn) {
+    fed_ = std::make_unique<FedClient>(learn_options(), learn::MemAEShape{kTelemetryFeatures, 32, 8, 20});
+    gpu_telemetry_ = std::make_unique<c3::GpuHealth>();
+    if (!gpu_telemetry_->available()) gpu_telemetry_.reset();  // no NVML: the GPU features stay 0
+  }
   if (cfg_.gpu_health_interval_s > 0) {
     gpu_health_ = std::make_unique<GpuHealthWatch>(watcher_->node());
     if (!gpu_health_->available()) {

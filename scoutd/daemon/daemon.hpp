@@ -143,6 +143,7 @@ class Daemon {
 
   // GPU health (NVML), polled in period(); findings ride on gathers.
   std::unique_ptr<GpuHealthWatch> gpu_health_;
+  std::unique_ptr<c3::GpuHealth> gpu_telemetry_;  // NVML for the learner's GPU features (null: none)
   double last_gpu_poll_s_ = 0;
 
   // Federated telemetry outlier detection.

@@ -120,7 +120,11 @@ bool Daemon::period() {
   // Federated learning: telemetry windows, and a round when the root says.
   if (fed_ && now_s() - last_window_s_ >= cfg_.learn_window_s) {
     last_window_s_ = now_s();
-    fed_->add_windows(sampler_.sample(watcher_->evidence(), now_s()));
+    const auto ev = watcher_->evidence();
+    std::vector<c3::GpuTelemetry> gpus;
+    if (gpu_telemetry_ && std::any_of(ev.begin(), ev.end(), [](auto& e) { return e.gpu.present; }))
+      gpus = gpu_telemetry_->telemetry();
+    fed_->add_windows(sampler_.sample(ev, now_s(), gpus));
   }
   if (fed_ && r.complete && down.value("learn", false)) learn_round();
   if (down.value("stop", false)) return false;

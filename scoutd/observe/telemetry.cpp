@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -16,7 +17,8 @@ namespace scout::scoutd {
 const char* const kTelemetryFeatureNames[kTelemetryFeatures] = {
     "step_time", "compute_fraction", "wait_fraction", "collective_rate", "cpu_utilisation",
     "rss", "voluntary_cs_rate", "involuntary_cs_rate", "read_rate", "write_rate",
-    "psi_cpu", "psi_io", "psi_memory"};
+    "psi_cpu", "psi_io", "psi_memory",
+    "gpu_utilisation", "gpu_power", "gpu_temperature", "gpu_sm_clock", "gpu_memory_used"};
 
 ProcCounters read_proc_counters(int pid) {
   ProcCounters c;
@@ -71,9 +73,13 @@ Pressure read_pressure() {
   return p;
 }
 
-std::vector<TelemetryWindow> TelemetrySampler::sample(const std::vector<RankEvidence>& ranks, double now_s) {
+std::vector<TelemetryWindow> TelemetrySampler::sample(const std::vector<RankEvidence>& ranks, double now_s,
+                                                      const std::vector<c3::GpuTelemetry>& gpus) {
   std::vector<TelemetryWindow> out;
   const Pressure psi = read_pressure();
+  std::map<std::string, const c3::GpuTelemetry*> gpu_at;
+  for (auto& g : gpus)
+    if (auto b = c3::normalise_bus_id(g.bus_id); !b.empty()) gpu_at[b] = &g;
   std::map<int, Prev> next;
   for (auto& e : ranks) {
     if (!e.attached || !e.alive || e.finalized || e.pid <= 0 || e.steps < 4) continue;  // no steps yet: start-up
@@ -106,6 +112,17 @@ std::vector<TelemetryWindow> TelemetrySampler::sample(const std::vector<RankEvid
              psi.cpu / 100.0,
              psi.io / 100.0,
              psi.memory / 100.0};
+      // The GPU's: utilisation and memory use as fractions, log power (W),
+      // temperature / 100 C, SM clock in GHz; 0 where unknown.
+      const c3::GpuTelemetry* g = nullptr;
+      if (e.gpu.present)
+        if (auto it = gpu_at.find(c3::normalise_bus_id(e.gpu.bus_id)); it != gpu_at.end()) g = it->second;
+      auto known = [](double v, double f) { return v >= 0 ? f : 0.0; };
+      w.x.push_back(g ? known(g->utilisation, std::clamp(g->utilisation, 0.0, 1.0)) : 0.0);
+      w.x.push_back(g ? known(g->power_w, std::log1p(g->power_w)) : 0.0);
+      w.x.push_back(g ? known(g->temperature_c, g->temperature_c / 100.0) : 0.0);
+      w.x.push_back(g ? known(g->sm_clock_mhz, g->sm_clock_mhz / 1000.0) : 0.0);
+      w.x.push_back(g ? known(g->memory_used, std::clamp(g->memory_used, 0.0, 1.0)) : 0.0);
       out.push_back(std::move(w));
     }
     next[e.rank] = cur;

@@ -1,7 +1,9 @@
 // Node telemetry for the federated outlier detector: one feature vector per
 // rank and window (e.g. 10 s), from the probe's records (step time, compute
 // and wait split, collective rate) and /proc (CPU, RSS, context switches,
-// I/O rates, and the node's pressure stall information when present).
+// I/O rates, and the node's pressure stall information when present), and
+// for a GPU rank its GPU's utilisation, power, temperature, SM clock and
+// memory use from NVML (zeros for a CPU rank or without NVML).
 // Rates and sizes are log1p-compressed so one scale fits all nodes.
 #pragma once
 
@@ -9,11 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "libc3/gpu_health.hpp"
 #include "scoutd/detect/progress_detector.hpp"
 
 namespace scout::scoutd {
 
-inline constexpr int kTelemetryFeatures = 13;
+inline constexpr int kTelemetryFeatures = 18;
 extern const char* const kTelemetryFeatureNames[kTelemetryFeatures];
 
 struct ProcCounters {
@@ -39,8 +42,10 @@ struct TelemetryWindow {
 class TelemetrySampler {
  public:
   // Call once per window with the current evidence of the local ranks;
-  // returns a window per live rank seen in the previous call too.
-  std::vector<TelemetryWindow> sample(const std::vector<RankEvidence>& ranks, double now_s);
+  // returns a window per live rank seen in the previous call too. `gpus`:
+  // what NVML reads now (a GPU rank is matched by its PCI bus id).
+  std::vector<TelemetryWindow> sample(const std::vector<RankEvidence>& ranks, double now_s,
+                                      const std::vector<c3::GpuTelemetry>& gpus = {});
 
  private:
   struct Prev {

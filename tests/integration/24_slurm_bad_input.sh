@@ -27,8 +27,14 @@ rc=0; srun -N1 true > "$T/o" 2>&1 || rc=$?
 grep -q "plugstack argument prolog_kinds=sdc,flaky: 'flaky' is not a drainable kind" "$T/o" ||
   fail "prolog_kinds message: $(cat "$T/o")"
 
+sed -i 's/ prolog_kinds=sdc,flaky$/ learn_aggregation=average/' "$CL/plugstack.conf"
+rc=0; srun -N1 true > "$T/o" 2>&1 || rc=$?
+[ "$rc" -ne 0 ] || fail "srun ran with a bad learn_aggregation"
+grep -q "plugstack argument learn_aggregation=average: expected personalised, clustered, matched, fedadam, fedavgm or fedavg" "$T/o" ||
+  fail "learn_aggregation message: $(cat "$T/o")"
+
 # Unreadable probe: warning, the job runs unobserved.
-sed -i 's/ prolog_kinds=sdc,flaky$//' "$CL/plugstack.conf"
+sed -i 's/ learn_aggregation=average$//' "$CL/plugstack.conf"
 "$top_srcdir/tests/cluster/cluster.sh" stop "$CL"
 start_cluster probe=/nonexistent/libscout_probe.so
 srun --scout=on --mpi=pmix -N3 -n3 "$TRAIN" --steps 20 > "$T/o" 2>&1 || fail "job failed with an unreadable probe: $(cat "$T/o")"

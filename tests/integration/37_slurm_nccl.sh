@@ -8,12 +8,13 @@
 # 2. The GPU of n3 falls off the bus (XID 79, lost) during a healthy job:
 #    gpu_health on n3 from its scoutd, and n3's epilog drains n3 after its
 #    own NVML read confirms the GPU is lost; n1 and n2 stay in service.
+# The site's plugstack learn_aggregation= reaches every companion scoutd.
 . "$top_srcdir/tests/integration/slurm_lib.sh"
 NTRAIN=$B/examples/nccl_train
 [ -x "$NTRAIN" ] && [ -f "$B/probe/.libs/libscout_nccl.so" ] || { echo "SKIP: built without NCCL"; exit 77; }
 # /tmp is node-local: each node's NVML stand-in reads its own values file.
 EPILOG_ENV="LD_LIBRARY_PATH=$B/tests/standin SCOUT_STANDIN_NVML=/tmp/nvml.txt " \
-  start_cluster nccl_probe=$B/probe/.libs/libscout_nccl.so blame_jobs=50 blame_users=50
+  start_cluster nccl_probe=$B/probe/.libs/libscout_nccl.so blame_jobs=50 blame_users=50 learn_aggregation=clustered
 export LD_LIBRARY_PATH=$B/tests/standin SCOUT_STANDIN_NVML=/tmp/nvml.txt SCOUT_STANDIN_NCCL_DIR=$CL
 for n in n1 n2 n3; do on "$n" sh -c ': > /tmp/nvml.txt'; done
 
@@ -23,6 +24,8 @@ srun --scout=on -N3 -n3 "$NTRAIN" --id-file "$CL/nccl.id.1" --steps 100000 --ste
 RUN_PID=$!
 J=$(current_job)
 wait_job_verdict "$J" gpu_hang 40 n1
+pgrep -f -- "scoutd .*--learn-aggregation clustered" >/dev/null ||
+  fail "the companions were not started with the site's learn_aggregation: $(pgrep -af scoutd)"
 v=$(query_on n1 "$J" --json)
 expect_eq "gpu_hang ranks" "$(echo "$v" | jq -c '[.[] | select(.kind == "gpu_hang")][0].ranks')" "[2]"
 expect_eq "gpu_hang hosts" "$(echo "$v" | jq -c '[.[] | select(.kind == "gpu_hang")][0].hosts')" '["n3"]'

@@ -6,9 +6,12 @@
 //   0000:12:00.0 ecc_uncorrected=2 remap_pending=1 remap_failure=1 xid=79,63
 //                nvlink_crc=500 nvlink_replay=0 nvlink_recovery=1 temp=91
 //                temp_shutdown=95 lost=1
+//                util=90 power=400 sm_clock=1980 mem_used=40000 mem_total=141000
+//                (telemetry: percent, watts, MHz, MiB)
 // Every event set registered for a GPU receives each of its XIDs once (so a
 // fresh process, root's epilog, sees them as a live driver reports a GPU
 // that stays broken). Only the calls scout makes are provided.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -37,6 +40,8 @@ int count() {
 struct Health {
   unsigned long long ecc = 0, crc = 0, replay = 0, recovery = 0;
   unsigned remap_pending = 0, remap_failure = 0, temp = 45, temp_shutdown = 95;
+  unsigned util = 90, power_w = 400, sm_clock = 1980;
+  unsigned long long mem_used = 40000, mem_total = 141000;  // MiB
   bool lost = false;
   std::vector<unsigned long long> xids;
 };
@@ -70,6 +75,11 @@ Health health(int index) {
       else if (k == "temp") h.temp = static_cast<unsigned>(x);
       else if (k == "temp_shutdown") h.temp_shutdown = static_cast<unsigned>(x);
       else if (k == "lost") h.lost = x != 0;
+      else if (k == "util") h.util = static_cast<unsigned>(x);
+      else if (k == "power") h.power_w = static_cast<unsigned>(x);
+      else if (k == "sm_clock") h.sm_clock = static_cast<unsigned>(x);
+      else if (k == "mem_used") h.mem_used = x;
+      else if (k == "mem_total") h.mem_total = x;
       else if (k == "xid") {
         std::stringstream xs(v);
         std::string one;
@@ -176,6 +186,42 @@ EXPORT nvmlReturn_t nvmlDeviceGetTemperature(void* dev, int sensor, unsigned* t)
   Health h = health(i);
   if (h.lost) return kGpuLost;
   *t = h.temp;
+  return kOk;
+}
+EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(void* dev, unsigned* u) {  // nvmlUtilization_t
+  int i = index_of(dev);
+  if (i < 0 || !u) return kInvalid;
+  Health h = health(i);
+  if (h.lost) return kGpuLost;
+  u[0] = h.util;
+  u[1] = h.util / 2;
+  return kOk;
+}
+EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(void* dev, unsigned* mw) {
+  int i = index_of(dev);
+  if (i < 0 || !mw) return kInvalid;
+  Health h = health(i);
+  if (h.lost) return kGpuLost;
+  *mw = h.power_w * 1000;
+  return kOk;
+}
+EXPORT nvmlReturn_t nvmlDeviceGetClockInfo(void* dev, int type, unsigned* mhz) {
+  int i = index_of(dev);
+  if (i < 0 || !mhz) return kInvalid;
+  if (type != 1) return kNotSupported;  // only NVML_CLOCK_SM
+  Health h = health(i);
+  if (h.lost) return kGpuLost;
+  *mhz = h.sm_clock;
+  return kOk;
+}
+EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(void* dev, unsigned long long* m) {  // nvmlMemory_t {total, free, used}
+  int i = index_of(dev);
+  if (i < 0 || !m) return kInvalid;
+  Health h = health(i);
+  if (h.lost) return kGpuLost;
+  m[0] = h.mem_total << 20;
+  m[2] = std::min(h.mem_used, h.mem_total) << 20;
+  m[1] = m[0] - m[2];
   return kOk;
 }
 EXPORT nvmlReturn_t nvmlDeviceGetTemperatureThreshold(void* dev, int which, unsigned* t) {

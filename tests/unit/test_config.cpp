@@ -72,3 +72,13 @@ TEST_CASE("replay and checkpoint options") {
   CHECK(err(with({"--replay-sched", "fifo"})).find("expected idle or normal") != std::string::npos);
   CHECK(err(with({"--ckpt-marker", "a/b"})).find("without '/'") != std::string::npos);
 }
+
+TEST_CASE("--learn-aggregation: the default is personalised; a bad name lists the choices") {
+  auto c = parse({"--job-id", "1", "--ranks", "2", "--ledger", "/x"});
+  CHECK(c.learn_aggregation == "personalised");
+  for (const char* n : {"fedavg", "fedavgm", "fedadam", "matched", "clustered", "personalised"})
+    CHECK(parse({"--learn-aggregation", n}).learn_aggregation == n);
+  CHECK_THROWS_WITH_AS(parse({"--learn-aggregation", "attention"}),
+                       doctest::Contains("--learn-aggregation: 'attention'; expected personalised, clustered, matched"),
+                       ConfigError);
+}

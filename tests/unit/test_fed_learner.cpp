@@ -1,7 +1,8 @@
 // Federated learner: the wire records, a round trip through the server that
 // gives every client the same model, scaler and threshold settling during
 // warm-up then frozen, K consecutive windows before a flag, and malformed
-// contributions left out.
+// contributions left out; under every aggregation (--learn-aggregation),
+// and a GPU feature naming a rank whose GPU went idle.
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -13,7 +14,7 @@
 using namespace scout::scoutd;
 
 namespace {
-std::vector<TelemetryWindow> windows(int rank, int n, std::mt19937_64& rng, double cpu = 0.1) {
+std::vector<TelemetryWindow> windows(int rank, int n, std::mt19937_64& rng, double cpu = 0.1, double gpu_util = 0.9) {
   std::normal_distribution<double> noise(0, 0.02);
   std::vector<TelemetryWindow> out;
   for (int i = 0; i < n; ++i) {
@@ -21,7 +22,8 @@ std::vector<TelemetryWindow> windows(int rank, int n, std::mt19937_64& rng, doub
     w.rank = rank;
     w.node = "n" + std::to_string(rank + 1);
     w.x = {3.0 + noise(rng), 0.9 + noise(rng), 0.1 + noise(rng), 3.5 + noise(rng), cpu + noise(rng), 4.0,
-           5.0 + noise(rng), 1.0 + noise(rng), 0.1, 0.1, 0, 0, 0};
+           5.0 + noise(rng), 1.0 + noise(rng), 0.1, 0.1, 0, 0, 0,
+           gpu_util + noise(rng), 6.0 + noise(rng), 0.45 + noise(rng), 1.98, 0.3 + noise(rng)};
     out.push_back(w);
   }
   return out;
@@ -44,11 +46,16 @@ TEST_CASE("records concatenate and split back; a truncated tail is dropped") {
   CHECK(split_records(acc).size() == 3);
 }
 
-TEST_CASE("rounds give every client the same model; scaler and threshold freeze after warm-up") {
+namespace {
+// Six rounds over three clients under `agg`; then anomalies.
+void run_rounds(scout::learn::Aggregation agg) {
+  CAPTURE(scout::learn::aggregation_name(agg));
   LearnOptions o;
   o.warmup_rounds = 3;
   o.consecutive = 2;
   o.local_epochs = 2;
+  o.aggregation = agg;
+  o.personalise_steps = 50;
   scout::learn::MemAEShape shape{kTelemetryFeatures, 8, 4, 6};
   FedServer server(o, shape);
   std::vector<std::unique_ptr<FedClient>> clients;
@@ -74,6 +81,9 @@ TEST_CASE("rounds give every client the same model; scaler and threshold freeze 
   CHECK(clients[0]->round() == 6);
   CHECK(std::stod(thresholds.back()) > 0);
   CHECK(thresholds[4] == thresholds[5]);  // frozen after warm-up
+  const auto st = clients[0]->status();
+  CHECK(st["aggregation"] == scout::learn::aggregation_name(agg));
+  CHECK(st["personal_memory"] == (agg == scout::learn::Aggregation::kPersonalised));
   // A rank whose CPU use jumps is flagged after K consecutive windows, once.
   for (int i = 0; i < 3; ++i) clients[static_cast<std::size_t>(i)]->add_windows(windows(i, 5, rng));
   CHECK(clients[1]->pending_flags() == 0);
@@ -89,4 +99,19 @@ TEST_CASE("rounds give every client the same model; scaler and threshold freeze 
   nlohmann::json j = flags[0];
   CHECK(j.get<AnomalyFlag>().top.size() == 3);
   CHECK(clients[0]->take_flags().empty());
+  // A rank whose GPU goes idle (NVML utilisation 0.9 -> 0.05) is named by
+  // the GPU feature.
+  clients[2]->add_windows(windows(2, 3, rng, 0.1, 0.05));
+  flags = clients[2]->take_flags();
+  REQUIRE(flags.size() == 1);
+  CHECK(flags[0].rank == 2);
+  CHECK(flags[0].top[0].first == "gpu_utilisation");
+}
+}  // namespace
+
+TEST_CASE("rounds give every client the same model; scaler and threshold freeze after warm-up") {
+  using scout::learn::Aggregation;
+  for (auto agg : {Aggregation::kPersonalised, Aggregation::kClustered, Aggregation::kMatched, Aggregation::kFedAdam,
+                   Aggregation::kFedAvgM, Aggregation::kFedAvg})
+    run_rounds(agg);
 }

@@ -163,3 +163,118 @@ TEST_CASE("slots nobody uses are re-seeded near the most used one") {
   CHECK((g.M.row(2) - g.M.row(0)).norm() < 0.5 * g.M.row(0).norm());
   CHECK((g.M.row(2) - g.M.row(3)).norm() > 0);
 }
+
+namespace {
+// Every row of `a` has a row of `b` within tol (memory equality up to order).
+bool same_slots(const Mat& a, const Mat& b, double tol) {
+  for (Eigen::Index i = 0; i < a.rows(); ++i) {
+    double best = 1e300;
+    for (Eigen::Index j = 0; j < b.rows(); ++j) best = std::min(best, (a.row(i) - b.row(j)).norm());
+    if (best > tol) return false;
+  }
+  return true;
+}
+}  // namespace
+
+TEST_CASE("clustered memory: identical clients give back the same model, up to the order of the slots") {
+  MemAE m({3, 8, 3, 6}, {}, 5);
+  Vec usage = Vec::Constant(6, 1.0 / 6);
+  std::vector<ClientModel> cs = {{&m, 10, usage}, {&m, 30, usage}, {&m, 5, usage}};
+  auto g = clustered_memory(m, cs, 1);
+  CHECK(same_slots(g.M, m.M, 1e-12));
+  CHECK(same_slots(m.M, g.M, 1e-12));
+  const Mat x = gaussian_data(3, 20, 9);
+  CHECK((g.score(x) - m.score(x)).norm() < 1e-9);  // the memory is addressed by content, not position
+}
+
+TEST_CASE("clustered memory: permuting a client's slots does not change the result") {
+  MemAE global({3, 8, 3, 6}, {}, 5), c1({3, 8, 3, 6}, {}, 6), c2({3, 8, 3, 6}, {}, 7);
+  Vec u1(6), u2(6);
+  u1 << 0.3, 0.2, 0.1, 0.2, 0.1, 0.1;
+  u2 << 0.1, 0.1, 0.4, 0.1, 0.2, 0.1;
+  std::vector<int> perm = {4, 2, 0, 5, 1, 3};
+  MemAE c2p = c2;
+  Vec u2p(6);
+  for (int i = 0; i < 6; ++i) {
+    c2p.M.row(i) = c2.M.row(perm[static_cast<std::size_t>(i)]);
+    u2p(i) = u2(perm[static_cast<std::size_t>(i)]);
+  }
+  auto g1 = clustered_memory(global, {{&c1, 10, u1}, {&c2, 20, u2}}, 3);
+  auto g2 = clustered_memory(global, {{&c1, 10, u1}, {&c2p, 20, u2p}}, 3);
+  CHECK((g1.params() - g2.params()).norm() < 1e-9);
+}
+
+TEST_CASE("clustered memory holds the patterns of all clients; matching merges them") {
+  // Two clients, each using two of four slots, on four distinct patterns.
+  MemAE global({3, 8, 2, 4}, {}, 5);
+  MemAE a = global, b = global;
+  a.M << 1, 0, 0, 1, 0.1, 0.1, 0.1, 0.1;
+  b.M << -1, 0, 0, -1, 0.1, 0.1, 0.1, 0.1;
+  Vec u(4);
+  u << 0.5, 0.5, 0, 0;
+  std::vector<ClientModel> cs = {{&a, 10, u}, {&b, 10, u}};
+  Mat want(4, 2);
+  want << 1, 0, 0, 1, -1, 0, 0, -1;
+  CHECK(same_slots(want, clustered_memory(global, cs, 1).M, 1e-9));
+  CHECK_FALSE(same_slots(want, attention_aware(global, cs, 1).M, 0.1));
+}
+
+TEST_CASE("FedAvgM: the first round with identical clients gives their model; momentum carries over") {
+  MemAE g({3, 8, 3, 6}, {}, 5), c({3, 8, 3, 6}, {}, 6);
+  ServerOptions o;  // lr 1, beta 0.9
+  std::vector<ClientModel> cs = {{&c, 10, {}}, {&c, 20, {}}};
+  auto r1 = fedavgm(g, cs, ServerState{}, o);
+  CHECK((r1.model.params() - c.params()).norm() < 1e-12);
+  // Clients that come back unchanged: the momentum still moves the model.
+  std::vector<ClientModel> same = {{&r1.model, 10, {}}};
+  auto r2 = fedavgm(r1.model, same, r1.state, o);
+  CHECK((r2.model.params() - (c.params() + 0.9 * (c.params() - g.params()))).norm() < 1e-9);
+  // And a fresh state does not: the function keeps no state of its own.
+  CHECK((fedavgm(r1.model, same, ServerState{}, o).model.params() - r1.model.params()).norm() < 1e-12);
+}
+
+TEST_CASE("FedAdam moves every parameter towards the clients by at most about lr") {
+  MemAE g({3, 8, 3, 6}, {}, 5), c({3, 8, 3, 6}, {}, 6);
+  ServerOptions o;
+  o.lr = 0.01;
+  auto r = fedadam(g, {{&c, 1, {}}}, ServerState{}, o);
+  const Vec step = r.model.params() - g.params(), d = c.params() - g.params();
+  for (Eigen::Index i = 0; i < d.size(); ++i) {
+    CHECK(std::abs(step(i)) <= o.lr * (1 - o.beta1) / std::sqrt(1 - o.beta2) + 1e-12);
+    if (std::abs(d(i)) > 1e-6) CHECK(step(i) * d(i) > 0);
+  }
+  CHECK((fedadam(g, {{&g, 1, {}}}, ServerState{}, o).model.params() - g.params()).norm() < 1e-12);
+}
+
+TEST_CASE("personalise moves only the memory and fits the node's own data better") {
+  MemAE g({4, 8, 3, 6}, {}, 5);
+  TrainOptions t;
+  t.epochs = 20;
+  Adam a;
+  train(g, gaussian_data(200, 4, 1), t, a);  // the shared model
+  const Mat node = gaussian_data(150, 4, 2, 1.5);  // a node whose normal is elsewhere
+  PersonaliseOptions po;
+  po.steps = 200;
+  po.lr = 1e-2;
+  MemAE p = personalise(g, node, po);
+  const Vec gp = g.params(), pp = p.params();
+  const auto off = static_cast<Eigen::Index>(g.memory_offset());
+  CHECK((gp.head(off) - pp.head(off)).norm() == 0);
+  CHECK((gp.tail(gp.size() - off - g.M.size()) - pp.tail(pp.size() - off - g.M.size())).norm() == 0);
+  CHECK((g.M - p.M).norm() > 1e-3);
+  CHECK(p.score(node.transpose()).mean() < g.score(node.transpose()).mean());
+  CHECK((personalise(g, Mat(0, 4), po).params() - gp).norm() == 0);  // no data: the global model
+  CHECK((personalise(g, node, po).params() - pp).norm() == 0);        // deterministic
+}
+
+TEST_CASE("aggregation names round-trip") {
+  for (auto a : {Aggregation::kFedAvg, Aggregation::kFedAvgM, Aggregation::kFedAdam, Aggregation::kMatched,
+                 Aggregation::kClustered, Aggregation::kPersonalised}) {
+    Aggregation b = Aggregation::kFedAvg;
+    CHECK(parse_aggregation(aggregation_name(a), b));
+    CHECK(b == a);
+  }
+  Aggregation b;
+  CHECK_FALSE(parse_aggregation("attention", b));
+  CHECK_FALSE(parse_aggregation("", b));
+}

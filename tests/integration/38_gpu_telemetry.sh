@@ -1,0 +1,40 @@
+#!/bin/sh
+# GPU telemetry in the federated detector: during an NCCL job (stand-in
+# NVML, values injected at run time) rank 1's GPU drops from 90% to 5%
+# utilisation and from 400 W to 80 W after the learner's warm-up -> one
+# advisory telemetry_anomaly naming rank 1 on n1 with a GPU feature on top;
+# every scoutd reports the default aggregation (personalised) and a personal
+# memory in `scoutctl status --json`.
+. "$top_srcdir/tests/integration/lib.sh"
+NTRAIN=$B/examples/nccl_train
+[ -x "$NTRAIN" ] && [ -f "$B/probe/.libs/libscout_nccl.so" ] || { echo "SKIP: built without NCCL"; exit 77; }
+export LD_LIBRARY_PATH=$B/tests/standin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export SCOUT_STANDIN_NVML=$T/nvml.txt
+: > "$SCOUT_STANDIN_NVML"
+LEARN="--scoutd-arg=--learn-window=0.5 --scoutd-arg=--learn-round=1 --scoutd-arg=--learn-warmup=10"
+start_run -n 4 --nodes 2 --probe nccl $LEARN -- "$NTRAIN" --steps 100000 --step-ms 10
+n=0
+until grep -q "n1: learn round 14 applied" "$T/run.log" 2>/dev/null; do
+  n=$((n + 1)); [ $n -lt 600 ] || fail "the learner never got past its warm-up: $(tail -5 "$T/run.log")"; sleep 0.1
+done
+expect_eq "verdicts before the fault" "$(verdicts_json | jq length)" 0
+st=$("$SCOUTCTL" status "$JOB" --json)
+echo "$st" | jq -e '[.. | objects | select(has("aggregation"))] | length >= 1 and all(.aggregation == "personalised")' >/dev/null ||
+  fail "status does not report the personalised aggregation: $st"
+echo "$st" | jq -e '[.. | objects | select(has("personal_memory"))] | all(.personal_memory == true)' >/dev/null ||
+  fail "a node scores without its personal memory: $st"
+printf '0000:11:00.0 util=5 power=80\n' > "$SCOUT_STANDIN_NVML"
+wait_for_verdict telemetry_anomaly 60
+sleep 2
+v=$(verdicts_json)
+stop_run
+expect_eq "verdict kinds" "$(echo "$v" | jq -c '[.[].kind]')" '["telemetry_anomaly"]'
+t=$(echo "$v" | jq -c '.[0]')
+expect_eq "status" "$(echo "$t" | jq -r .status)" advisory
+expect_eq "ranks" "$(echo "$t" | jq -c .ranks)" "[1]"
+expect_eq "hosts" "$(echo "$t" | jq -c .hosts)" '["n1"]'
+top=$(echo "$t" | jq -r '.evidence.top_features[0].feature')
+case $top in gpu_utilisation|gpu_power) ;; *) fail "top feature $top; expected a GPU one: $t" ;; esac
+rm -f /dev/shm/scoutstandin.* 2>/dev/null || true
+assert_no_leftovers
+pass "GPU telemetry: rank 1's GPU idles after the warm-up -> telemetry_anomaly on n1 ($top); personalised memory on every node"
