@@ -75,7 +75,7 @@ constexpr const char* kUsage =
     "  --no-synthetic            only the natural split\n"
     "  --rounds R                rounds of the equal-rounds comparison (default 20)\n"
     "  --max-rounds R            cap of the convergence run, 0 = none (default 100)\n"
-    "  --patience P              rounds without a better validation loss (default 5)\n"
+    "  --patience P              rounds without a better validation loss (default 10)\n"
     "  --local-epochs E          (default 1)\n"
     "  --personalise-steps S     memory-only Adam steps of the personalised variant (default 200)\n"
     "  --personalise-lr L        their learning rate (default 0.01)\n"
@@ -313,7 +313,7 @@ Aggregation aggregation_of(Method m) {
 }
 
 struct Config {
-  int rounds = 20, max_rounds = 100, patience = 5, local_epochs = 1, batch = 64;
+  int rounds = 20, max_rounds = 100, patience = 10, local_epochs = 1, batch = 64;
   double lr = 3e-3, mu = 0.01;
   long personalise_steps = 200;
   std::string pers_server;  // --personalised-server: candidate [-m momentum | -a Adam]; empty: scoutd's
@@ -936,7 +936,7 @@ int main(int argc, char** argv) {
   }
   md += fmt::format("\nModel: MemAE {}-{}-{} with {} memory slots, lambda 1/N, alpha {}; {} local epoch(s) per round, batch {}, "
                     "Adam lr {}; FedProx mu {}; FedAvgM server lr {} momentum {}; FedAdam server lr {} betas {}/{} tau {}; "
-                    "personalised: {} server, {} memory-only steps per node; outliers split {}; at least {} normal rows "
+                    "personalised: {} server, {} memory-only steps per node; outliers of the synthetic splits: {}; at least {} normal rows "
                     "per synthetic client. {:.0f} s on {} thread(s).\n",
                     cfg.shape.input, cfg.shape.hidden, cfg.shape.code, cfg.shape.slots, cfg.mopt.alpha, cfg.local_epochs,
                     cfg.batch, cfg.lr, cfg.mu, cfg.server.momentum.lr, cfg.server.momentum.beta1, cfg.server.adam.lr, cfg.server.adam.beta1, cfg.server.adam.beta2,

@@ -54,5 +54,5 @@ echo
 echo "== site ledger service: submissions with 64 clients, the epilog's decision time"
 sh "$top_srcdir/bench/ledgerd-bench.sh"
 echo
-echo "== federated outlier detection (MemAE): Shuttle, non-IID clients, 5 methods x 5 seeds"
-sh "$top_srcdir/bench/fedad-shuttle.sh"
+echo "== federated outlier detection (MemAE): Shuttle, Satellite, Vowel; per-node metrics, 9 methods"
+sh "$top_srcdir/bench/fedad-datasets.sh"

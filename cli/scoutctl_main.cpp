@@ -317,7 +317,7 @@ json fetch_status(const Args& a) {
   std::string dir;
   const auto sockets = job_sockets(a, dir);
   json merged = json::object();
-  json ranks = json::array();
+  json ranks = json::array(), learners = json::array();
   int answered = 0;
   for (auto& path : sockets) {
     try {
@@ -330,6 +330,11 @@ json fetch_status(const Args& a) {
       if (s.contains("ranks") && s["ranks"].is_array())
         for (auto& r : s["ranks"])
           if (r.is_object() && r.contains("rank") && r["rank"].is_number_integer()) ranks.push_back(r);
+      if (s.contains("learn") && s["learn"].is_object()) {
+        json l = s["learn"];
+        l["node"] = s.contains("node") && s["node"].is_string() ? s["node"] : json("?");
+        learners.push_back(l);
+      }
       ++answered;
       c.quit();
     } catch (const std::exception& e) {
@@ -341,6 +346,7 @@ json fetch_status(const Args& a) {
                                       sockets.size(), dir));
   std::sort(ranks.begin(), ranks.end(), [](auto& x, auto& y) { return x["rank"] < y["rank"]; });
   merged["ranks"] = ranks;
+  merged["learners"] = learners;
   merged["node"] = fmt::format("{} of {} answered", answered, sockets.size());
   return merged;
 }

@@ -80,6 +80,22 @@ std::string render_status_text(const json& s) {
                                 escaped(s.value("node", "?")),
                                 c3::json_int_or<long long>(s, "observers_alive", 0), c3::json_int_or<long long>(s, "observers", 0),
                                 c3::json_int_or<long long>(s, "round", 0));
+  // The federated learner of each scoutd (scoutctl merges them as
+  // "learners"; one scoutd's own reply has "learn").
+  json learners = s.contains("learners") && s["learners"].is_array() ? s["learners"] : json::array();
+  if (learners.empty() && s.contains("learn") && s["learn"].is_object()) {
+    json l = s["learn"];
+    l["node"] = s.value("node", "?");
+    learners.push_back(l);
+  }
+  for (auto& l : learners) {
+    if (!l.is_object()) continue;
+    out += fmt::format("learner {}: round {} | {}{} | threshold {} | {}\n", escaped(text_of(l, "node", "?")),
+                       c3::json_int_or<long long>(l, "round", 0), escaped(text_of(l, "aggregation", "?")),
+                       l.value("personal_memory", false) ? ", own memory" : "",
+                       l.contains("threshold") && l["threshold"].is_number() ? fmt::format("{:.4g}", l["threshold"].get<double>()) : "?",
+                       l.value("scoring", false) ? "scoring" : "warming up");
+  }
   out += fmt::format("{:>6} {:>8} {:>8} {:>7} {:<14} {:>7} {:>9} {:>9} {:>9} {:>7} {:<18}\n", "RANK",
                      "PID", "SEQ", "WAITING", "IN", "IDLE_S", "STEP_MS", "COMPUTE", "WAIT_MS",
                      "SCORE", "PROCESS");

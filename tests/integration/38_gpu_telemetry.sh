@@ -4,7 +4,7 @@
 # utilisation and from 400 W to 80 W after the learner's warm-up -> one
 # advisory telemetry_anomaly naming rank 1 on n1 with a GPU feature on top;
 # every scoutd reports the default aggregation (personalised) and a personal
-# memory in `scoutctl status --json`.
+# memory in `scoutctl status` (text and --json).
 . "$top_srcdir/tests/integration/lib.sh"
 NTRAIN=$B/examples/nccl_train
 [ -x "$NTRAIN" ] && [ -f "$B/probe/.libs/libscout_nccl.so" ] || { echo "SKIP: built without NCCL"; exit 77; }
@@ -19,10 +19,14 @@ until grep -q "n1: learn round 14 applied" "$T/run.log" 2>/dev/null; do
 done
 expect_eq "verdicts before the fault" "$(verdicts_json | jq length)" 0
 st=$("$SCOUTCTL" status "$JOB" --json)
-echo "$st" | jq -e '[.. | objects | select(has("aggregation"))] | length >= 1 and all(.aggregation == "personalised")' >/dev/null ||
-  fail "status does not report the personalised aggregation: $st"
-echo "$st" | jq -e '[.. | objects | select(has("personal_memory"))] | all(.personal_memory == true)' >/dev/null ||
-  fail "a node scores without its personal memory: $st"
+expect_eq "learners (one per scoutd)" "$(echo "$st" | jq '.learners | length')" 2
+echo "$st" | jq -e '.learners | all(.aggregation == "personalised" and .personal_memory == true and .scoring == true)' >/dev/null ||
+  fail "a node does not score with its personal memory: $(echo "$st" | jq -c .learners)"
+txt=$("$SCOUTCTL" status "$JOB")
+for n in n1 n2; do
+  echo "$txt" | grep -qE "^learner $n: round [0-9]+ \| personalised, own memory \| threshold [0-9.e+-]+ \| scoring$" ||
+    fail "status text has no learner line for $n: $txt"
+done
 printf '0000:11:00.0 util=5 power=80\n' > "$SCOUT_STANDIN_NVML"
 wait_for_verdict telemetry_anomaly 60
 sleep 2
