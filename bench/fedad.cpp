@@ -22,7 +22,8 @@
 //
 // Methods: local-only, FedAvg, FedProx, FedAvgM, FedAdam, matched (Hungarian
 // attention-aware memory), clustered (weighted k-means memory), personalised
-// (clustered server; each node adapts the memory to its own training rows),
+// (clustered memory + a server Adam step; each node adapts the memory to
+// its own training rows: learn::aggregate, as scoutd runs it),
 // centralised. Each is compared at an equal number of rounds (--rounds) and
 // at convergence (early stopping on the clients' validation loss, patience
 // --patience, at most --max-rounds; the rounds taken are reported).
@@ -79,6 +80,7 @@ constexpr const char* kUsage =
     "  --local-epochs E          (default 1)\n"
     "  --personalise-steps S     memory-only Adam steps of the personalised variant (default 200)\n"
     "  --personalise-lr L        their learning rate (default 0.01)\n"
+    "  --personalise-mu MU       proximal weight towards the global memory (default 0)\n"
     "  --personalised-server S   the personalised variant under another server (exploration):\n"
     "                            fedavg, matched or clustered, with -m (momentum) or -a (Adam)\n"
     "  --methods LIST            of local,fedavg,fedprox,fedavgm,fedadam,matched,clustered,\n"
@@ -318,7 +320,7 @@ struct Config {
   long personalise_steps = 200;
   std::string pers_server;  // --personalised-server: candidate [-m momentum | -a Adam]; empty: scoutd's
   ServerConfig server;
-  double personalise_lr = 1e-2;
+  double personalise_lr = 1e-2, personalise_mu = 0;
   std::string outlier_split = "uniform";
   std::size_t min_rows = 30;
   MemAEShape shape;
@@ -379,6 +381,7 @@ std::vector<MemAE> personalised_models(const MemAE& global, const std::vector<Cl
     po.steps = cfg.personalise_steps;
     po.batch = cfg.batch;
     po.lr = cfg.personalise_lr;
+    po.prox_mu = cfg.personalise_mu;
     po.seed = seed + c;
     out.push_back(personalise(global, cl[c].train, po));
   }
@@ -719,7 +722,8 @@ int main(int argc, char** argv) {
       static const std::set<std::string> ok = {"fedavg", "fedavg-m", "fedavg-a", "matched", "matched-m", "matched-a",
                                                "clustered", "clustered-m", "clustered-a"};
       if (!ok.count(cfg.pers_server)) usage("--personalised-server: '" + cfg.pers_server + "'; expected fedavg, matched or clustered, optionally with -m (momentum) or -a (Adam)");
-    } else if (a == "--personalise-lr") cfg.personalise_lr = parse_num(a, val(), 1e-6, 1);
+    } else if (a == "--personalise-mu") cfg.personalise_mu = parse_num(a, val(), 0, 1e6);
+    else if (a == "--personalise-lr") cfg.personalise_lr = parse_num(a, val(), 1e-6, 1);
     else if (a == "--personalise-steps") cfg.personalise_steps = static_cast<long>(parse_num(a, val(), 0, 1e6));
     else if (a == "--methods") {
       std::stringstream ss(val());

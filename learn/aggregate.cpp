@@ -258,8 +258,10 @@ MemAE personalise(const MemAE& global, const Mat& data, const PersonaliseOptions
   t.batch = o.batch;
   t.lr = o.lr;
   t.seed = o.seed;
+  t.prox_mu = o.prox_mu;
+  const Vec anchor = global.params();
   Adam a;
-  train(m, data, t, a);
+  train(m, data, t, a, &anchor);
   return m;
 }
 

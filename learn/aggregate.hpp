@@ -73,6 +73,7 @@ struct PersonaliseOptions {
   long steps = 20;  // Adam steps on the memory only
   int batch = 64;
   double lr = 3e-3;
+  double prox_mu = 0;  // > 0: mu/2 ||M - M_global||^2 keeps the memory near the global one (Ditto)
   std::uint64_t seed = 1;
 };
 // The node's model: `global` with its memory adapted to `data` (rows are
