@@ -685,7 +685,16 @@ int main(int argc, char** argv) {
   std::vector<Method> methods;
   Config cfg;
   std::string cmdline = "fedad";
-  for (int i = 1; i < argc; ++i) cmdline += std::string(" ") + argv[i];
+  for (int i = 1; i < argc; ++i) {  // as a shell would take it back
+    const std::string a = argv[i];
+    if (a.find_first_of(" \t'\"$\\") == std::string::npos) {
+      cmdline += " " + a;
+      continue;
+    }
+    cmdline += " '";
+    for (char ch : a) cmdline += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+    cmdline += "'";
+  }
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto val = [&]() -> std::string {
