@@ -6,11 +6,7 @@
 # a GPU no rank of the job uses is not the job's verdict. (Root's own NVML
 # read before a drain: test 37.)
 . "$top_srcdir/tests/integration/lib.sh"
-NTRAIN=$B/examples/nccl_train
-[ -x "$NTRAIN" ] && [ -f "$B/probe/.libs/libscout_nccl.so" ] || { echo "SKIP: built without NCCL"; exit 77; }
-export LD_LIBRARY_PATH=$B/tests/standin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export SCOUT_STANDIN_NVML=$T/nvml.txt
-: > "$SCOUT_STANDIN_NVML"
+use_nccl_standin
 start_run -n 4 --nodes 2 --stall-threshold 2 --probe nccl --scoutd-arg=--gpu-health-interval=1 -- \
   "$NTRAIN" --steps 100000 --step-ms 2
 # Running, records attached (each scoutd learned its ranks' GPUs), then the faults.

@@ -6,11 +6,7 @@
 # every scoutd reports the default aggregation (personalised) and a personal
 # memory in `scoutctl status` (text and --json).
 . "$top_srcdir/tests/integration/lib.sh"
-NTRAIN=$B/examples/nccl_train
-[ -x "$NTRAIN" ] && [ -f "$B/probe/.libs/libscout_nccl.so" ] || { echo "SKIP: built without NCCL"; exit 77; }
-export LD_LIBRARY_PATH=$B/tests/standin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export SCOUT_STANDIN_NVML=$T/nvml.txt
-: > "$SCOUT_STANDIN_NVML"
+use_nccl_standin
 LEARN="--scoutd-arg=--learn-window=0.5 --scoutd-arg=--learn-round=1 --scoutd-arg=--learn-warmup=10"
 start_run -n 4 --nodes 2 --probe nccl $LEARN -- "$NTRAIN" --steps 100000 --step-ms 10
 n=0

@@ -120,3 +120,14 @@ stop_run() {
   wait "$RUN_PID" 2>/dev/null || true
   RUN_PID=
 }
+
+# use_nccl_standin : NTRAIN (the NCCL example) and the stand-in CUDA, NCCL and
+# NVML libraries (SCOUT_STANDIN_NVML = an empty $T/nvml.txt, values written
+# into it at run time); skips the test when built without NCCL.
+use_nccl_standin() {
+  NTRAIN=$B/examples/nccl_train
+  [ -x "$NTRAIN" ] && [ -f "$B/probe/.libs/libscout_nccl.so" ] || { echo "SKIP: built without NCCL"; exit 77; }
+  export LD_LIBRARY_PATH=$B/tests/standin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export SCOUT_STANDIN_NVML=$T/nvml.txt
+  : > "$SCOUT_STANDIN_NVML"
+}
