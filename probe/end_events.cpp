@@ -5,17 +5,12 @@
 // stores into the mapped record, sigaction and raise only.
 #include <signal.h>
 
-#include <cerrno>
-#include <cstring>
-
+#include "probe/fatal_signals.hpp"
 #include "probe/probe_state.hpp"
 
 namespace scout::probe {
 
 namespace {
-
-constexpr int kFatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
-struct sigaction g_previous[sizeof kFatal / sizeof kFatal[0]];
 
 void write_end(std::uint64_t kind, std::int64_t code, std::uint64_t addr, std::uint64_t comm_id) noexcept {
   c3::RankRecord* r = g_record;
@@ -33,31 +28,10 @@ void write_end(std::uint64_t kind, std::int64_t code, std::uint64_t addr, std::u
   __atomic_store_n(&e.tag, kind, __ATOMIC_RELEASE);
 }
 
-void on_fatal(int sig, siginfo_t* info, void* ctx) {
-  const int saved = errno;
+void on_fatal(int sig, siginfo_t* info) noexcept {
   std::uint64_t addr = 0;
   if (info && sig != SIGABRT) addr = reinterpret_cast<std::uintptr_t>(info->si_addr);
   write_end(SCOUT_END_SIGNAL, sig, addr, 0);
-  for (std::size_t i = 0; i < sizeof kFatal / sizeof kFatal[0]; ++i) {
-    if (kFatal[i] != sig) continue;
-    const struct sigaction& old = g_previous[i];
-    if ((old.sa_flags & SA_SIGINFO) && old.sa_sigaction) {
-      errno = saved;
-      old.sa_sigaction(sig, info, ctx);  // e.g. the MPI library's backtrace handler
-      return;
-    }
-    if (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN && old.sa_handler) {
-      errno = saved;
-      old.sa_handler(sig);
-      return;
-    }
-    // Default action: restore it and raise again; the signal stays blocked
-    // until this handler returns, then the default action ends the process.
-    sigaction(sig, &old, nullptr);
-    raise(sig);
-    errno = saved;
-    return;
-  }
 }
 
 }  // namespace
@@ -66,17 +40,6 @@ void end_abort(int errorcode, MPI_Comm comm) noexcept {
   write_end(SCOUT_END_ABORT, errorcode, 0, comm_identity(comm));
 }
 
-void install_fatal_handlers() noexcept {
-  for (std::size_t i = 0; i < sizeof kFatal / sizeof kFatal[0]; ++i) {
-    struct sigaction sa;
-    std::memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_fatal;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-    sigemptyset(&sa.sa_mask);
-    if (sigaction(kFatal[i], nullptr, &g_previous[i]) != 0) continue;
-    if (g_previous[i].sa_handler == SIG_IGN) continue;  // the program ignores it: so do we
-    sigaction(kFatal[i], &sa, nullptr);
-  }
-}
+void install_fatal_handlers() noexcept { install_fatal_chain(on_fatal); }
 
 }  // namespace scout::probe

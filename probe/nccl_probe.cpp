@@ -33,6 +33,7 @@
 
 #include "libc3/rank_record.hpp"
 #include "libc3/signature.hpp"
+#include "probe/fatal_signals.hpp"
 #include "probe/record_shm.hpp"
 
 #define SCOUT_STR2(x) #x
@@ -137,7 +138,7 @@ int env_int(const char* const* names, int fallback) {
   return fallback;
 }
 
-void install_fatal_handlers();
+void on_fatal(int sig, siginfo_t* info) noexcept;
 
 void open_record(int comm_rank, int comm_size) {
   const char* job = nullptr;
@@ -171,7 +172,7 @@ void open_record(int comm_rank, int comm_size) {
   g_last_exit = now_ns();
   probe::record_publish(*r);
   __atomic_store_n(&g_rec, r, __ATOMIC_RELEASE);
-  install_fatal_handlers();
+  probe::install_fatal_chain(on_fatal);
 }
 
 // --- Fatal signals -----------------------------------------------------------
@@ -179,54 +180,18 @@ void open_record(int comm_rank, int comm_size) {
 // the previous handler (or the default action) runs: scoutd names the first
 // rank that failed even when the launcher kills the others a moment later.
 // Async-signal-safe: atomic stores into the mapped record, sigaction, raise.
-constexpr int kFatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
-struct sigaction g_previous[sizeof kFatal / sizeof kFatal[0]];
-
-void on_fatal(int sig, siginfo_t* info, void* ctx) {
-  const int saved = errno;
-  if (c3::RankRecord* r = __atomic_load_n(&g_rec, __ATOMIC_ACQUIRE)) {
-    c3::EndEvent& e = c3::v6_of(*r).end;
-    if (__atomic_load_n(&e.tag, __ATOMIC_ACQUIRE) == 0) {
-      __atomic_store_n(&e.kind, std::uint64_t{SCOUT_END_SIGNAL}, __ATOMIC_RELAXED);
-      __atomic_store_n(&e.code, std::int64_t{sig}, __ATOMIC_RELAXED);
-      __atomic_store_n(&e.addr, info && sig != SIGABRT ? reinterpret_cast<std::uintptr_t>(info->si_addr) : 0,
-                       __ATOMIC_RELAXED);
-      __atomic_store_n(&e.ns, now_ns(), __ATOMIC_RELAXED);
-      __atomic_store_n(&e.seq, __atomic_load_n(&r->live.seq, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
-      __atomic_store_n(&e.tag, std::uint64_t{SCOUT_END_SIGNAL}, __ATOMIC_RELEASE);
-    }
-  }
-  for (std::size_t i = 0; i < sizeof kFatal / sizeof kFatal[0]; ++i) {
-    if (kFatal[i] != sig) continue;
-    const struct sigaction& old = g_previous[i];
-    if ((old.sa_flags & SA_SIGINFO) && old.sa_sigaction) {
-      errno = saved;
-      old.sa_sigaction(sig, info, ctx);
-      return;
-    }
-    if (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN && old.sa_handler) {
-      errno = saved;
-      old.sa_handler(sig);
-      return;
-    }
-    sigaction(sig, &old, nullptr);  // the default action, once this handler returns
-    raise(sig);
-    errno = saved;
-    return;
-  }
-}
-
-void install_fatal_handlers() {
-  for (std::size_t i = 0; i < sizeof kFatal / sizeof kFatal[0]; ++i) {
-    struct sigaction sa;
-    std::memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_fatal;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-    sigemptyset(&sa.sa_mask);
-    if (sigaction(kFatal[i], nullptr, &g_previous[i]) != 0) continue;
-    if (g_previous[i].sa_handler == SIG_IGN) continue;  // the program ignores it: so do we
-    sigaction(kFatal[i], &sa, nullptr);
-  }
+void on_fatal(int sig, siginfo_t* info) noexcept {
+  c3::RankRecord* r = __atomic_load_n(&g_rec, __ATOMIC_ACQUIRE);
+  if (!r) return;
+  c3::EndEvent& e = c3::v6_of(*r).end;
+  if (__atomic_load_n(&e.tag, __ATOMIC_ACQUIRE) != 0) return;  // the first event stays
+  __atomic_store_n(&e.kind, std::uint64_t{SCOUT_END_SIGNAL}, __ATOMIC_RELAXED);
+  __atomic_store_n(&e.code, std::int64_t{sig}, __ATOMIC_RELAXED);
+  __atomic_store_n(&e.addr, info && sig != SIGABRT ? reinterpret_cast<std::uintptr_t>(info->si_addr) : 0,
+                   __ATOMIC_RELAXED);
+  __atomic_store_n(&e.ns, now_ns(), __ATOMIC_RELAXED);
+  __atomic_store_n(&e.seq, __atomic_load_n(&r->live.seq, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+  __atomic_store_n(&e.tag, std::uint64_t{SCOUT_END_SIGNAL}, __ATOMIC_RELEASE);
 }
 
 // --- Communicators ----------------------------------------------------------
@@ -241,6 +206,20 @@ struct Comm {
 constexpr int kComms = 256;
 Comm g_comms[kComms];
 
+// Under g_lock.
+void publish_world_comm(c3::RankRecord& r, std::uint64_t id, int size) {
+  const std::uint64_t k = __atomic_load_n(&r.comm_count, __ATOMIC_RELAXED);
+  if (k >= c3::kCommTable) return;
+  for (std::uint64_t i = 0; i < k; ++i)
+    if (r.comms[i].id == id) return;
+  c3::CommEntry& e = r.comms[k];
+  e.id = id;
+  e.size = static_cast<std::uint32_t>(size);
+  e.stored = static_cast<std::uint32_t>(size < static_cast<int>(c3::kCommMembers) ? size : c3::kCommMembers);
+  for (std::uint32_t i = 0; i < e.stored; ++i) e.members[i] = static_cast<std::int32_t>(i);
+  __atomic_store_n(&r.comm_count, k + 1, __ATOMIC_RELEASE);
+}
+
 Comm* comm_find(ncclComm_t c) noexcept {
   for (auto& e : g_comms)
     if (e.handle == c) return &e;
@@ -249,16 +228,21 @@ Comm* comm_find(ncclComm_t c) noexcept {
 void comm_add(ncclComm_t c, std::uint64_t id, int rank, int size) {
   pthread_once(&g_once, [] {});
   if (!g_rec && !g_disabled) open_record(rank, size);
-  lock();
+  lock();  // held to the end: two threads creating communicators at once must not take the same row
   c3::RankRecord* r = g_rec;
   int slot = -1;
+  std::uint64_t issued = 0;
   if (r) {
     // Its progress row (append-only; the id is there before the count covers it).
     c3::RecordV7& v7 = c3::v7_of(*r);
     const std::uint64_t k = __atomic_load_n(&v7.comm_ops_count, __ATOMIC_RELAXED);
     for (std::uint64_t i = 0; i < k && slot < 0; ++i)
       if (v7.comm_ops[i].id == id) slot = static_cast<int>(i);
-    if (slot < 0 && k < c3::kCommOps) {
+    if (slot >= 0) {
+      // The same communicator again (re-created from the same id): its count
+      // goes on from the row's, which readers require never to go back.
+      issued = __atomic_load_n(&v7.comm_ops[slot].issued, __ATOMIC_RELAXED);
+    } else if (k < c3::kCommOps) {
       __atomic_store_n(&v7.comm_ops[k].id, id, __ATOMIC_RELAXED);
       __atomic_store_n(&v7.comm_ops_count, k + 1, __ATOMIC_RELEASE);
       slot = static_cast<int>(k);
@@ -266,24 +250,14 @@ void comm_add(ncclComm_t c, std::uint64_t id, int rank, int size) {
   }
   for (auto& e : g_comms)
     if (!e.handle) {
-      e = {c, id, rank, size, 0, slot, 0};
+      e = {c, id, rank, size, 0, slot, issued};
       break;
     }
-  unlock();
-  if (!r || size != r->world_size) return;
   // A communicator over the whole job: its members are the world ranks
   // (NCCL does not say which process a comm rank is; other sizes are not
   // published).
-  std::uint64_t k = __atomic_load_n(&r->comm_count, __ATOMIC_RELAXED);
-  if (k >= c3::kCommTable) return;
-  for (std::uint64_t i = 0; i < k; ++i)
-    if (r->comms[i].id == id) return;
-  c3::CommEntry& e = r->comms[k];
-  e.id = id;
-  e.size = static_cast<std::uint32_t>(size);
-  e.stored = static_cast<std::uint32_t>(size < static_cast<int>(c3::kCommMembers) ? size : c3::kCommMembers);
-  for (std::uint32_t i = 0; i < e.stored; ++i) e.members[i] = static_cast<std::int32_t>(i);
-  __atomic_store_n(&r->comm_count, k + 1, __ATOMIC_RELEASE);
+  if (r && size == r->world_size) publish_world_comm(*r, id, size);
+  unlock();
 }
 void comm_forget(ncclComm_t c) {
   lock();
