@@ -12,5 +12,6 @@ c=$(echo "$v" | jq '.[] | select(.kind == "crash")')
 expect_eq "ranks" "$(echo "$c" | jq -c '.ranks')" "[3]"
 expect_eq "hosts" "$(echo "$c" | jq -c '.hosts')" '["n2"]'
 expect_eq "pid" "$(echo "$c" | jq '.evidence.culprits[0].pid')" "$(rank_pid 3)"
+expect_eq "signal (the probe's end event)" "$(echo "$c" | jq -r '.evidence.culprits[0].signal')" SIGABRT
 assert_no_leftovers
 pass "crash: attributed to rank 3 on n2"

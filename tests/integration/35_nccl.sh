@@ -55,6 +55,7 @@ next_job
 nrun --steps 4000 --fault crash:rank=3:step=50
 wait_for_verdict crash $((THRESH + 15))
 expect_verdict crash "[3]" '["n2"]'
+expect_eq "crash signal (the NCCL probe's end event)" "$(verdicts_json | jq -r '.[0].evidence.culprits[0].signal')" SIGSEGV
 stop_run
 
 # A divergent collective (a broadcast where the others all-reduce).
