@@ -317,9 +317,10 @@ Aggregation aggregation_of(Method m) {
 struct Config {
   int rounds = 20, max_rounds = 100, patience = 10, local_epochs = 1, batch = 64;
   double lr = 3e-3, mu = 0.01;
+  long personalise_steps = 200;
   std::string pers_server;  // --personalised-server: candidate [-m momentum | -a Adam]; empty: scoutd's
   ServerConfig server;
-  PersonaliseOptions pers;  // --personalise-*; seed per client
+  double personalise_lr = 1e-2, personalise_mu = 0;
   std::string outlier_split = "uniform";
   std::size_t min_rows = 30;
   MemAEShape shape;
@@ -376,7 +377,11 @@ std::vector<MemAE> personalised_models(const MemAE& global, const std::vector<Cl
                                        std::uint64_t seed) {
   std::vector<MemAE> out;
   for (std::size_t c = 0; c < cl.size(); ++c) {
-    PersonaliseOptions po = cfg.pers;
+    PersonaliseOptions po;
+    po.steps = cfg.personalise_steps;
+    po.batch = cfg.batch;
+    po.lr = cfg.personalise_lr;
+    po.prox_mu = cfg.personalise_mu;
     po.seed = seed + c;
     out.push_back(personalise(global, cl[c].train, po));
   }
@@ -527,11 +532,16 @@ RunResult run_method(Method m, const Config& cfg, const Scenario& sc, const std:
     state = a.state;
   };
   auto [eq, cv] = run_rounds(cfg, init, step, [&](const MemAE& g) { return val_loss(g, cl); });
-  // The personalised variant is scored with each node's own copy.
-  rr.equal[m] = m == kPersonalised ? eval_many(cl, personalised_models(eq.first, cl, cfg, seed)) : eval_one(cl, eq.first);
-  rr.converged[m] = m == kPersonalised ? eval_many(cl, personalised_models(cv.first, cl, cfg, seed)) : eval_one(cl, cv.first);
+  rr.equal[m] = eval_one(cl, eq.first);
+  rr.converged[m] = eval_one(cl, cv.first);
   rr.equal[m].rounds = eq.second;
   rr.converged[m].rounds = cv.second;
+  if (m == kPersonalised) {
+    rr.equal[kPersonalised] = eval_many(cl, personalised_models(eq.first, cl, cfg, seed));
+    rr.converged[kPersonalised] = eval_many(cl, personalised_models(cv.first, cl, cfg, seed));
+    rr.equal[kPersonalised].rounds = eq.second;
+    rr.converged[kPersonalised].rounds = cv.second;
+  }
   return rr;
 }
 
@@ -721,9 +731,9 @@ int main(int argc, char** argv) {
       static const std::set<std::string> ok = {"fedavg", "fedavg-m", "fedavg-a", "matched", "matched-m", "matched-a",
                                                "clustered", "clustered-m", "clustered-a"};
       if (!ok.count(cfg.pers_server)) usage("--personalised-server: '" + cfg.pers_server + "'; expected fedavg, matched or clustered, optionally with -m (momentum) or -a (Adam)");
-    } else if (a == "--personalise-mu") cfg.pers.prox_mu = parse_num(a, val(), 0, 1e6);
-    else if (a == "--personalise-lr") cfg.pers.lr = parse_num(a, val(), 1e-6, 1);
-    else if (a == "--personalise-steps") cfg.pers.steps = static_cast<long>(parse_num(a, val(), 0, 1e6));
+    } else if (a == "--personalise-mu") cfg.personalise_mu = parse_num(a, val(), 0, 1e6);
+    else if (a == "--personalise-lr") cfg.personalise_lr = parse_num(a, val(), 1e-6, 1);
+    else if (a == "--personalise-steps") cfg.personalise_steps = static_cast<long>(parse_num(a, val(), 0, 1e6));
     else if (a == "--methods") {
       std::stringstream ss(val());
       for (std::string t; std::getline(ss, t, ',');) {
@@ -926,7 +936,8 @@ int main(int argc, char** argv) {
     const double ta = time_ms([&] { auto x = fedadam(g, cms, st, cfg.server.adam); (void)x; });
     const double ts = time_ms([&] { auto x = aggregate(Aggregation::kPersonalised, g, cms, st, 1, cfg.server); (void)x; });
     Mat node = Mat::Random(200, cfg.shape.input);
-    const PersonaliseOptions po = cfg.pers;
+    PersonaliseOptions po;
+    po.steps = cfg.personalise_steps;
     const double tp = time_ms([&] { auto x = personalise(g, node, po); (void)x; });
     const double worst = std::max({tm, tc, tv, ta, ts});
     md += fmt::format("\nAggregation of one round, 100 clients, {} parameters each ({} memory slots x {}), median of 15: "
@@ -942,7 +953,7 @@ int main(int argc, char** argv) {
                     "per synthetic client. {:.0f} s on {} thread(s).\n",
                     cfg.shape.input, cfg.shape.hidden, cfg.shape.code, cfg.shape.slots, cfg.mopt.alpha, cfg.local_epochs,
                     cfg.batch, cfg.lr, cfg.mu, cfg.server.momentum.lr, cfg.server.momentum.beta1, cfg.server.adam.lr, cfg.server.adam.beta1, cfg.server.adam.beta2,
-                    cfg.server.adam.tau, cfg.pers_server.empty() ? "clustered + Adam" : cfg.pers_server, cfg.pers.steps, cfg.outlier_split, cfg.min_rows, secs, threads);
+                    cfg.server.adam.tau, cfg.pers_server.empty() ? "clustered + Adam" : cfg.pers_server, cfg.personalise_steps, cfg.outlier_split, cfg.min_rows, secs, threads);
   std::fputs(md.c_str(), stdout);
   if (!out_path.empty()) {
     std::ofstream o(out_path);

@@ -69,10 +69,10 @@ Aggregate fedavgm(const MemAE& global, const std::vector<ClientModel>& clients, 
 Aggregate fedadam(const MemAE& global, const std::vector<ClientModel>& clients, const ServerState& state,
                   const ServerOptions& o);
 
-struct PersonaliseOptions {  // defaults: what bench/fedad measured (docs/fedad.md)
-  long steps = 200;  // Adam steps on the memory only
+struct PersonaliseOptions {
+  long steps = 20;  // Adam steps on the memory only
   int batch = 64;
-  double lr = 1e-2;
+  double lr = 3e-3;
   double prox_mu = 0;  // > 0: mu/2 ||M - M_global||^2 keeps the memory near the global one (Ditto)
   std::uint64_t seed = 1;
 };

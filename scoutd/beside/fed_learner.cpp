@@ -220,6 +220,7 @@ void FedClient::train_loop() {
     if (opt_.aggregation == learn::Aggregation::kPersonalised) {
       learn::PersonaliseOptions po;
       po.steps = opt_.personalise_steps;
+      po.batch = 32;
       po.seed = to.seed + 1;
       personal = learn::personalise(global, data, po);
     }

@@ -49,7 +49,7 @@ struct LearnOptions {
   // personalised: clustered memory with a server Adam step, and each node
   // scores with its own copy whose memory it adapted to its own windows.
   learn::Aggregation aggregation = learn::Aggregation::kPersonalised;
-  long personalise_steps = learn::PersonaliseOptions{}.steps;
+  long personalise_steps = 200;
 };
 
 inline constexpr int kScoreBins = 64;  // log-spaced, 1e-4 .. 1e4
