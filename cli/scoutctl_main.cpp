@@ -25,6 +25,7 @@
 
 #include "cli/control_client.hpp"
 #include "cli/scoutctl.hpp"
+#include "common/untrusted_json.hpp"
 #include "libc3/json_num.hpp"
 #include "ledgerd/client.hpp"
 #include "ledgerd/views.hpp"
@@ -45,14 +46,13 @@ using namespace scout::cli;
 
 namespace {
 
+// Ledger columns may come from a user's spool: parsed within bounds.
 json verdict_json(const sq::VerdictRow& v) {
-  auto parse = [](const std::string& s, json fallback) {
-    json j = json::parse(s, nullptr, false);
-    return j.is_discarded() ? fallback : j;
-  };
+  using scout::common::column_or;
   return {{"id", v.id}, {"job", v.job_id}, {"step", v.step}, {"kind", v.kind},
-          {"status", v.status}, {"ranks", parse(v.ranks, json::array())},
-          {"hosts", parse(v.hosts, json::array())}, {"evidence", parse(v.evidence, json::object())},
+          {"status", v.status}, {"ranks", column_or(v.ranks, scout::common::kListLimits, json::array())},
+          {"hosts", column_or(v.hosts, scout::common::kListLimits, json::array())},
+          {"evidence", column_or(v.evidence, scout::common::kEvidenceLimits, json::object())},
           {"detected_at", v.detected_at},
           {"resolved_at", v.resolved_at ? json(*v.resolved_at) : json(nullptr)}};
 }
@@ -156,8 +156,7 @@ int cmd_query(const Args& a) {
 json gating_json(const sq::GatingRow& g) {
   return {{"job", g.job_id.empty() ? json(nullptr) : json(g.job_id)}, {"node", g.node}, {"decision", g.decision},
           {"reason", g.reason}, {"decided_by", g.decided_by}, {"decided_at", g.decided_at},
-          {"evidence", json::parse(g.evidence, nullptr, false).is_discarded() ? json::object()
-                                                                              : json::parse(g.evidence, nullptr, false)}};
+          {"evidence", scout::common::column_or(g.evidence, scout::common::kEvidenceLimits, json::object())}};
 }
 
 // One line of what root checked for a decision: "replay pass, d_state pass,
@@ -324,7 +323,11 @@ json fetch_status(const Args& a) {
       cli::ControlConnection c(path, 5, job_dir_owner(dir));
       c.request("SET FORMAT json");
       auto lines = c.request("STATUS");
-      json s = json::parse(lines.empty() ? "{}" : lines.front());
+      // A scoutd is the job's user's process: its reply is untrusted.
+      std::string why;
+      auto parsed = scout::common::parse_untrusted(lines.empty() ? "{}" : lines.front(), scout::common::kReplyLimits, &why);
+      if (!parsed) throw std::runtime_error("status reply: " + why);
+      json s = std::move(*parsed);
       if (!s.is_object()) throw std::runtime_error("status reply is not a JSON object");
       if (merged.empty()) merged = s;
       if (s.contains("ranks") && s["ranks"].is_array())

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "common/untrusted_json.hpp"
 #include "ledgerd/munge_auth.hpp"
 #include "ledgerd/service.hpp"
 
@@ -82,9 +83,17 @@ nlohmann::json LedgerdClient::request(nlohmann::json req) {
     if (auto nl = pending_.find('\n'); nl != std::string::npos) {
       const std::string reply = pending_.substr(0, nl);
       pending_.erase(0, nl + 1);
-      auto j = nlohmann::json::parse(reply, nullptr, false);
-      if (!j.is_object()) throw LedgerdError("ledgerd: malformed reply");
-      return j;
+      std::string why;
+      auto j = common::parse_untrusted(reply, common::kReplyLimits, &why);
+      if (!j || !j->is_object()) throw LedgerdError("ledgerd: malformed reply: " + (j ? "not an object" : why));
+      // The service closes a connection after a refusal: the next request
+      // connects anew.
+      if (!j->value("ok", false)) {
+        ::close(fd_);
+        fd_ = -1;
+        pending_.clear();
+      }
+      return std::move(*j);
     }
     pollfd p{fd_, POLLIN, 0};
     if (::poll(&p, 1, left_ms()) != 1) throw LedgerdError("ledgerd: no reply in time");

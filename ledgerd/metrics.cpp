@@ -39,6 +39,7 @@ std::string render_metrics(Service& service, const Server* server) {
   auto family = [&](const char* name, const char* type, const char* help) {
     out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
   };
+  auto lk = service.lock();
   const auto stats = service.ledger().metrics();
   family("scout_verdicts", "gauge", "Verdicts in the site ledger, by kind and status.");
   for (auto& [ks, n] : stats.verdicts)
@@ -62,7 +63,7 @@ std::string render_metrics(Service& service, const Server* server) {
 namespace {
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
-  HttpSession(tcp::socket s, Service& service, const Server& server)
+  HttpSession(tcp::socket s, Service& service, Server& server)
       : stream_(std::move(s)), service_(service), server_(server) {}
   void start() {
     stream_.expires_after(std::chrono::seconds(10));
@@ -74,36 +75,50 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       if (req_.method() == http::verb::get && req_.target() == "/metrics") {
         res_.result(http::status::ok);
         res_.set(http::field::content_type, "text/plain; version=0.0.4");
-        try {
-          res_.body() = render_metrics(service_, &server_);
-        } catch (const std::exception& e) {
-          res_.result(http::status::internal_server_error);
-          res_.body() = std::string("metrics: ") + e.what() + "\n";
-        }
-      } else {
-        res_.result(http::status::not_found);
-        res_.set(http::field::content_type, "text/plain");
-        res_.body() = "scout-ledgerd serves GET /metrics only\n";
+        auto io = stream_.get_executor();
+        server_.post_work([this, self, io]() {
+          std::string body;
+          bool failed = false;
+          try {
+            body = render_metrics(service_, &server_);
+          } catch (const std::exception& e) {
+            failed = true;
+            body = std::string("metrics: ") + e.what() + "\n";
+          }
+          asio::post(io, [this, self, body = std::move(body), failed]() mutable {
+            if (failed) res_.result(http::status::internal_server_error);
+            res_.body() = std::move(body);
+            respond();
+          });
+        });
+        return;
       }
-      res_.prepare_payload();
-      http::async_write(stream_, res_, [this, self](boost::system::error_code, std::size_t) {
-        boost::system::error_code ignore;
-        stream_.socket().shutdown(tcp::socket::shutdown_both, ignore);
-      });
+      res_.result(http::status::not_found);
+      res_.set(http::field::content_type, "text/plain");
+      res_.body() = "scout-ledgerd serves GET /metrics only\n";
+      respond();
     });
   }
 
  private:
+  void respond() {
+    res_.prepare_payload();
+    auto self = shared_from_this();
+    http::async_write(stream_, res_, [this, self](boost::system::error_code, std::size_t) {
+      boost::system::error_code ignore;
+      stream_.socket().shutdown(tcp::socket::shutdown_both, ignore);
+    });
+  }
   boost::beast::tcp_stream stream_;
   boost::beast::flat_buffer buf_;
   http::request<http::string_body> req_;
   http::response<http::string_body> res_;
   Service& service_;
-  const Server& server_;
+  Server& server_;
 };
 }  // namespace
 
-MetricsServer::MetricsServer(asio::io_context& io, const Endpoint& listen, Service& service, const Server& server)
+MetricsServer::MetricsServer(asio::io_context& io, const Endpoint& listen, Service& service, Server& server)
     : io_(io), acceptor_(io), service_(service), server_(server) {
   listen_on(acceptor_, listen);
   accept();
@@ -111,7 +126,15 @@ MetricsServer::MetricsServer(asio::io_context& io, const Endpoint& listen, Servi
 
 void MetricsServer::accept() {
   acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket s) {
-    if (!ec) std::make_shared<HttpSession>(std::move(s), service_, server_)->start();
+    if (!ec) {
+      std::make_shared<HttpSession>(std::move(s), service_, server_)->start();
+    } else if (ec == asio::error::no_descriptors || ec == asio::error::no_buffer_space ||
+               ec == asio::error::no_memory) {
+      // EMFILE: back off instead of spinning at 100% CPU on accept.
+      auto t = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(100));
+      t->async_wait([this, t](boost::system::error_code) { accept(); });
+      return;
+    }
     if (ec != asio::error::operation_aborted) accept();
   });
 }

@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
   try {
     auto site = scout::sql::Ledger::open(cfg.site_ledger, scout::sql::Ledger::Mode::kReadWrite);
     site.set_durable();
-    ld::Service service(cfg, site, ld::scontrol_oracle(scontrol));
+    ld::Service service(cfg, site, ld::slurm_oracle(scontrol));
     boost::asio::io_context io;
     ld::Server server(io, cfg.listen, service, {idle, max_conn});
     std::unique_ptr<ld::MetricsServer> metrics;

@@ -1,6 +1,8 @@
 // scout-ledgerd's TCP server (see server.hpp).
 #include "ledgerd/server.hpp"
 
+#include <boost/asio/post.hpp>
+
 #include <memory>
 
 #include <fmt/format.h>
@@ -14,37 +16,61 @@ namespace asio = boost::asio;
 using asio::ip::tcp;
 using nlohmann::json;
 
+namespace {
+std::chrono::milliseconds ms(double s) { return std::chrono::milliseconds(static_cast<long>(s * 1000)); }
+}  // namespace
+
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket s, Server& server)
-      : socket_(std::move(s)), server_(server), timer_(server.io_), buf_(kMaxRequestBytes + 2) {
+  Session(tcp::socket s, Server& server, std::string address)
+      : socket_(std::move(s)), server_(server), timer_(server.io_), buf_(kMaxRequestBytes + 2),
+        address_(std::move(address)) {
     ++server_.connections_;
+    ++server_.per_peer_[address_];
     boost::system::error_code ec;
     auto ep = socket_.remote_endpoint(ec);
     peer_ = ec ? std::string("?") : fmt::format("{}:{}", ep.address().to_string(), ep.port());
   }
-  ~Session() { --server_.connections_; }
+  ~Session() {
+    --server_.connections_;
+    if (--server_.per_peer_[address_] <= 0) server_.per_peer_.erase(address_);
+  }
 
   void start() { read(); }
 
  private:
-  void arm_timer() {
-    timer_.expires_after(std::chrono::milliseconds(static_cast<long>(server_.limits_.idle_timeout_s * 1000)));
+  // One timer, re-armed for each phase: waiting for a line (the first
+  // request, then idle), the worker's answer, and each write.
+  void arm(double seconds, const char* what) {
+    timer_.expires_after(ms(seconds));
     auto self = shared_from_this();
-    timer_.async_wait([this, self](boost::system::error_code ec) {
-      if (ec) return;  // cancelled: a request arrived
+    timer_.async_wait([this, self, what](boost::system::error_code ec) {
+      if (ec) return;  // cancelled: the phase ended in time
+      if (std::string(what) == "request") {
+        // The worker did not answer (munged, scontrol or SQLite stuck).
+        server_.count_refused("timeout");
+        log::warning("{}: request not answered within {:g} s; connection closed", peer_,
+                     server_.limits_.request_timeout_s);
+        answered_ = true;
+        write(json{{"ok", false}, {"refused", "timeout"},
+                   {"error", fmt::format("scout-ledgerd could not answer within {:g} s (munged, Slurm or the "
+                                         "site ledger is slow); try again", server_.limits_.request_timeout_s)}},
+              true);
+        return;
+      }
+      if (std::string(what) == "first") server_.count_refused("no_request");
       boost::system::error_code ignore;
       socket_.close(ignore);
     });
   }
 
   void read() {
-    arm_timer();
+    arm(served_ ? server_.limits_.idle_timeout_s : server_.limits_.first_request_s, served_ ? "idle" : "first");
     auto self = shared_from_this();
     asio::async_read_until(socket_, buf_, '\n', [this, self](boost::system::error_code ec, std::size_t n) {
       timer_.cancel();
       if (ec == asio::error::not_found) {
-        ++server_.refused_["too_large"];
+        server_.count_refused("too_large");
         log::warning("{}: request longer than {} bytes refused; connection closed", peer_, kMaxRequestBytes);
         write(json{{"ok", false}, {"refused", "too_large"},
                    {"error", fmt::format("request line longer than {} bytes", kMaxRequestBytes)}},
@@ -55,26 +81,46 @@ class Session : public std::enable_shared_from_this<Session> {
       std::string line(asio::buffers_begin(buf_.data()), asio::buffers_begin(buf_.data()) + static_cast<long>(n));
       buf_.consume(n);
       while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
-      std::string why;
-      auto d = munge_decode_credential(line, why);
-      if (!d) {
-        ++server_.refused_["credential"];
-        log::warning("{}: request refused: {}", peer_, why);
-        write(json{{"ok", false}, {"refused", "credential"}, {"error", why}}, false);
-        return;
-      }
-      json reply = server_.service_.handle({d->uid, d->gid}, d->payload);
-      if (!reply.value("ok", false))
-        log::warning("{}: uid {}: request refused ({}): {}", peer_, d->uid, reply.value("refused", "?"),
-                     reply.value("error", ""));
-      write(reply, false);
+      answered_ = false;
+      arm(server_.limits_.request_timeout_s, "request");
+      // MUNGE and the service on a worker; the answer comes back to the io
+      // thread, unless the deadline answered first.
+      asio::post(server_.pool_, [this, self, line = std::move(line)] {
+        std::string why;
+        auto d = munge_decode_credential(line, why);
+        json reply;
+        std::string refusal_log;
+        if (!d) {
+          reply = json{{"ok", false}, {"refused", "credential"}, {"error", why}};
+          refusal_log = fmt::format("{}: request refused: {}", peer_, why);
+          server_.count_refused("credential");
+        } else {
+          reply = server_.service_.handle({d->uid, d->gid}, d->payload);
+          if (!reply.value("ok", false))
+            refusal_log = fmt::format("{}: uid {}: request refused ({}): {}", peer_, d->uid,
+                                      reply.value("refused", "?"), reply.value("error", ""));
+        }
+        asio::post(server_.io_, [this, self, reply = std::move(reply), refusal_log = std::move(refusal_log)] {
+          if (answered_) return;  // the deadline already answered
+          answered_ = true;
+          timer_.cancel();
+          if (!refusal_log.empty()) log::warning("{}", refusal_log);
+          const bool ok = reply.value("ok", false);
+          if (ok) served_ = true;
+          // The first refused line closes the connection: a client that
+          // sends garbage, or asks what it may not, holds no slot.
+          write(reply, !ok);
+        });
+      });
     });
   }
 
   void write(const json& reply, bool close) {
     out_ = reply.dump() + "\n";
+    arm(server_.limits_.write_timeout_s, "write");
     auto self = shared_from_this();
     asio::async_write(socket_, asio::buffer(out_), [this, self, close](boost::system::error_code ec, std::size_t) {
+      timer_.cancel();
       if (ec || close) {
         boost::system::error_code ignore;
         socket_.shutdown(tcp::socket::shutdown_both, ignore);
@@ -89,7 +135,9 @@ class Session : public std::enable_shared_from_this<Session> {
   Server& server_;
   asio::steady_timer timer_;
   asio::streambuf buf_;
-  std::string out_, peer_;
+  std::string out_, peer_, address_;
+  bool served_ = false;    // a request was answered ok: idle timeout from now on
+  bool answered_ = false;  // the current request has its reply (worker or deadline)
 };
 
 void listen_on(tcp::acceptor& acceptor, const Endpoint& listen) {
@@ -102,25 +150,49 @@ void listen_on(tcp::acceptor& acceptor, const Endpoint& listen) {
 }
 
 Server::Server(asio::io_context& io, const Endpoint& listen, Service& service, ServerLimits limits)
-    : io_(io), acceptor_(io), service_(service), limits_(limits) {
+    : io_(io), acceptor_(io), service_(service), limits_(limits), pool_(static_cast<std::size_t>(limits.workers)) {
   listen_on(acceptor_, listen);
   accept();
+}
+
+Server::~Server() {
+  pool_.stop();
+  pool_.join();
+}
+
+std::map<std::string, std::uint64_t> Server::refused() const {
+  std::lock_guard<std::mutex> g(refused_mu_);
+  return refused_;
 }
 
 void Server::accept() {
   acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket s) {
     if (!ec) {
-      if (connections_ >= limits_.max_connections) {
-        ++refused_["busy"];
-        const std::string msg = json{{"ok", false}, {"refused", "busy"},
-                                     {"error", fmt::format("{} connections open; try again", connections_)}}.dump() + "\n";
+      boost::system::error_code aec;
+      const auto ep = s.remote_endpoint(aec);
+      const std::string address = aec ? std::string("?") : ep.address().to_string();
+      const auto it = per_peer_.find(address);
+      const int from_peer = it == per_peer_.end() ? 0 : it->second;
+      const char* busy = connections_ >= limits_.max_connections ? "busy"
+                         : from_peer >= limits_.max_per_peer      ? "busy_peer"
+                                                                  : nullptr;
+      if (busy) {
+        count_refused(busy);
+        const std::string msg =
+            json{{"ok", false}, {"refused", busy},
+                 {"error", std::string(busy) == "busy"
+                               ? fmt::format("{} connections open; try again", connections_)
+                               : fmt::format("{} connections open from {}; try again", from_peer, address)}}
+                .dump() + "\n";
+        s.non_blocking(true, aec);
         boost::system::error_code ignore;
-        asio::write(s, asio::buffer(msg), ignore);
+        s.write_some(asio::buffer(msg), ignore);  // never blocks the io thread
       } else {
-        std::make_shared<Session>(std::move(s), *this)->start();
+        std::make_shared<Session>(std::move(s), *this, address)->start();
       }
-    } else if (ec == asio::error::no_descriptors) {
-      // EMFILE: back off instead of spinning on accept.
+    } else if (ec == asio::error::no_descriptors || ec == asio::error::no_buffer_space ||
+               ec == asio::error::no_memory) {
+      // EMFILE/ENFILE/ENOBUFS: back off instead of spinning on accept.
       log::warning("accept: {}; backing off 100 ms", ec.message());
       auto t = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(100));
       t->async_wait([this, t](boost::system::error_code) { accept(); });

@@ -6,12 +6,15 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
+#include <set>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "common/slurm_jobs.hpp"
+#include "common/untrusted_json.hpp"
 #include "ledgerd/views.hpp"
+#include "libc3/log.hpp"
 #include "libc3/rank_record.hpp"
 #include "libc3/verdict_kind.hpp"
 
@@ -29,60 +32,38 @@ std::string user_name(uid_t uid) {
   return std::to_string(uid);
 }
 
-bool valid_node_name(const std::string& n) {
-  return !n.empty() && n.size() <= 64 &&
-         n.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == std::string::npos;
-}
-
 std::string text(const json& o, const char* k) {
   return o.contains(k) && o[k].is_string() ? o[k].get<std::string>() : std::string();
 }
 
+// A ledger column a user may have written (spool imports), for a reply:
+// parsed within limits, never passed on as it is.
 json verdict_json(const sql::VerdictRow& v) {
-  auto parse = [](const std::string& s, json fallback) {
-    json j = json::parse(s, nullptr, false);
-    return j.is_discarded() ? fallback : j;
-  };
+  using common::column_or;
   return {{"id", v.id}, {"job", v.job_id}, {"step", v.step}, {"kind", v.kind}, {"status", v.status},
-          {"ranks", parse(v.ranks, json::array())}, {"hosts", parse(v.hosts, json::array())},
-          {"evidence", parse(v.evidence, json::object())}, {"detected_at", v.detected_at},
+          {"ranks", column_or(v.ranks, common::kListLimits, json::array())},
+          {"hosts", column_or(v.hosts, common::kListLimits, json::array())},
+          {"evidence", column_or(v.evidence, common::kEvidenceLimits, json::object())},
+          {"detected_at", v.detected_at},
           {"resolved_at", v.resolved_at ? json(*v.resolved_at) : json(nullptr)},
           {"origin", v.origin ? json(*v.origin) : json(nullptr)}, {"vkey", v.vkey ? json(*v.vkey) : json(nullptr)},
           {"confirmation", v.confirmation ? json(*v.confirmation) : json(nullptr)}};
 }
 
+const char* const kOps[] = {"ping", "submit", "query", "node", "gating", "clear", "nodes"};
+
 }  // namespace
 
-JobOracle scontrol_oracle(std::string scontrol) {
-  return [scontrol](const std::string& job) -> std::optional<JobInfo> {
-    if (!c3::valid_job_id(job)) return std::nullopt;
-    const std::string cmd = scontrol + " show job " + job + " --oneliner 2>/dev/null";
-    std::string out;
-    if (std::FILE* p = popen(cmd.c_str(), "r")) {
-      char buf[4096];
-      std::size_t n;
-      while ((n = std::fread(buf, 1, sizeof buf, p)) > 0 && out.size() < (1u << 20)) out.append(buf, n);
-      pclose(p);
+JobOracle slurm_oracle(std::string scontrol, double timeout_s) {
+  return [scontrol, timeout_s](const std::string& job) -> std::optional<JobInfo> {
+    std::string why;
+    auto j = common::slurm_job(scontrol, job, timeout_s, &why);
+    if (!j) {
+      if (why.find("exited with status 1") == std::string::npos)  // 1: an unknown job
+        log::warning("Slurm about job {}: {}", job.substr(0, 24), why);
+      return std::nullopt;
     }
-    // Fields are " Key=value"; a job name can hold anything, so the fields
-    // are found at word starts and the name's own field is skipped.
-    auto field = [&](const std::string& key) -> std::string {
-      for (std::size_t pos = 0; (pos = out.find(key + "=", pos)) != std::string::npos; pos += key.size()) {
-        if (pos != 0 && out[pos - 1] != ' ') continue;
-        const auto start = pos + key.size() + 1;
-        return out.substr(start, out.find_first_of(" \n", start) - start);
-      }
-      return {};
-    };
-    if (field("JobId") != job) return std::nullopt;
-    const std::string user = field("UserId");  // name(uid)
-    const auto lp = user.rfind('('), rp = user.rfind(')');
-    if (lp == std::string::npos || rp == std::string::npos || rp < lp) return std::nullopt;
-    JobInfo info;
-    info.uid = static_cast<uid_t>(std::strtoul(user.substr(lp + 1, rp - lp - 1).c_str(), nullptr, 10));
-    const std::string state = field("JobState");
-    info.running = state == "RUNNING" || state == "COMPLETING" || state == "SUSPENDED";
-    return info;
+    return JobInfo{j->uid, j->running, j->nodes};
   };
 }
 
@@ -124,9 +105,17 @@ std::optional<JobInfo> Service::job_info(const std::string& job) {
     const auto ttl = it->second.info && it->second.info->running ? std::chrono::seconds(30) : std::chrono::seconds(5);
     if (now - it->second.at < ttl) return it->second.info;
   }
+  std::optional<JobInfo> info;
+  if (held_) held_->unlock();  // other requests go on while Slurm answers
+  try {
+    info = oracle_(job);
+  } catch (...) {
+    if (held_) held_->lock();
+    throw;
+  }
+  if (held_) held_->lock();
   if (jobs_.size() > 10000) jobs_.clear();  // bounded
-  auto info = oracle_(job);
-  jobs_[job] = {info, now};
+  jobs_[job] = {info, std::chrono::steady_clock::now()};
   return info;
 }
 
@@ -136,15 +125,40 @@ json Service::refuse(const std::string& reason, const std::string& message) {
 }
 
 json Service::handle(const Identity& who, const std::string& payload) {
-  if (payload.size() > kMaxRequestBytes)
-    return refuse("too_large", fmt::format("request of {} bytes; expected at most {}", payload.size(), kMaxRequestBytes));
-  const json req = json::parse(payload, nullptr, false);
-  if (!req.is_object()) return refuse("malformed", "request is not a JSON object; expected {\"v\":1,\"op\":...}");
-  if (!req.contains("v") || !req["v"].is_number_integer() || req["v"].get<int>() != kProtocolVersion)
+  std::unique_lock<std::mutex> lk(mu_);
+  held_ = &lk;
+  json r = handle_locked(who, payload);
+  held_ = nullptr;
+  return r;
+}
+
+json Service::handle_locked(const Identity& who, const std::string& payload) {
+  std::string why;
+  const auto parsed = common::parse_untrusted(payload, common::kRequestLimits, &why);
+  if (!parsed) {
+    ++requests_["unknown"];
+    return refuse(payload.size() > common::kRequestLimits.max_bytes ? "too_large" : "malformed",
+                  fmt::format("request: {}; expected one JSON object {{\"v\":1,\"op\":...}}", why));
+  }
+  const json& req = *parsed;
+  if (!req.is_object()) {
+    ++requests_["unknown"];
+    return refuse("malformed", fmt::format("request is {}; expected a JSON object {{\"v\":1,\"op\":...}}",
+                                           common::json_type_name(req)));
+  }
+  if (!req.contains("v") || !req["v"].is_number_integer() || req["v"].get<std::int64_t>() != kProtocolVersion) {
+    ++requests_["unknown"];
     return refuse("version", fmt::format("protocol version {}; this scout-ledgerd speaks {}",
-                                         req.contains("v") ? req["v"].dump() : "missing", kProtocolVersion));
+                                         !req.contains("v") ? std::string("missing")
+                                         : req["v"].is_number_integer() ? std::to_string(req["v"].get<std::int64_t>())
+                                                                        : common::json_type_name(req["v"]),
+                                         kProtocolVersion));
+  }
   const std::string op = text(req, "op");
-  ++requests_[op.empty() ? "?" : op];
+  const bool known = std::find(std::begin(kOps), std::end(kOps), op) != std::end(kOps);
+  ++requests_[known ? op : "unknown"];
+  if (!known)
+    return refuse("malformed", "unknown operation; expected ping, submit, query, node, nodes, gating or clear");
   try {
     if (op == "ping")
       return {{"ok", true}, {"v", kProtocolVersion}, {"uid", who.uid}, {"user", user_name(who.uid)},
@@ -154,9 +168,7 @@ json Service::handle(const Identity& who, const std::string& payload) {
     if (op == "node") return node(who, req);
     if (op == "gating") return gating(who, req);
     if (op == "clear") return clear(who, req);
-    if (op == "nodes") return nodes(who);
-    return refuse("malformed", fmt::format("unknown operation '{}'; expected ping, submit, query, node, nodes, gating or clear",
-                                           op.substr(0, 40)));
+    return nodes(who);
   } catch (const std::exception& e) {
     return refuse("internal", fmt::format("{} failed: {}", op, e.what()));
   }
@@ -168,22 +180,18 @@ json Service::submit(const Identity& who, const json& req) {
   if (!req.contains("verdicts") || !req["verdicts"].is_array() || req["verdicts"].size() > kMaxVerdictsPerSubmit)
     return refuse("malformed", fmt::format("submit: expected \"verdicts\": an array of at most {}", kMaxVerdictsPerSubmit));
   const bool privileged = who.uid == 0 || admin(who.uid);
-  // Root and administrators need no answer from Slurm (the job's owner is
-  // then taken from the ledger when the job is known there).
-  const auto known = ledger_.job(job);
-  const auto info = privileged && known ? std::optional<JobInfo>(JobInfo{static_cast<uid_t>(known->uid), true})
-                                        : job_info(job);
+  // The job's owner and allocation are Slurm's word, never the submitter's.
+  const auto info = job_info(job);
   if (!privileged) {
     if (!info) return refuse("unknown_job", fmt::format("submit: Slurm does not know job {}", job));
     if (info->uid != who.uid)
       return refuse("not_owner", fmt::format("submit: job {} belongs to uid {}, not to uid {}", job, info->uid, who.uid));
     if (!info->running) return refuse("not_running", fmt::format("submit: job {} is not running", job));
+    if (info->nodes.empty())
+      return refuse("unknown_job", fmt::format("submit: Slurm gave no allocation for job {}", job));
   }
-  const uid_t owner = info ? info->uid : who.uid;
-  ledger_.insert_job_if_missing({.job_id = job, .user = user_name(owner), .uid = owner, .launcher = "slurm"});
-  const std::string origin = privileged ? fmt::format("ledgerd: forwarded by uid {}", who.uid)
-                                        : fmt::format("ledgerd: user-reported by uid {}", who.uid);
-  int added = 0;
+  // Every verdict is checked before anything is written: one transaction.
+  std::vector<sql::VerdictRow> rows;
   for (auto& v : req["verdicts"]) {
     if (!v.is_object()) return refuse("malformed", "submit: each verdict must be an object");
     sql::VerdictRow row;
@@ -198,18 +206,25 @@ json Service::submit(const Identity& who, const json& req) {
       return refuse("malformed", fmt::format("submit: kind '{}' status '{}'; expected one of scout's verdict kinds "
                                              "and statuses", row.kind.substr(0, 40), row.status.substr(0, 40)));
     if (!c3::valid_step_id(row.step)) return refuse("malformed", "submit: expected \"step\": a step id");
-    const json ranks = v.value("ranks", json::array()), hosts = v.value("hosts", json::array());
-    if (!ranks.is_array() || !hosts.is_array() || ranks.size() > 65536 || hosts.size() > 65536)
-      return refuse("malformed", "submit: expected \"ranks\" and \"hosts\" arrays");
-    for (auto& r : ranks)
-      if (!r.is_number_integer()) return refuse("malformed", "submit: ranks must be integers");
-    for (auto& h : hosts)
-      if (!h.is_string() || !valid_node_name(h.get<std::string>()))
-        return refuse("malformed", "submit: hosts must be node names");
+    std::vector<std::int64_t> ranks;
+    std::vector<std::string> hosts;
+    std::string why;
+    if (!common::read_ranks(v.value("ranks", json::array()), ranks, 65536, &why) ||
+        !common::read_hosts(v.value("hosts", json::array()), hosts,
+                            privileged ? std::size_t{100000} : info->nodes.size(), &why))
+      return refuse("malformed", "submit: " + why);
+    if (!privileged) {
+      const std::set<std::string> alloc(info->nodes.begin(), info->nodes.end());
+      for (auto& h : hosts)
+        if (!alloc.count(h))
+          return refuse("not_allocated", fmt::format("submit: verdict {} names {}, which is not in job {}'s "
+                                                     "allocation", vkey, h, job));
+    }
     const json evidence = v.value("evidence", json::object());
-    row.ranks = ranks.dump();
-    row.hosts = hosts.dump();
-    row.evidence = evidence.dump();
+    if (!evidence.is_object()) return refuse("malformed", "submit: expected \"evidence\": an object");
+    row.ranks = json(ranks).dump();
+    row.hosts = json(hosts).dump();
+    row.evidence = evidence.dump();  // the request's depth bound holds for it
     if (row.evidence.size() > kMaxEvidenceBytes)
       return refuse("too_large", fmt::format("submit: evidence of {} bytes; expected at most {}", row.evidence.size(),
                                              kMaxEvidenceBytes));
@@ -217,19 +232,72 @@ json Service::submit(const Identity& who, const json& req) {
     if (row.detected_at.empty()) row.detected_at = sql::now_iso8601();
     if (const std::string r = text(v, "resolved_at"); !r.empty()) row.resolved_at = r.substr(0, 40);
     row.vkey = vkey;
-    added += ledger_.import_verdict(row, origin, who.uid);
+    rows.push_back(std::move(row));
   }
-  return {{"ok", true}, {"added", added}};
+  if (!privileged &&
+      ledger_.count_verdicts_from(job, who.uid) + static_cast<std::int64_t>(rows.size()) > kMaxUserVerdictsPerJob)
+    return refuse("quota", fmt::format("submit: job {} would have more than {} verdicts from uid {}", job,
+                                       kMaxUserVerdictsPerJob, who.uid));
+  const std::string origin = privileged ? fmt::format("ledgerd: forwarded by uid {}", who.uid)
+                                        : fmt::format("ledgerd: user-reported by uid {}", who.uid);
+  int added = 0, known = 0, replaced = 0;
+  json kept = json::array();
+  ledger_.transaction([&] {
+    if (info) {
+      ledger_.insert_job_if_missing({.job_id = job, .user = user_name(info->uid), .uid = info->uid, .launcher = "slurm"});
+      if (auto row = ledger_.job(job); row && row->uid != static_cast<std::int64_t>(info->uid))
+        ledger_.set_job_owner(job, user_name(info->uid), info->uid);  // Slurm's word over a guess
+    } else {
+      ledger_.insert_job_if_missing({.job_id = job, .user = "?", .uid = -1, .launcher = "slurm"});
+    }
+    for (auto& row : rows) {
+      const auto owner = ledger_.key_owner(*row.vkey);
+      if (!owner) {
+        added += ledger_.import_verdict(row, origin, who.uid);
+        continue;
+      }
+      const bool root_row = owner->confirmed_by_root || owner->origin.rfind("ledgerd: forwarded by", 0) == 0 ||
+                            owner->origin.rfind("spool:", 0) == 0 || (owner->origin_uid && *owner->origin_uid == 0);
+      if (privileged) {
+        if (!root_row) {
+          // Root's copy wins a key conflict; the user's is replaced, and
+          // logged when it said something else.
+          if (owner->kind != row.kind || owner->status != row.status || owner->hosts != row.hosts ||
+              owner->ranks != row.ranks)
+            log::warning("verdict {}: the copy of uid {} ({}) replaced by the copy forwarded by uid {}", *row.vkey,
+                       owner->origin_uid.value_or(-1), owner->origin, who.uid);
+          ledger_.replace_verdict_by_key(row, origin, who.uid);
+          ++replaced;
+        } else {
+          added += ledger_.import_verdict(row, origin, who.uid);  // known: takes a resolution only
+          ++known;
+        }
+        continue;
+      }
+      // A user never changes a row root wrote or confirmed, nor another's.
+      if (root_row || !owner->origin_uid || *owner->origin_uid != static_cast<std::int64_t>(who.uid)) {
+        kept.push_back({{"vkey", *row.vkey}, {"why", root_row ? "root's row" : "another submitter's row"}});
+        continue;
+      }
+      ledger_.import_verdict(row, origin, who.uid);  // known: may close it, never re-open it
+      ++known;
+    }
+  });
+  json out = {{"ok", true}, {"added", added}, {"known", known}};
+  if (replaced) out["replaced"] = replaced;
+  if (!kept.empty()) out["unchanged"] = kept;
+  return out;
 }
 
 json Service::query(const Identity& who, const json& req) {
   const std::string job = text(req, "job");
   if (!c3::valid_job_id(job)) return refuse("malformed", "query: expected \"job\": a decimal job id");
   if (who.uid != 0 && !admin(who.uid)) {
-    auto row = ledger_.job(job);
+    // The owner is Slurm's word while Slurm knows the job; the ledger's row
+    // (written from Slurm's word) after that.
     std::optional<uid_t> owner;
-    if (row) owner = static_cast<uid_t>(row->uid);
-    else if (auto info = job_info(job)) owner = info->uid;
+    if (auto info = job_info(job)) owner = info->uid;
+    else if (auto row = ledger_.job(job); row && row->uid >= 0) owner = static_cast<uid_t>(row->uid);
     if (!owner) return refuse("unknown_job", fmt::format("query: no job {}", job));
     if (*owner != who.uid)
       return refuse("not_owner", fmt::format("query: job {} belongs to uid {}, not to uid {}", job, *owner, who.uid));
@@ -242,14 +310,13 @@ json Service::query(const Identity& who, const json& req) {
 json Service::node(const Identity& who, const json& req) {
   if (!admin(who.uid)) return refuse("not_admin", "node: for root and administrators");
   const std::string n = text(req, "node");
-  if (!valid_node_name(n)) return refuse("malformed", "node: expected \"node\": a node name");
+  if (!common::valid_node_name(n)) return refuse("malformed", "node: expected \"node\": a node name");
   json open = json::array(), decisions = json::array();
   for (auto& v : ledger_.open_verdicts_on(n, {})) open.push_back(verdict_json(v));
   for (auto& g : ledger_.node_gating(n))
     decisions.push_back({{"job", g.job_id.empty() ? json(nullptr) : json(g.job_id)}, {"node", g.node},
                          {"decision", g.decision}, {"reason", g.reason}, {"decided_by", g.decided_by},
-                         {"evidence", json::parse(g.evidence, nullptr, false).is_discarded()
-                                          ? json::object() : json::parse(g.evidence, nullptr, false)},
+                         {"evidence", common::column_or(g.evidence, common::kEvidenceLimits, json::object())},
                          {"decided_at", g.decided_at}});
   return {{"ok", true}, {"node", n}, {"open_verdicts", open}, {"decisions", decisions}};
 }
@@ -257,7 +324,7 @@ json Service::node(const Identity& who, const json& req) {
 json Service::gating(const Identity& who, const json& req) {
   if (who.uid != 0) return refuse("not_root", "gating: only root (the epilog and prolog) records decisions");
   const std::string job = text(req, "job"), n = text(req, "node"), decision = text(req, "decision");
-  if (!c3::valid_job_id(job) || !valid_node_name(n))
+  if (!c3::valid_job_id(job) || !common::valid_node_name(n))
     return refuse("malformed", "gating: expected \"job\" and \"node\"");
   if (decision != "drain" && decision != "keep" && decision != "error" && decision != "refuse" && decision != "suspect")
     return refuse("malformed", "gating: expected \"decision\": drain, suspect, keep, error or refuse");
@@ -265,23 +332,30 @@ json Service::gating(const Identity& who, const json& req) {
   const std::string ev = evidence.dump();
   if (ev.size() > kMaxEvidenceBytes)
     return refuse("too_large", fmt::format("gating: evidence of {} bytes; expected at most {}", ev.size(), kMaxEvidenceBytes));
-  ledger_.insert_job_if_missing({.job_id = job, .user = "?", .uid = 0, .launcher = "slurm"});
-  ledger_.insert_gating({job, n, decision, text(req, "reason").substr(0, 4096),
-                         text(req, "decided_by").substr(0, 256), "", ev});
-  // Root's epilog says which verdicts it reproduced (or not): the prolog of
-  // any node only refuses on confirmed ones.
-  for (const char* c : {"confirmed", "unconfirmed"})
-    if (evidence.contains(c) && evidence[c].is_array())
-      for (auto& k : evidence[c])
-        if (k.is_string() && k.get<std::string>().rfind(job + ".", 0) == 0)
-          ledger_.set_confirmation_by_key(k.get<std::string>(), c);
+  // The job's owner is Slurm's word ("?" when Slurm no longer knows it),
+  // never root's uid because root's epilog was the first to write.
+  const auto info = job_info(job);
+  const std::string decided_by = text(req, "decided_by").substr(0, 256);
+  ledger_.transaction([&] {
+    if (info) ledger_.insert_job_if_missing({.job_id = job, .user = user_name(info->uid), .uid = info->uid, .launcher = "slurm"});
+    else ledger_.insert_job_if_missing({.job_id = job, .user = "?", .uid = -1, .launcher = "slurm"});
+    ledger_.insert_gating({job, n, decision, text(req, "reason").substr(0, 4096), decided_by, "", ev});
+    // Root's epilog on `n` says which verdicts it reproduced there (or
+    // not): recorded for `n` alone; the prolog of a node refuses only on a
+    // confirmation recorded for that node.
+    for (const char* c : {"confirmed", "unconfirmed"})
+      if (evidence.contains(c) && evidence[c].is_array())
+        for (auto& k : evidence[c])
+          if (k.is_string() && k.get<std::string>().size() <= 128 && k.get<std::string>().rfind(job + ".", 0) == 0)
+            ledger_.confirm(k.get<std::string>(), n, c, decided_by.empty() ? "scout-ledgerd gating" : decided_by);
+  });
   return {{"ok", true}};
 }
 
 json Service::clear(const Identity& who, const json& req) {
   if (!admin(who.uid)) return refuse("not_admin", "clear: for root and administrators");
   const std::string n = text(req, "node"), reason = text(req, "reason");
-  if (!valid_node_name(n)) return refuse("malformed", "clear: expected \"node\": a node name");
+  if (!common::valid_node_name(n)) return refuse("malformed", "clear: expected \"node\": a node name");
   if (reason.empty()) return refuse("malformed", "clear: expected \"reason\": what was repaired or tested");
   const auto open = ledger_.open_verdicts_on(n, {});
   std::string closed;

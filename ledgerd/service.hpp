@@ -19,8 +19,10 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -39,14 +41,20 @@ struct Identity {
   gid_t gid = 0;
 };
 
-// What Slurm says of a job: its user and whether it still runs.
+// What Slurm says of a job: its user, whether it still runs, and the nodes
+// of its allocation (a user's verdict may name only these).
 struct JobInfo {
   uid_t uid = 0;
   bool running = false;
+  std::vector<std::string> nodes;
 };
 using JobOracle = std::function<std::optional<JobInfo>(const std::string& job)>;
-// The production oracle: `scontrol show job JOB --oneliner`.
-JobOracle scontrol_oracle(std::string scontrol = "scontrol");
+// The production oracle: squeue's uid, state and node list fields, with a
+// deadline (common/slurm_jobs.hpp); `scontrol` may be a path.
+JobOracle slurm_oracle(std::string scontrol = "scontrol", double timeout_s = 10);
+
+// Per-job quotas on what a user (not root or an administrator) may submit.
+inline constexpr std::int64_t kMaxUserVerdictsPerJob = 10000;
 
 // Whether a uid is an administrator: root, a listed user, or a member of a
 // listed group.
@@ -57,12 +65,19 @@ class Service {
   Service(SiteConfig cfg, sql::Ledger& ledger, JobOracle oracle);
   // One request: returns the reply object ({"ok":true,...} or
   // {"ok":false,"error":"...","refused":"reason"}). Never throws.
+  // Thread-safe: one request at a time holds the service, except while it
+  // waits for Slurm (job_info), so a slow scontrol stalls no other request.
   nlohmann::json handle(const Identity& who, const std::string& payload);
+  // The service's lock, for readers outside handle() (/metrics).
+  std::unique_lock<std::mutex> lock() { return std::unique_lock<std::mutex>(mu_); }
+  // Counters by reason and by operation: fixed label sets (unknown
+  // operations count as "unknown"), so no client can grow them.
   const std::map<std::string, std::uint64_t>& refused() const { return refused_; }
   const std::map<std::string, std::uint64_t>& requests() const { return requests_; }
   sql::Ledger& ledger() { return ledger_; }
 
  private:
+  nlohmann::json handle_locked(const Identity& who, const std::string& payload);
   nlohmann::json refuse(const std::string& reason, const std::string& message);
   nlohmann::json submit(const Identity& who, const nlohmann::json& req);
   nlohmann::json query(const Identity& who, const nlohmann::json& req);
@@ -84,6 +99,8 @@ class Service {
     std::chrono::steady_clock::time_point at;
   };
   std::map<std::string, Cached> jobs_;
+  std::mutex mu_;
+  std::unique_lock<std::mutex>* held_ = nullptr;  // handle()'s lock, released around the oracle
 };
 
 }  // namespace scout::ledgerd

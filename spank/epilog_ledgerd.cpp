@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/untrusted_json.hpp"
 #include "ledgerd/client.hpp"
 
 namespace scout::spank {
@@ -30,9 +31,14 @@ sql::VerdictRow row_of(const json& v) {
   r.step = v.value("step", "");
   r.kind = v.value("kind", "");
   r.status = v.value("status", "");
-  r.ranks = v.value("ranks", json::array()).dump();
-  r.hosts = v.value("hosts", json::array()).dump();
-  r.evidence = v.value("evidence", json::object()).dump();
+  // The reply was read within depth bounds (LedgerdClient): these are safe
+  // to serialise.
+  auto field = [&](const char* k, json fallback) {
+    return v.contains(k) && v[k].type() == fallback.type() ? v[k].dump() : fallback.dump();
+  };
+  r.ranks = field("ranks", json::array());
+  r.hosts = field("hosts", json::array());
+  r.evidence = field("evidence", json::object());
   r.detected_at = v.value("detected_at", "");
   if (v.contains("resolved_at") && v["resolved_at"].is_string()) r.resolved_at = v["resolved_at"].get<std::string>();
   if (v.contains("origin") && v["origin"].is_string()) r.origin = v["origin"].get<std::string>();
@@ -53,12 +59,12 @@ std::string EpilogLedgerd::submit(const std::string& job, const std::vector<sql:
   std::string why;
   for (auto& v : verdicts) {
     if (!v.vkey) continue;  // written before stable keys: the local site ledger keeps it
+    // Columns from a user's spool: read within bounds.
     json o = {{"vkey", *v.vkey}, {"step", v.step}, {"kind", v.kind}, {"status", v.status},
-              {"ranks", json::parse(v.ranks, nullptr, false)}, {"hosts", json::parse(v.hosts, nullptr, false)},
-              {"evidence", json::parse(v.evidence, nullptr, false)}, {"detected_at", v.detected_at}};
-    for (const char* f : {"ranks", "hosts"})
-      if (!o[f].is_array()) o[f] = json::array();
-    if (!o["evidence"].is_object()) o["evidence"] = json::object();
+              {"ranks", common::column_or(v.ranks, common::kListLimits, json::array())},
+              {"hosts", common::column_or(v.hosts, common::kListLimits, json::array())},
+              {"evidence", common::column_or(v.evidence, common::kEvidenceLimits, json::object())},
+              {"detected_at", v.detected_at}};
     if (v.resolved_at) o["resolved_at"] = *v.resolved_at;
     batch.push_back(std::move(o));
     if (batch.size() == 500) {
@@ -75,8 +81,7 @@ std::string EpilogLedgerd::gating(const sql::GatingRow& g) {
   std::string why;
   request(ep_, {{"op", "gating"}, {"job", g.job_id}, {"node", g.node}, {"decision", g.decision},
                 {"reason", g.reason}, {"decided_by", g.decided_by},
-                {"evidence", json::parse(g.evidence, nullptr, false).is_discarded() ? json::object()
-                                                                                : json::parse(g.evidence, nullptr, false)}},
+                {"evidence", common::column_or(g.evidence, common::kEvidenceLimits, json::object())}},
           why);
   return why;
 }
@@ -90,10 +95,29 @@ std::string EpilogLedgerd::job_verdicts(const std::string& job, std::vector<sql:
 }
 
 std::string EpilogLedgerd::node_open_verdicts(const std::string& node, std::vector<sql::VerdictRow>& out) {
+  std::vector<sql::GatingRow> clears;
+  return node_state(node, out, clears);
+}
+
+std::string EpilogLedgerd::node_state(const std::string& node, std::vector<sql::VerdictRow>& open,
+                                      std::vector<sql::GatingRow>& clears) {
   std::string why;
   json r = request(ep_, {{"op", "node"}, {"node", node}}, why);
   if (!why.empty()) return why;
-  for (auto& v : r.value("open_verdicts", json::array())) out.push_back(row_of(v));
+  if (!r.contains("open_verdicts") || !r["open_verdicts"].is_array()) return "scout-ledgerd: node: malformed reply";
+  for (auto& v : r["open_verdicts"])
+    if (v.is_object()) open.push_back(row_of(v));
+  if (r.contains("decisions") && r["decisions"].is_array())
+    for (auto& d : r["decisions"]) {
+      if (!d.is_object() || d.value("decision", "") != "clear" || d.value("node", "") != node) continue;
+      sql::GatingRow g;
+      g.node = node;
+      g.decision = "clear";
+      g.reason = d.value("reason", "");
+      g.decided_by = "scout-ledgerd: " + d.value("decided_by", std::string("?"));
+      g.decided_at = d.value("decided_at", "");
+      if (!g.decided_at.empty()) clears.push_back(std::move(g));
+    }
   return {};
 }
 

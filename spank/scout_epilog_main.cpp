@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -29,6 +30,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/slurm_jobs.hpp"
+#include "common/spawn.hpp"
+#include "common/untrusted_json.hpp"
 #include "libc3/rank_record.hpp"
 #include "libc3/log.hpp"
 #include "libc3/options.hpp"
@@ -55,45 +59,17 @@ std::string env(const char* n) {
   return v ? v : "";
 }
 
-int run_scontrol(const std::string& scontrol, const std::vector<std::string>& args, std::string& err) {
-  pid_t pid = fork();
-  if (pid < 0) { err = std::strerror(errno); return -1; }
-  if (pid == 0) {
-    std::vector<char*> av;
-    av.push_back(const_cast<char*>(scontrol.c_str()));
-    for (auto& a : args) av.push_back(const_cast<char*>(a.c_str()));
-    av.push_back(nullptr);
-    execvp(av[0], av.data());
-    std::fprintf(stderr, "scout-epilog: exec %s: %s\n", scontrol.c_str(), std::strerror(errno));  // forked child
-    _exit(127);
-  }
-  int st = 0;
-  waitpid(pid, &st, 0);
-  if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return 0;
-  err = fmt::format("{} exited with status {}", scontrol, WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+int drain_node(const sp::PluginConfig& cfg, const std::string& node, const std::string& reason, std::string& err) {
+  auto r = scout::common::run_command({cfg.scontrol, "update", "nodename=" + node, "state=drain", "reason=" + reason}, 30);
+  if (r.ok()) return 0;
+  err = r.error;
   return -1;
 }
 
-int drain_node(const sp::PluginConfig& cfg, const std::string& node, const std::string& reason, std::string& err) {
-  return run_scontrol(cfg.scontrol, {"update", "nodename=" + node, "state=drain", "reason=" + reason}, err);
-}
-
-// `scontrol show hostnames LIST`: the job's nodes, one per line.
+// `scontrol show hostnames LIST`: the job's nodes.
 std::set<std::string> expand_nodelist(const std::string& scontrol, const std::string& list) {
-  std::set<std::string> out;
-  if (list.empty()) return out;
-  std::string cmd = scontrol + " show hostnames '" + list + "' 2>/dev/null";
-  if (list.find('\'') != std::string::npos) return out;
-  if (std::FILE* p = popen(cmd.c_str(), "r")) {
-    char line[256];
-    while (std::fgets(line, sizeof line, p)) {
-      std::string n = line;
-      while (!n.empty() && (n.back() == '\n' || n.back() == ' ')) n.pop_back();
-      if (!n.empty()) out.insert(n);
-    }
-    pclose(p);
-  }
-  return out;
+  auto v = scout::common::slurm_hostnames(scontrol, list, 30);
+  return {v.begin(), v.end()};
 }
 
 // The job's node list: SLURM_JOB_NODELIST where the epilog has it, else
@@ -106,40 +82,25 @@ std::set<std::string> expand_nodelist(const std::string& scontrol, const std::st
 std::string job_nodelist(const std::string& scontrol, const std::string& job) {
   std::string from_env = env("SLURM_JOB_NODELIST");
   if (!from_env.empty()) return from_env;
-  if (!scout::c3::valid_job_id(job)) return "";
-  // squeue lives beside scontrol (a site may name scontrol by its path).
-  std::string squeue = "squeue";
-  if (const auto slash = scontrol.find_last_of('/'); slash != std::string::npos)
-    squeue = scontrol.substr(0, slash + 1) + "squeue";
-  const std::string cmd = squeue + " -h -j " + job + " -o %N 2>/dev/null";
-  std::string out;
-  if (std::FILE* p = popen(cmd.c_str(), "r")) {
-    char buf[4096];
-    std::size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0 && out.size() < 65536) out.append(buf, n);
-    pclose(p);
-  }
-  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-  // One job, one field: a node list has no blanks and no second line.
-  if (out.empty() || out.find_first_of(" \t\n") != std::string::npos || out == "(null)") return "";
-  return out;
+  auto j = scout::common::slurm_job(scontrol, job, 30);
+  return j ? j->nodelist : std::string();
 }
 
 // Every host a verdict names lies in the job's allocation.
+// The hosts column is the user's text: read as a flat array of node names,
+// anything else names no node.
 bool within(const sq::VerdictRow& v, const std::set<std::string>& nodes) {
-  json h = json::parse(v.hosts, nullptr, false);
-  if (!h.is_array()) return false;
-  for (auto& x : h)
-    if (!x.is_string() || !nodes.count(x.get<std::string>())) return false;
+  std::vector<std::string> hosts;
+  if (!scout::common::read_hosts(v.hosts, hosts, 100000)) return false;
+  for (auto& h : hosts)
+    if (!nodes.count(h)) return false;
   return true;
 }
 
 bool names_host(const sq::VerdictRow& v, const std::string& node) {
-  json h = json::parse(v.hosts, nullptr, false);
-  if (!h.is_array()) return false;
-  for (auto& x : h)
-    if (x.is_string() && x.get<std::string>() == node) return true;
-  return false;
+  std::vector<std::string> hosts;
+  if (!scout::common::read_hosts(v.hosts, hosts, 100000)) return false;
+  return std::find(hosts.begin(), hosts.end(), node) != hosts.end();
 }
 
 // The prolog check: false refuses the node (drained here, and the prolog's
@@ -198,26 +159,46 @@ std::string remembered_allocation(const sp::PluginConfig& cfg, const std::string
 
 bool prolog(const sp::PluginConfig& cfg, const Args& a, const std::string& who) {
   remember_allocation(cfg, a);
+  // The site ledger service first: an administrator's clear recorded there
+  // must reach this node's ledger before it is read.
+  auto service = sp::EpilogLedgerd::from_site_config();
+  std::vector<sq::VerdictRow> remote;
+  std::vector<sq::GatingRow> remote_clears;
+  std::string service_error;
+  if (service) service_error = service->node_state(a.node, remote, remote_clears);
+  if (!remote_clears.empty()) {
+    auto site = sq::Ledger::open(cfg.ledger, sq::Ledger::Mode::kReadWrite);
+    std::string last;
+    for (auto& g : site.node_gating(a.node))
+      if (g.decision == "clear" && g.decided_at > last) last = g.decided_at;
+    for (auto& g : remote_clears)
+      if (g.decided_at > last) {
+        site.insert_gating(g);
+        scout::log::info("{}: clear of {} by {} taken from scout-ledgerd", a.node, g.decided_at, g.decided_by);
+      }
+  }
   std::vector<sq::VerdictRow> open;
   try {
-    // Only verdicts root confirmed (reproduced) refuse a node: an unchecked
-    // verdict is its job user's word.
+    // Only verdicts root confirmed (reproduced) on this node refuse it: an
+    // unchecked verdict is its job user's word.
     open = sq::Ledger::open(cfg.ledger, sq::Ledger::Mode::kReadOnly).open_verdicts_on(a.node, cfg.prolog_kinds, true);
   } catch (const sq::LedgerError& e) {
     if (e.code() != sq::LedgerError::Code::kMissing) throw;
   }
-  // The site ledger service knows what other nodes' epilogs recorded.
-  auto service = sp::EpilogLedgerd::from_site_config();
-  if (service) {
-    std::vector<sq::VerdictRow> remote;
-    if (auto why = service->node_open_verdicts(a.node, remote); !why.empty()) {
-      scout::log::error("scout-ledgerd: {}{}", why, cfg.fail_closed ? "; failing closed" : "; deciding from this node");
-      if (cfg.fail_closed) throw std::runtime_error("scout-ledgerd unreachable: " + why);
-    }
-    std::set<std::string> kinds(cfg.prolog_kinds.begin(), cfg.prolog_kinds.end());
-    for (auto& v : remote)
-      if ((kinds.empty() || kinds.count(v.kind)) && v.confirmation && *v.confirmation == "confirmed") open.push_back(v);
+  if (!service_error.empty()) {
+    // An outage of the service never drains a node by itself: this node's
+    // own ledger (the confirmations its epilogs recorded) decides.
+    scout::log::error("scout-ledgerd: {}; deciding from this node's ledger ({} confirmed verdict(s) here){}",
+                      service_error, open.size(), open.empty() ? ": admitting the job" : "");
   }
+  std::set<std::string> kinds(cfg.prolog_kinds.begin(), cfg.prolog_kinds.end());
+  std::set<std::string> have;
+  for (auto& v : open) have.insert(sq::Ledger::confirmation_key(v));
+  // The service's rows carry the confirmation recorded for this node.
+  for (auto& v : remote)
+    if ((kinds.empty() || kinds.count(v.kind)) && v.confirmation && *v.confirmation == "confirmed" && v.vkey &&
+        !have.count(*v.vkey) && names_host(v, a.node))
+      open.push_back(v);
   if (open.empty()) return true;
   auto site = sq::Ledger::open(cfg.ledger, sq::Ledger::Mode::kReadWrite);
   auto record = [&](const sq::GatingRow& g) {
@@ -298,10 +279,15 @@ int main(int argc, char** argv) {
   else if (!env("SCOUT_PLUGSTACK").empty()) candidates = {env("SCOUT_PLUGSTACK")};
   else candidates = {"/etc/slurm/plugstack.conf.d/scout.conf", "/etc/slurm/plugstack.conf"};
   std::string cfg_err = "no plugstack file found";
+  bool cfg_found = false;  // a scout.so line was found: its errors count
   for (auto& c : candidates) {
     std::vector<std::string> pargs;
     cfg_err = sp::read_plugstack_args(c, pargs);
-    if (cfg_err.empty()) { cfg_err = sp::parse_plugin_args(pargs, cfg); break; }
+    if (cfg_err.empty()) {
+      cfg_found = true;
+      cfg_err = sp::parse_plugin_args(pargs, cfg);
+      break;
+    }
   }
   auto finish = [&](bool error, const std::string& msg) {
     if (!msg.empty()) {
@@ -310,7 +296,9 @@ int main(int argc, char** argv) {
     }
     return error && cfg.fail_closed ? 1 : 0;
   };
-  if (!cfg_err.empty() && !a.plugstack.empty()) return finish(true, "config: " + cfg_err);
+  // A scout.so line with a bad key is an error (logged, and fail_closed
+  // decides), in production as with --plugstack: never ignored silently.
+  if (!cfg_err.empty() && (cfg_found || !a.plugstack.empty())) return finish(true, "config: " + cfg_err);
   if (!scout::c3::valid_job_id(a.job))
     return finish(true, fmt::format("job id '{}' is not valid; expected SLURM_JOB_ID or --job with a decimal id", a.job));
   if (a.node.empty()) return finish(true, "no node name; expected SLURMD_NODENAME or --node");
@@ -353,6 +341,11 @@ int main(int argc, char** argv) {
     // The spool is a file the job's user wrote: without the job's uid there
     // is no owner to check it against, so nothing is imported (fail closed).
     // Otherwise it is never opened in place (Ledger::open_untrusted).
+    // The job's allocation, as the prolog saw it (or Slurm says now);
+    // unknown: only what names this node.
+    const std::string nodelist = !remembered.empty() ? remembered : job_nodelist(cfg.scontrol, a.job);
+    std::set<std::string> allocation = expand_nodelist(cfg.scontrol, nodelist);
+    if (allocation.empty()) allocation = {a.node};
     const std::string spool = cfg.spool + "/" + a.job + ".db";
     struct stat st {};
     if (a.uid < 0) {
@@ -371,10 +364,7 @@ int main(int argc, char** argv) {
         auto& from = *opened;
         // The spool is the user's file: verdicts naming nodes outside the
         // job's allocation are not taken into the site ledger.
-        std::string nodelist = remembered;
-        if (nodelist.empty()) nodelist = job_nodelist(cfg.scontrol, a.job);
-        auto nodes = expand_nodelist(cfg.scontrol, nodelist);
-        if (nodes.empty()) nodes = {a.node};  // allocation unknown: only what names this node
+        const auto& nodes = allocation;
         int refused = 0;
         std::vector<sq::VerdictRow> kept;
         // Every node's spool holds the job's verdicts: the origin names the
@@ -404,12 +394,23 @@ int main(int argc, char** argv) {
       std::set<std::string> keys;
       for (auto& v : verdicts)
         if (v.vkey) keys.insert(*v.vkey);
-      for (auto& v : remote)
-        if (!v.vkey || !keys.count(*v.vkey)) verdicts.push_back(v);
+      for (auto& v : remote) {
+        // Only what names nodes of this job's allocation (the service
+        // checks users' submissions; this holds whoever wrote it).
+        if (!v.vkey || keys.count(*v.vkey) || v.vkey->rfind(a.job + ".", 0) != 0) continue;
+        if (!within(v, allocation)) continue;
+        verdicts.push_back(v);
+      }
     }
     // --- policy: gating by verified evidence (docs/architecture.md, "Trust
     // model"). A verdict is the job's user's word; root drains only on what
     // it checked itself.
+    // Root's check is recorded for this node, by the verdict's key: a row
+    // from the service has the service's id, which means nothing here.
+    // (Rows from the service always have a key; see above.)
+    auto confirm = [&](const sq::VerdictRow& v, const char* c) {
+      site.confirm(sq::Ledger::confirmation_key(v), a.node, c, who);
+    };
     std::vector<const sq::VerdictRow*> mine;
     for (auto& v : verdicts)
       if (v.status == "attributed" && kinds.count(v.kind) && names_host(v, a.node)) mine.push_back(&v);
@@ -448,15 +449,15 @@ int main(int argc, char** argv) {
     std::strftime(since, sizeof since, "%Y-%m-%dT%H:%M:%SZ", &tmv);
     std::optional<sq::Ledger::Blame> blame;
     for (const sq::VerdictRow* v : mine) {
-      json r = json::parse(v->ranks, nullptr, false);
+      std::vector<std::int64_t> rv;
       std::string ranks;
-      if (r.is_array())
-        for (auto& x : r) ranks += (ranks.empty() ? "" : ",") + x.dump();
+      if (scout::common::read_ranks(v->ranks, rv, 65536))
+        for (auto x : rv) ranks += (ranks.empty() ? "" : ",") + std::to_string(x);
       const std::string what = fmt::format("{} rank {} job {}", v->kind, ranks.empty() ? "?" : ranks, a.job);
       json one = {{"verdict", v->id}, {"kind", v->kind}, {"vkey", v->vkey ? json(*v->vkey) : json(nullptr)}};
       if (v->kind == "sdc") {
         // Evidence class "reproduce": root re-runs what the verdict names.
-        json e = json::parse(v->evidence, nullptr, false);
+        json e = scout::common::column_or(v->evidence, scout::common::kEvidenceLimits, json::object());
         sp::CheckResult rr;
         if (e.is_object() && e.value("source", "") == "replay" && e.contains("core") && e["core"].is_number_integer() &&
             e.contains("recipe") && e["recipe"].is_string() && e.contains("cycle") && e["cycle"].is_number_integer()) {
@@ -479,11 +480,11 @@ int main(int argc, char** argv) {
           drain_reasons.push_back(what);
           drain_why.push_back(rr.detail);
           if (v->vkey) confirmed.push_back(*v->vkey);
-          site.set_confirmation(v->id, "confirmed");
+          confirm(*v, "confirmed");
         } else {
           kept_reasons.push_back(what + " not reproduced");
           if (v->vkey) unconfirmed.push_back(*v->vkey);
-          site.set_confirmation(v->id, "unconfirmed");
+          confirm(*v, "unconfirmed");
         }
       } else {
         // Evidence class "suspect": root's own node check, or many users.

@@ -544,7 +544,11 @@ int Ledger::import_verdict(const VerdictRow& v, const std::string& origin, std::
   auto& s = stmt(kImportVerdict).bind(v.job_id).bind(v.step).bind(v.kind).bind(v.status).bind(v.ranks)
                 .bind(v.hosts).bind(v.evidence).bind(v.detected_at);
   if (v.resolved_at) s.bind(*v.resolved_at); else s.bind_null();
-  s.bind(origin).bind(v.id).bind(origin_uid).bind(now_iso8601());
+  // A row without an id in its source (a service submission) has no
+  // origin_id: NULLs are distinct under verdicts_by_origin, the vkey keys it.
+  s.bind(origin);
+  if (v.id > 0) s.bind(v.id); else s.bind_null();
+  s.bind(origin_uid).bind(now_iso8601());
   if (v.vkey) s.bind(*v.vkey); else s.bind_null();
   s.run();
   const int changed = sqlite3_changes(db_);
@@ -591,7 +595,9 @@ int Ledger::import_job(Ledger& from, const std::string& job_id, const std::strin
     }
     for (auto& n : src_nodes) upsert_node(n);
     for (auto& v : src_verdicts) {
-      if (v.job_id != job_id || !keep(v)) continue;
+      // A key is its job's (<job>.<step>...): a user's spool cannot take
+      // the key of another job's verdict before that verdict is written.
+      if (v.job_id != job_id || (v.vkey && v.vkey->rfind(job_id + ".", 0) != 0) || !keep(v)) continue;
       auto& s = stmt(kImportVerdict).bind(v.job_id).bind(v.step).bind(v.kind).bind(v.status)
                     .bind(v.ranks).bind(v.hosts).bind(v.evidence).bind(v.detected_at);
       if (v.resolved_at) s.bind(*v.resolved_at); else s.bind_null();
@@ -689,12 +695,64 @@ std::vector<VerdictRow> Ledger::open_verdicts_on(const std::string& node, const 
       stmt(kSelectOpenOnNode).bind(kinds_array(kinds)).bind(node).bind(std::int64_t{confirmed_only ? 1 : 0}));
 }
 
-void Ledger::set_confirmation(std::int64_t verdict_id, const std::string& confirmation) {
-  stmt(kSetConfirmation).bind(confirmation).bind(verdict_id).run();
+void Ledger::confirm(const std::string& key, const std::string& node, const std::string& confirmation,
+                     const std::string& decided_by) {
+  transaction([&] {
+    stmt(kConfirm).bind(key).bind(node).bind(confirmation).bind(decided_by).bind(now_iso8601()).run();
+    stmt(kSummariseConfirmation).bind(key).run();
+  });
 }
 
-void Ledger::set_confirmation_by_key(const std::string& vkey, const std::string& confirmation) {
-  stmt(kSetConfirmationByKey).bind(confirmation).bind(vkey).run();
+std::optional<Ledger::KeyOwner> Ledger::key_owner(const std::string& vkey) {
+  auto& s = stmt(kKeyOwner).bind(vkey);
+  std::optional<KeyOwner> out;
+  if (s.step()) {
+    out.emplace();
+    out->id = s.i64(0);
+    out->job_id = s.text(1);
+    if (auto u = s.opt_text(2)) out->origin_uid = std::strtoll(u->c_str(), nullptr, 10);
+    out->origin = s.text(3);
+    out->confirmed_by_root = s.i64(4) != 0;
+    out->kind = s.text(5);
+    out->status = s.text(6);
+    out->ranks = s.text(7);
+    out->hosts = s.text(8);
+  }
+  s.reset();
+  return out;
+}
+
+void Ledger::replace_verdict_by_key(const VerdictRow& v, const std::string& origin, std::int64_t origin_uid) {
+  auto& s = stmt(kReplaceByKey).bind(*v.vkey).bind(v.step).bind(v.kind).bind(v.status).bind(v.ranks).bind(v.hosts)
+                .bind(v.evidence).bind(v.detected_at);
+  if (v.resolved_at) s.bind(*v.resolved_at); else s.bind_null();
+  s.bind(origin).bind(origin_uid).bind(now_iso8601()).run();
+}
+
+std::int64_t Ledger::count_verdicts_from(const std::string& job_id, std::int64_t origin_uid) {
+  auto& s = stmt(kCountVerdictsFrom).bind(job_id).bind(origin_uid);
+  std::int64_t n = s.step() ? s.i64(0) : 0;
+  s.reset();
+  return n;
+}
+
+void Ledger::set_job_owner(const std::string& job_id, const std::string& user, std::int64_t uid) {
+  stmt(kSetJobOwner).bind(job_id).bind(user).bind(uid).run();
+}
+
+void Ledger::transaction(const std::function<void()>& body) {
+  if (!sqlite3_get_autocommit(db_)) {  // already inside one: part of it
+    body();
+    return;
+  }
+  exec("BEGIN IMMEDIATE");
+  try {
+    body();
+    exec("COMMIT");
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
 }
 
 std::optional<std::string> Ledger::reference_signature(const std::string& device_class, const std::string& recipe,

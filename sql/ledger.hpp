@@ -91,7 +91,7 @@ struct LedgerMetrics {
   std::map<std::string, std::int64_t> open_by_node, drains_by_node;
 };
 
-inline constexpr int kSchemaVersion = 8;
+inline constexpr int kSchemaVersion = 9;
 
 // ISO-8601 UTC with milliseconds, e.g. 2026-11-29T17:39:29.123Z
 std::string now_iso8601();
@@ -177,9 +177,35 @@ class Ledger {
   // Oldest first.
   std::vector<VerdictRow> open_verdicts_on(const std::string& node, const std::vector<std::string>& kinds,
                                            bool confirmed_only = false);
-  // Gating by verified evidence (schema 6).
-  void set_confirmation(std::int64_t verdict_id, const std::string& confirmation);
-  void set_confirmation_by_key(const std::string& vkey, const std::string& confirmation);
+  // Root's check of what a verdict says of one node (schema 9): `key` is
+  // the verdict's vkey, or '#<id>' for a row of this ledger without one. The
+  // prolog of `node` refuses it only for a confirmation recorded for `node`.
+  void confirm(const std::string& key, const std::string& node, const std::string& confirmation,
+               const std::string& decided_by);
+  // The key confirm() takes for a row of this ledger.
+  static std::string confirmation_key(const VerdictRow& v) {
+    return v.vkey ? *v.vkey : "#" + std::to_string(v.id);
+  }
+  // Who wrote the row with this key, for the service's conflict rules.
+  struct KeyOwner {
+    std::int64_t id = 0;
+    std::string job_id;
+    std::optional<std::int64_t> origin_uid;
+    std::string origin;
+    bool confirmed_by_root = false;  // any confirmation recorded for it
+    std::string kind, status, ranks, hosts;
+  };
+  std::optional<KeyOwner> key_owner(const std::string& vkey);
+  // Replaces the content of the row with this key (root's copy wins a key
+  // conflict); the row keeps its id.
+  void replace_verdict_by_key(const VerdictRow& v, const std::string& origin, std::int64_t origin_uid);
+  // Verdicts of a job that `origin_uid` submitted (per-job quotas).
+  std::int64_t count_verdicts_from(const std::string& job_id, std::int64_t origin_uid);
+  // Runs `body` in one transaction (BEGIN IMMEDIATE ... COMMIT), rolled back
+  // if it throws.
+  void transaction(const std::function<void()>& body);
+  // The owner of a job row (when Slurm says it differs from what was stored).
+  void set_job_owner(const std::string& job_id, const std::string& user, std::int64_t uid);
   std::optional<std::string> reference_signature(const std::string& device_class, const std::string& recipe,
                                                  const std::string& seed);
   void record_reference(const std::string& device_class, const std::string& recipe, const std::string& seed,

@@ -60,10 +60,13 @@ inline constexpr const char* kSelectNodeGating =
 // array), naming the node, and imported after its last clear. Openness is
 // decided by times root stamped (imported_at; detected_at is the user's word
 // and only counts for rows never imported, as in a user's own ledger).
+// The confirmation column is the one recorded for ?2 (schema 9).
 inline constexpr const char* kSelectOpenOnNode =
-    "SELECT id,job_id,step,kind,status,ranks,hosts,evidence,detected_at,resolved_at,origin,vkey,confirmation "
+    "SELECT id,job_id,step,kind,status,ranks,hosts,evidence,detected_at,resolved_at,origin,vkey,"
+    "(SELECT c.confirmation FROM confirmations c WHERE c.vkey = coalesce(v.vkey, '#' || v.id) AND c.node = ?2) "
     "FROM verdicts v WHERE v.status='attributed' AND v.resolved_at IS NULL "
-    "AND (?3 = 0 OR v.confirmation = 'confirmed') "
+    "AND (?3 = 0 OR EXISTS (SELECT 1 FROM confirmations c WHERE c.vkey = coalesce(v.vkey, '#' || v.id) "
+    "  AND c.node = ?2 AND c.confirmation = 'confirmed')) "
     "AND (?1 = '[]' OR v.kind IN (SELECT value FROM json_each(?1))) "
     "AND CASE WHEN json_valid(v.hosts) THEN EXISTS (SELECT 1 FROM json_each(v.hosts) WHERE value=?2) ELSE 0 END "
     "AND coalesce(v.imported_at, v.detected_at) > "
@@ -124,8 +127,21 @@ inline constexpr const char* kSelectVerdictsV4 =
     "FROM verdicts WHERE job_id=? ORDER BY id";
 
 // Gating by verified evidence (schema 6).
-inline constexpr const char* kSetConfirmation = "UPDATE verdicts SET confirmation=?1 WHERE id=?2";
-inline constexpr const char* kSetConfirmationByKey = "UPDATE verdicts SET confirmation=?1 WHERE vkey=?2";
+inline constexpr const char* kConfirm =
+    "INSERT OR REPLACE INTO confirmations(vkey,node,confirmation,decided_by,decided_at) VALUES(?1,?2,?3,?4,?5)";
+inline constexpr const char* kSummariseConfirmation =
+    "UPDATE verdicts SET confirmation = CASE WHEN EXISTS (SELECT 1 FROM confirmations c WHERE c.vkey=?1 "
+    "AND c.confirmation='confirmed') THEN 'confirmed' ELSE 'unconfirmed' END "
+    "WHERE coalesce(vkey, '#' || id) = ?1";
+inline constexpr const char* kKeyOwner =
+    "SELECT id, job_id, origin_uid, coalesce(origin,''), "
+    "EXISTS (SELECT 1 FROM confirmations c WHERE c.vkey = v.vkey), kind, status, ranks, hosts "
+    "FROM verdicts v WHERE vkey=?1";
+inline constexpr const char* kReplaceByKey =
+    "UPDATE verdicts SET step=?2,kind=?3,status=?4,ranks=?5,hosts=?6,evidence=?7,detected_at=?8,"
+    "resolved_at=?9,origin=?10,origin_uid=?11,origin_id=NULL,imported_at=?12 WHERE vkey=?1";
+inline constexpr const char* kCountVerdictsFrom = "SELECT count(*) FROM verdicts WHERE job_id=?1 AND origin_uid=?2";
+inline constexpr const char* kSetJobOwner = "UPDATE jobs SET user=?2, uid=?3 WHERE job_id=?1";
 inline constexpr const char* kSelectReference =
     "SELECT signature FROM reference_signatures WHERE device_class=?1 AND recipe=?2 AND seed=?3";
 inline constexpr const char* kInsertReference =

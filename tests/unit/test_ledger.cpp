@@ -458,7 +458,7 @@ TEST_CASE("a far-future detected_at does not outlive a clear; blame counts certi
   // Only confirmed verdicts count when asked.
   CHECK(imp("15", "sdc", "2026-01-01T00:00:00.000Z", 1000) == 1);
   CHECK(l.open_verdicts_on("n2", {"sdc"}, true).empty());
-  l.set_confirmation_by_key("15.0.o0.1.1", "confirmed");
+  l.confirm("15.0.o0.1.1", "n2", "confirmed", "scout-epilog uid 0 on n2");
   auto open = l.open_verdicts_on("n2", {"sdc"}, true);
   REQUIRE(open.size() == 1);
   CHECK(open[0].confirmation == std::optional<std::string>("confirmed"));
@@ -467,6 +467,45 @@ TEST_CASE("a far-future detected_at does not outlive a clear; blame counts certi
   l.record_reference("cls", "gemm_f64", "00ff", "abcd", "n1");
   l.record_reference("cls", "gemm_f64", "00ff", "ffff", "n3");  // the first one stays
   CHECK(l.reference_signature("cls", "gemm_f64", "00ff") == std::optional<std::string>("abcd"));
+}
+
+// Schema 9: root's check of a verdict is recorded per node. A verdict that
+// names n2 and n3, confirmed by n2's epilog, refuses n2 and never n3; a
+// confirmation by key never touches a row of another job or ledger.
+TEST_CASE("confirmations are per (verdict key, node)") {
+  TempDir t;
+  auto l = Ledger::open((t.path / "site.db").string(), Ledger::Mode::kReadWrite);
+  l.insert_job_if_missing({.job_id = "21", .user = "u", .uid = 1000, .launcher = "slurm"});
+  VerdictRow v;
+  v.job_id = "21";
+  v.step = "0";
+  v.kind = "sdc";
+  v.status = "attributed";
+  v.hosts = R"(["n2","n3"])";
+  v.detected_at = "2026-01-01T00:00:00.000Z";
+  v.vkey = "21.0.o0.1.1";
+  REQUIRE(l.import_verdict(v, "ledgerd: user-reported by uid 1000", 1000) == 1);
+  // A second row of the same submitter without a source id: not a conflict
+  // on (job, origin, origin_id) (the service's rows have none).
+  v.vkey = "21.0.o0.1.2";
+  CHECK(l.import_verdict(v, "ledgerd: user-reported by uid 1000", 1000) == 1);
+  CHECK(l.verdicts("21").size() == 2);
+  l.confirm("21.0.o0.1.1", "n2", "confirmed", "scout-epilog uid 0 on n2");
+  CHECK(l.open_verdicts_on("n2", {"sdc"}, true).size() == 1);
+  CHECK(l.open_verdicts_on("n3", {"sdc"}, true).empty());
+  auto on3 = l.open_verdicts_on("n3", {"sdc"});
+  REQUIRE(on3.size() == 2);
+  CHECK_FALSE(on3[0].confirmation.has_value());  // nothing recorded for n3
+  CHECK(l.verdicts("21")[0].confirmation == std::optional<std::string>("confirmed"));  // the summary
+  l.confirm("21.0.o0.1.1", "n3", "unconfirmed", "scout-epilog uid 0 on n3");
+  CHECK(l.open_verdicts_on("n3", {"sdc"}, true).empty());
+  // Who wrote a key, for the service's conflict rules.
+  auto o = l.key_owner("21.0.o0.1.1");
+  REQUIRE(o.has_value());
+  CHECK(o->origin_uid == std::optional<std::int64_t>(1000));
+  CHECK(o->confirmed_by_root);
+  CHECK_FALSE(l.key_owner("21.0.o0.1.2")->confirmed_by_root);
+  CHECK_FALSE(l.key_owner("22.0.o0.1.1").has_value());
 }
 
 // Root reads a user's spool only through open_untrusted: a private copy,

@@ -68,7 +68,7 @@ TEST_CASE("site config: keys, defaults, and errors that name the line") {
 
 TEST_CASE("ledgerd: a job's user submits and reads their own running job's verdicts, exactly once") {
   Site s;
-  s.jobs["17"] = {1000, true};
+  s.jobs["17"] = {1000, true, {"n1", "n2", "n3"}};
   auto r = s.ask(1000, {{"op", "submit"}, {"job", "17"}, {"verdicts", {stall("17.0.o0.9.1")}}});
   REQUIRE(r["ok"] == true);
   CHECK(r["added"] == 1);
@@ -83,7 +83,7 @@ TEST_CASE("ledgerd: a job's user submits and reads their own running job's verdi
 
 TEST_CASE("ledgerd: another user's job is refused, for reading and for writing; refusals are counted") {
   Site s;
-  s.jobs["17"] = {1000, true};
+  s.jobs["17"] = {1000, true, {"n1", "n2", "n3"}};
   s.ask(1000, {{"op", "submit"}, {"job", "17"}, {"verdicts", {stall("17.0.o0.9.1")}}});
   auto r = s.ask(1001, {{"op", "submit"}, {"job", "17"}, {"verdicts", {stall("17.0.o0.9.2")}}});
   CHECK(r["ok"] == false);
@@ -125,7 +125,7 @@ TEST_CASE("ledgerd: decisions are root's, clears are administrators', with a rea
 
 TEST_CASE("ledgerd: malformed and wrong-version requests get an error naming what was expected") {
   Site s;
-  s.jobs["17"] = {1000, true};
+  s.jobs["17"] = {1000, true, {"n1", "n2", "n3"}};
   CHECK(s.service->handle({0, 0}, "not json")["refused"] == "malformed");
   CHECK(s.ask(0, {{"v", 2}, {"op", "ping"}})["refused"] == "version");
   CHECK(s.ask(0, {{"op", "explode"}})["refused"] == "malformed");
@@ -148,7 +148,7 @@ TEST_CASE("ledgerd: malformed and wrong-version requests get an error naming wha
 
 TEST_CASE("metrics: Prometheus text exposition of verdicts, open verdicts, drains and refusals") {
   Site s;
-  s.jobs["17"] = {1000, true};
+  s.jobs["17"] = {1000, true, {"n1", "n2", "n3"}};
   s.ask(1000, {{"op", "submit"}, {"job", "17"}, {"verdicts", {stall("17.0.o0.9.1")}}});
   s.ask(1001, {{"op", "query"}, {"job", "17"}});
   s.ask(0, {{"op", "gating"}, {"job", "17"}, {"node", "n3"}, {"decision", "drain"}, {"reason", "scout: stall"}});

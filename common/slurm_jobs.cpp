@@ -1,0 +1,90 @@
+// Slurm job look-ups (see slurm_jobs.hpp).
+#include "common/slurm_jobs.hpp"
+
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "common/spawn.hpp"
+#include "common/untrusted_json.hpp"
+
+namespace scout::common {
+
+namespace {
+bool decimal(const std::string& s) {
+  return !s.empty() && s.size() <= 18 && s.find_first_not_of("0123456789") == std::string::npos;
+}
+std::string beside(const std::string& scontrol, const char* prog) {
+  const auto slash = scontrol.find_last_of('/');
+  return slash == std::string::npos ? std::string(prog) : scontrol.substr(0, slash + 1) + prog;
+}
+}  // namespace
+
+std::optional<SlurmJob> parse_squeue_line(const std::string& line) {
+  const auto a = line.find('|');
+  const auto b = a == std::string::npos ? a : line.find('|', a + 1);
+  if (b == std::string::npos) return std::nullopt;
+  const std::string uid = line.substr(0, a), state = line.substr(a + 1, b - a - 1), nodes = line.substr(b + 1);
+  if (!decimal(uid) || state.empty() || state.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ_") != std::string::npos ||
+      nodes.find_first_of(" \t\n|") != std::string::npos)
+    return std::nullopt;
+  SlurmJob j;
+  j.uid = static_cast<uid_t>(std::strtoul(uid.c_str(), nullptr, 10));
+  j.state = state;
+  j.running = state == "RUNNING" || state == "COMPLETING" || state == "SUSPENDED";
+  j.nodelist = nodes == "(null)" ? std::string() : nodes;
+  return j;
+}
+
+std::vector<std::string> slurm_hostnames(const std::string& scontrol, const std::string& list, double timeout_s,
+                                         std::string* why) {
+  std::vector<std::string> out;
+  if (list.empty()) return out;
+  auto r = run_command({scontrol, "show", "hostnames", list}, timeout_s);
+  if (!r.ok()) {
+    if (why) *why = r.error;
+    return out;
+  }
+  std::size_t pos = 0;
+  while (pos < r.out.size()) {
+    auto nl = r.out.find('\n', pos);
+    if (nl == std::string::npos) nl = r.out.size();
+    std::string n = r.out.substr(pos, nl - pos);
+    pos = nl + 1;
+    if (n.empty()) continue;
+    if (!valid_node_name(n)) {
+      if (why) *why = "scontrol show hostnames: not a node name";
+      return {};
+    }
+    out.push_back(std::move(n));
+  }
+  return out;
+}
+
+std::optional<SlurmJob> slurm_job(const std::string& scontrol, const std::string& job, double timeout_s,
+                                  std::string* why) {
+  if (!decimal(job)) {
+    if (why) *why = fmt::format("job id '{}': expected a decimal job id", job.substr(0, 40));
+    return std::nullopt;
+  }
+  const auto started = std::chrono::steady_clock::now();
+  auto r = run_command({beside(scontrol, "squeue"), "-h", "-j", job, "--states=all", "-o", "%U|%T|%N"}, timeout_s,
+                       65536);
+  if (!r.ok()) {
+    if (why) *why = r.error;  // an unknown job makes squeue exit 1
+    return std::nullopt;
+  }
+  std::string line = r.out;
+  while (!line.empty() && (line.back() == '\n' || line.back() == ' ')) line.pop_back();
+  if (line.find('\n') != std::string::npos) line = line.substr(0, line.find('\n'));  // array jobs: the first
+  auto j = parse_squeue_line(line);
+  if (!j) {
+    if (why) *why = line.empty() ? fmt::format("Slurm does not know job {}", job) : "squeue: unexpected output";
+    return std::nullopt;
+  }
+  const double left = timeout_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (!j->nodelist.empty()) j->nodes = slurm_hostnames(scontrol, j->nodelist, std::max(left, 1.0), why);
+  return j;
+}
+
+}  // namespace scout::common
