@@ -8,9 +8,14 @@
 //               whose cores all disagree with the site's reference (root's
 //               own clean runs on other nodes), fails the node;
 //   d_state     processes in uninterruptible sleep (D) at two samples
-//               `dstate_wait_s` apart, same pid and wchan both times;
-//   kernel_log  machine-check, hardware-error, EDAC, hung-task and GPU Xid
-//               lines in the kernel log (/dev/kmsg) since `since_s` ago;
+//               `dstate_wait_s` apart, same pid and wchan both times, waits a
+//               user can hold (vfork, pipes, futexes, FUSE) left out:
+//               recorded as "corroborates", never a failure by itself (any
+//               user can put a process of hers in D state);
+//   kernel_log  kernel-facility records of /dev/kmsg since `since_s` ago
+//               that start with a hardware anchor (machine check, EDAC
+//               CE/UE counts, GPU Xid); text a process can choose (its name
+//               in a segfault line) never matches;
 //   gpu         GPU health read from NVML by root itself (the state: ECC,
 //               row remapping, lost GPU, temperature); unavailable without NVML.
 // reproduce_sdc re-runs the one recipe a replay verdict names on the core it
@@ -49,6 +54,10 @@ struct NodeCheckOptions {
   // root's replay runs, SCOUT_REPLAY_FAULT syntax, read from a root-owned file.
   std::string fault_file;
 };
+
+// Whether one /dev/kmsg record ("prio,seq,usec,flags;message") is a
+// kernel-originated hardware error (exposed for tests).
+bool hardware_kernel_record(const std::string& record);
 
 // The seed of root's node-check replay runs (not a cycle scoutd ever uses).
 std::uint64_t node_check_seed() noexcept;

@@ -15,6 +15,8 @@
 #include <sstream>
 #include "ledgerd/site_config.hpp"
 
+#include <fmt/format.h>
+
 using namespace scout::ledgerd;
 using nlohmann::json;
 namespace fs = std::filesystem;
@@ -179,4 +181,128 @@ TEST_CASE("metrics: Prometheus text exposition of verdicts, open verdicts, drain
     CHECK(line.find_first_not_of("0123456789.", sp + 1) == std::string::npos);
     if (line[brace] == '{') CHECK(line[sp - 1] == '}');
   }
+}
+
+// The hostile-site review (issue 21): each attack on the service, refused,
+// with the legitimate path beside it.
+TEST_CASE("attack: a user's verdict may name only nodes of her job's allocation, as Slurm reports it") {
+  Site s;
+  s.jobs["17"] = {1000, true, {"n1", "n2"}};
+  auto bad = stall("17.0.o0.9.1");
+  bad["hosts"] = {"n2", "n7"};  // n7 was never hers
+  auto r = s.ask(1000, {{"op", "submit"}, {"job", "17"}, {"verdicts", {bad}}});
+  CHECK(r["refused"] == "not_allocated");
+  CHECK(r["error"].get<std::string>().find("n7") != std::string::npos);
+  CHECK(s.ask(0, {{"op", "query"}, {"job", "17"}})["verdicts"].empty());  // nothing written
+  bad["hosts"] = {"n2"};
+  CHECK(s.ask(1000, {{"op", "submit"}, {"job", "17"}, {"verdicts", {bad}}})["added"] == 1);
+  // Slurm without an allocation for the job: nothing a user says is taken.
+  s.jobs["19"] = {1000, true, {}};
+  CHECK(s.ask(1000, {{"op", "submit"}, {"job", "19"}, {"verdicts", {stall("19.0.o0.9.1")}}})["refused"] ==
+        "unknown_job");
+}
+
+TEST_CASE("attack: root's copy wins a key conflict; a user never changes root's or a confirmed row") {
+  Site s;
+  s.jobs["17"] = {1000, true, {"n1", "n2", "n3"}};
+  auto mine = stall("17.0.o0.9.1");
+  mine["hosts"] = {"n1", "n2", "n3"};  // the user's version, first
+  REQUIRE(s.ask(1000, {{"op", "submit"}, {"job", "17"}, {"verdicts", {mine}}})["added"] == 1);
+  auto roots = stall("17.0.o0.9.1");  // root's epilog forwards the honest copy
+  auto r = s.ask(0, {{"op", "submit"}, {"job", "17"}, {"verdicts", {roots}}});
+  CHECK(r["replaced"] == 1);
+  auto q = s.ask(0, {{"op", "query"}, {"job", "17"}});
+  REQUIRE(q["verdicts"].size() == 1);
+  CHECK(q["verdicts"][0]["hosts"] == json({"n3"}));
+  CHECK(q["verdicts"][0]["origin"] == "ledgerd: forwarded by uid 0");
+  // She resubmits the key to close it, or to change it: root's row stays.
+  mine["resolved_at"] = "2026-12-01T00:00:01.000Z";
+  r = s.ask(1000, {{"op", "submit"}, {"job", "17"}, {"verdicts", {mine}}});
+  CHECK(r["ok"] == true);
+  REQUIRE(r["unchanged"].size() == 1);
+  CHECK(r["unchanged"][0]["why"] == "root's row");
+  q = s.ask(0, {{"op", "query"}, {"job", "17"}});
+  CHECK(q["verdicts"][0]["resolved_at"].is_null());
+  CHECK(q["verdicts"][0]["hosts"] == json({"n3"}));
+  // Her own row (no root copy, no confirmation) she may close.
+  auto own = stall("17.0.o0.9.2");
+  s.ask(1000, {{"op", "submit"}, {"job", "17"}, {"verdicts", {own}}});
+  own["resolved_at"] = "2026-12-01T00:00:02.000Z";
+  s.ask(1000, {{"op", "submit"}, {"job", "17"}, {"verdicts", {own}}});
+  CHECK(s.ask(0, {{"op", "query"}, {"job", "17"}})["verdicts"][1]["resolved_at"] == "2026-12-01T00:00:02.000Z");
+}
+
+TEST_CASE("attack: a confirmation is recorded for the node whose epilog checked, never for the others") {
+  Site s;
+  s.jobs["17"] = {1000, true, {"n1", "n2", "n3"}};
+  auto v = stall("17.0.o0.9.1");
+  v["kind"] = "sdc";
+  v["hosts"] = {"n1", "n2", "n3"};
+  REQUIRE(s.ask(1000, {{"op", "submit"}, {"job", "17"}, {"verdicts", {v}}})["added"] == 1);
+  REQUIRE(s.ask(0, {{"op", "gating"}, {"job", "17"}, {"node", "n3"}, {"decision", "drain"}, {"reason", "scout: sdc"},
+                    {"evidence", {{"confirmed", {"17.0.o0.9.1"}}}}})["ok"] == true);
+  auto n3 = s.ask(0, {{"op", "node"}, {"node", "n3"}});
+  REQUIRE(n3["open_verdicts"].size() == 1);
+  CHECK(n3["open_verdicts"][0]["confirmation"] == "confirmed");
+  auto n1 = s.ask(0, {{"op", "node"}, {"node", "n1"}});
+  REQUIRE(n1["open_verdicts"].size() == 1);
+  CHECK(n1["open_verdicts"][0]["confirmation"].is_null());  // the prolog of n1 does not refuse it
+}
+
+TEST_CASE("attack: the job's owner is Slurm's word, not the first submitter's") {
+  Site s;
+  s.jobs["17"] = {1000, false, {"n1"}};
+  // Root's epilog is the first (and only) to write for the job.
+  REQUIRE(s.ask(0, {{"op", "gating"}, {"job", "17"}, {"node", "n1"}, {"decision", "keep"}, {"reason", "x"}})["ok"] == true);
+  auto q = s.ask(1000, {{"op", "query"}, {"job", "17"}});
+  CHECK(q["ok"] == true);
+  CHECK(s.ask(1001, {{"op", "query"}, {"job", "17"}})["refused"] == "not_owner");
+  CHECK(s.ledger->job("17")->uid == 1000);
+}
+
+TEST_CASE("attack: deep, huge and unknown requests are refused without re-serialising them; labels stay fixed") {
+  Site s;
+  s.jobs["17"] = {1000, true, {"n1", "n2", "n3"}};
+  const std::string deep = std::string(1000000, '[') + std::string(1000000, ']');
+  auto r = s.service->handle({1000, 1000}, deep);
+  CHECK(r["refused"] == "too_large");
+  const std::string deep200k = "{\"v\":" + std::string(200000, '[') + std::string(200000, ']') + "}";
+  CHECK(s.service->handle({1000, 1000}, deep200k.substr(0, 1000)).value("refused", "") == "malformed");
+  const std::string deep_v = "{\"v\":" + std::string(100000, '[') + std::string(100000, ']') + ",\"op\":\"ping\"}";
+  r = s.service->handle({1000, 1000}, deep_v);
+  CHECK(r["refused"] == "malformed");  // too deep, checked before parsing
+  const std::string shallow_bad_v = R"({"v":[[[1]]],"op":"ping"})";
+  r = s.service->handle({1000, 1000}, shallow_bad_v);
+  CHECK(r["refused"] == "version");
+  CHECK(r["error"].get<std::string>().find("an array") != std::string::npos);
+  auto v = stall("17.0.o0.9.1");
+  json ranks = json::array();
+  json* at = &ranks;
+  for (int i = 0; i < 40; ++i) {
+    at->push_back(json::array());
+    at = &(*at)[0];
+  }
+  v["ranks"] = ranks;
+  CHECK(s.ask(1000, {{"op", "submit"}, {"job", "17"}, {"verdicts", {v}}})["refused"] == "malformed");
+  for (int i = 0; i < 50; ++i) s.ask(1000, {{"op", "op" + std::to_string(i)}});
+  CHECK(s.service->requests().size() <= 8);  // "unknown" and the real operations only
+  CHECK(s.service->requests().at("unknown") >= 50);
+}
+
+TEST_CASE("attack: a user's verdicts per job are bounded") {
+  Site s;
+  s.jobs["17"] = {1000, true, {"n1"}};
+  json batch = json::array();
+  for (int b = 0; b < 10; ++b) {
+    batch = json::array();
+    for (int i = 0; i < 1000; ++i) {
+      auto v = stall(fmt::format("17.0.o0.9.{}", b * 1000 + i));
+      v["hosts"] = {"n1"};
+      batch.push_back(v);
+    }
+    REQUIRE(s.ask(1000, {{"op", "submit"}, {"job", "17"}, {"verdicts", batch}})["ok"] == true);
+  }
+  auto v = stall("17.0.o0.9.99999");
+  v["hosts"] = {"n1"};
+  CHECK(s.ask(1000, {{"op", "submit"}, {"job", "17"}, {"verdicts", {v}}})["refused"] == "quota");
 }

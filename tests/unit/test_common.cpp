@@ -1,0 +1,86 @@
+// common/: the bounded reader for untrusted JSON, running another program
+// with a deadline, and reading squeue's fixed fields.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <string>
+
+#include "common/slurm_jobs.hpp"
+#include "common/spawn.hpp"
+#include "common/untrusted_json.hpp"
+
+using namespace scout::common;
+
+TEST_CASE("untrusted JSON: depth is checked before parsing, at any depth, without recursion") {
+  const std::string deep = std::string(1000000, '[') + std::string(1000000, ']');
+  CHECK(json_depth(deep, 1 << 30) == 1000000);
+  std::string why;
+  CHECK_FALSE(parse_untrusted(deep, {std::size_t{4} << 20, 32}, &why).has_value());
+  CHECK(why == "JSON nested deeper than 32 levels");
+  const std::string deep_obj = [] {
+    std::string s;
+    for (int i = 0; i < 1000000; ++i) s += "{\"a\":";
+    s += "1";
+    s += std::string(1000000, '}');
+    return s;
+  }();
+  CHECK_FALSE(parse_untrusted(deep_obj, {std::size_t{16} << 20, 32}, &why).has_value());
+  // Brackets inside strings (and escaped quotes) do not count.
+  CHECK(json_depth(R"({"a":"[[[[\"{{{{","b":[1]})", 100) == 2);
+  auto ok = parse_untrusted(R"({"a":[1,2,{"b":null}]})", kRequestLimits);
+  REQUIRE(ok.has_value());
+  CHECK((*ok)["a"][2]["b"].is_null());
+  CHECK_FALSE(parse_untrusted(std::string(2000, ' '), {1000, 8}, &why).has_value());
+  CHECK(why.find("expected at most 1000") != std::string::npos);
+  CHECK_FALSE(parse_untrusted("{\"a\":", kRequestLimits, &why).has_value());
+  CHECK(why == "not valid JSON");
+}
+
+TEST_CASE("untrusted JSON: typed ranks and hosts") {
+  std::vector<std::int64_t> r;
+  std::vector<std::string> h;
+  CHECK(read_ranks(std::string("[0,4,7]"), r, 10));
+  CHECK(r == std::vector<std::int64_t>{0, 4, 7});
+  CHECK_FALSE(read_ranks(std::string("[[1]]"), r, 10));
+  CHECK_FALSE(read_ranks(std::string("[1.5]"), r, 10));
+  CHECK_FALSE(read_ranks(std::string("[-1]"), r, 10));
+  CHECK_FALSE(read_ranks(std::string("[1,2,3]"), r, 2));
+  CHECK_FALSE(read_ranks(std::string(200000, '[') + std::string(200000, ']'), r, 10));
+  CHECK(read_hosts(std::string(R"(["n1","gpu-07.rack2"])"), h, 10));
+  CHECK(h.size() == 2);
+  CHECK_FALSE(read_hosts(std::string(R"(["n1; rm -rf /"])"), h, 10));
+  CHECK_FALSE(read_hosts(std::string(R"([["n1"]])"), h, 10));
+  CHECK_FALSE(read_hosts(std::string(R"({"n1":1})"), h, 10));
+  CHECK(column_or("[[[", kListLimits, nlohmann::json::array()) == nlohmann::json::array());
+  CHECK(column_or("[1]", kEvidenceLimits, nlohmann::json::object()) == nlohmann::json::object());  // wrong type
+}
+
+TEST_CASE("spawn: argv without a shell, output captured, a deadline that kills") {
+  auto r = run_command({"printf", "%s|%s", "a b", "$(id)"}, 5);
+  CHECK(r.ok());
+  CHECK(r.out == "a b|$(id)");  // no shell ever saw it
+  r = run_command({"false"}, 5);
+  CHECK(r.status == 1);
+  CHECK(r.error == "false exited with status 1");
+  const auto t0 = std::chrono::steady_clock::now();
+  r = run_command({"sleep", "30"}, 0.3);
+  CHECK(r.timed_out);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
+  CHECK(r.error.find("no answer in 0.3 s") != std::string::npos);
+  r = run_command({"/nonexistent/scontrol"}, 1);
+  CHECK_FALSE(r.ok());
+}
+
+TEST_CASE("squeue fields: uid, state, node list; nothing a user names can be taken for them") {
+  auto j = parse_squeue_line("1002|RUNNING|n[1-3]");
+  REQUIRE(j.has_value());
+  CHECK(j->uid == 1002);
+  CHECK(j->running);
+  CHECK(j->nodelist == "n[1-3]");
+  CHECK(parse_squeue_line("1002|COMPLETED|n1")->running == false);
+  CHECK(parse_squeue_line("1002|COMPLETING|n1")->running);
+  CHECK_FALSE(parse_squeue_line("x|RUNNING|n1").has_value());
+  CHECK_FALSE(parse_squeue_line("1002|RUNNING JobState=RUNNING|n1").has_value());
+  CHECK_FALSE(parse_squeue_line("1002|RUNNING|n1 n2").has_value());
+  CHECK(parse_squeue_line("1002|PENDING|(null)")->nodelist.empty());
+}
