@@ -24,8 +24,7 @@ int main(int argc, char** argv) {
   namespace ld = scout::ledgerd;
   scout::log::init("scout-ledgerd", {});
   std::string listen, ledger, scontrol = "scontrol", conf;
-  double idle = 30;
-  int max_conn = 512;
+  ld::ServerLimits limits;
   bool print_config = false;
   scout::opts::Table t("scout-ledgerd", "scout-ledgerd [OPTIONS]",
                        "The scout site ledger service: verdicts of every job, node health decisions;\n"
@@ -34,8 +33,14 @@ int main(int argc, char** argv) {
   t.text("listen", "ADDR:PORT", listen, "where to listen (default: ledgerd_listen or ledgerd of the config)");
   t.text("ledger", "PATH", ledger, "the site ledger (default: site_ledger of the config)");
   t.text("scontrol", "PATH", scontrol, "scontrol, to learn a job's user and state");
-  t.seconds("idle-timeout", idle, 1, 3600, "close a connection idle this long");
-  t.integer("max-connections", "N", max_conn, 1, 100000, "connections at once");
+  t.seconds("idle-timeout", limits.idle_timeout_s, 1, 3600, "close a connection idle this long");
+  t.seconds("first-request-timeout", limits.first_request_s, 0.1, 600,
+            "close a connection whose first request line has not come by then");
+  t.seconds("request-timeout", limits.request_timeout_s, 1, 600,
+            "answer \"timed out\" when MUNGE, Slurm or the ledger take longer for one request");
+  t.integer("max-connections", "N", limits.max_connections, 1, 100000, "connections at once");
+  t.integer("max-per-peer", "N", limits.max_per_peer, 1, 100000, "connections at once from one address");
+  t.integer("workers", "N", limits.workers, 1, 64, "threads that decode credentials and answer requests");
   t.flag("print-config", print_config, "print the effective configuration and exit");
   ld::SiteConfig cfg;
   try {
@@ -63,7 +68,7 @@ int main(int argc, char** argv) {
     site.set_durable();
     ld::Service service(cfg, site, ld::slurm_oracle(scontrol));
     boost::asio::io_context io;
-    ld::Server server(io, cfg.listen, service, {idle, max_conn});
+    ld::Server server(io, cfg.listen, service, limits);
     std::unique_ptr<ld::MetricsServer> metrics;
     if (!cfg.metrics.empty()) {
       metrics = std::make_unique<ld::MetricsServer>(io, cfg.metrics, service, server);

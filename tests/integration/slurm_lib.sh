@@ -133,7 +133,18 @@ current_job() {
 }
 
 # node_state NODE : idle, drained, mixed, ...
-node_state() { sinfo -h -n "$1" -o %T; }
+# node_state NODE: its state once no epilog runs there. The epilog records
+# its decision before it exits and slurmd reports the end of the job, so
+# right after wait_epilog sinfo may still say completing (or draining, for a
+# node it drains): those are waited out (60 s), never asserted.
+node_state() {
+  n=0
+  while :; do
+    st=$(sinfo -h -n "$1" -o %T)
+    case "$st" in *completing*|draining) ;; *) echo "$st"; return ;; esac
+    n=$((n + 1)); [ $n -lt 300 ] || { echo "$st"; return; }; sleep 0.2
+  done
+}
 node_reason() { sinfo -h -n "$1" -o %E; }
 
 # wait_epilog JOB NODE : the epilog recorded its decision for NODE (60 s: a
