@@ -35,7 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     ledgerd::SiteConfig cfg;
     service.emplace(cfg, *ledger, [](const std::string& job) -> std::optional<ledgerd::JobInfo> {
       if (job == "7") return ledgerd::JobInfo{1000, true, {"n1", "n2", "n3"}};
-      if (job == "8") return ledgerd::JobInfo{1000, false};
+      if (job == "8") return ledgerd::JobInfo{1000, false, {}};
       return std::nullopt;
     });
   }

@@ -92,7 +92,7 @@ TEST_CASE("ledgerd: another user's job is refused, for reading and for writing; 
   CHECK(r["refused"] == "not_owner");
   r = s.ask(1001, {{"op", "query"}, {"job", "17"}});
   CHECK(r["refused"] == "not_owner");
-  s.jobs["18"] = {1000, false};
+  s.jobs["18"] = {1000, false, {}};
   r = s.ask(1000, {{"op", "submit"}, {"job", "18"}, {"verdicts", {stall("18.0.o0.9.1")}}});
   CHECK(r["refused"] == "not_running");
   r = s.ask(1000, {{"op", "submit"}, {"job", "99"}, {"verdicts", json::array()}});
