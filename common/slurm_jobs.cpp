@@ -1,6 +1,8 @@
 // Slurm job look-ups (see slurm_jobs.hpp).
 #include "common/slurm_jobs.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -62,7 +64,7 @@ std::vector<std::string> slurm_hostnames(const std::string& scontrol, const std:
 }
 
 std::optional<SlurmJob> slurm_job(const std::string& scontrol, const std::string& job, double timeout_s,
-                                  std::string* why) {
+                                  std::string* why, bool expand) {
   if (!decimal(job)) {
     if (why) *why = fmt::format("job id '{}': expected a decimal job id", job.substr(0, 40));
     return std::nullopt;
@@ -83,7 +85,7 @@ std::optional<SlurmJob> slurm_job(const std::string& scontrol, const std::string
     return std::nullopt;
   }
   const double left = timeout_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  if (!j->nodelist.empty()) j->nodes = slurm_hostnames(scontrol, j->nodelist, std::max(left, 1.0), why);
+  if (expand && !j->nodelist.empty()) j->nodes = slurm_hostnames(scontrol, j->nodelist, std::max(left, 1.0), why);
   return j;
 }
 

@@ -21,9 +21,10 @@ struct SlurmJob {
   std::vector<std::string> nodes;  // expanded
 };
 
-// `scontrol` may be a path: squeue is looked up beside it.
+// `scontrol` may be a path: squeue is looked up beside it. With `expand`
+// the node list is also expanded into `nodes` (one more program run).
 std::optional<SlurmJob> slurm_job(const std::string& scontrol, const std::string& job, double timeout_s,
-                                  std::string* why = nullptr);
+                                  std::string* why = nullptr, bool expand = true);
 // Parses one line of the squeue format above (exposed for tests).
 std::optional<SlurmJob> parse_squeue_line(const std::string& line);
 // `scontrol show hostnames LIST`: empty (with why) when Slurm cannot say.

@@ -41,12 +41,17 @@ class Session : public std::enable_shared_from_this<Session> {
  private:
   // One timer, re-armed for each phase: waiting for a line (the first
   // request, then idle), the worker's answer, and each write.
-  void arm(double seconds, const char* what) {
-    timer_.expires_after(ms(seconds));
+  enum class Phase { kFirst, kIdle, kRequest, kWrite };
+  void arm(Phase phase) {
+    const auto& l = server_.limits_;
+    timer_.expires_after(ms(phase == Phase::kFirst     ? l.first_request_s
+                            : phase == Phase::kIdle    ? l.idle_timeout_s
+                            : phase == Phase::kRequest ? l.request_timeout_s
+                                                       : l.write_timeout_s));
     auto self = shared_from_this();
-    timer_.async_wait([this, self, what](boost::system::error_code ec) {
+    timer_.async_wait([this, self, phase](boost::system::error_code ec) {
       if (ec) return;  // cancelled: the phase ended in time
-      if (std::string(what) == "request") {
+      if (phase == Phase::kRequest) {
         // The worker did not answer (munged, scontrol or SQLite stuck).
         server_.count_refused("timeout");
         log::warning("{}: request not answered within {:g} s; connection closed", peer_,
@@ -58,14 +63,14 @@ class Session : public std::enable_shared_from_this<Session> {
               true);
         return;
       }
-      if (std::string(what) == "first") server_.count_refused("no_request");
+      if (phase == Phase::kFirst) server_.count_refused("no_request");
       boost::system::error_code ignore;
       socket_.close(ignore);
     });
   }
 
   void read() {
-    arm(served_ ? server_.limits_.idle_timeout_s : server_.limits_.first_request_s, served_ ? "idle" : "first");
+    arm(served_ ? Phase::kIdle : Phase::kFirst);
     auto self = shared_from_this();
     asio::async_read_until(socket_, buf_, '\n', [this, self](boost::system::error_code ec, std::size_t n) {
       timer_.cancel();
@@ -82,7 +87,7 @@ class Session : public std::enable_shared_from_this<Session> {
       buf_.consume(n);
       while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
       answered_ = false;
-      arm(server_.limits_.request_timeout_s, "request");
+      arm(Phase::kRequest);
       // MUNGE and the service on a worker; the answer comes back to the io
       // thread, unless the deadline answered first.
       asio::post(server_.pool_, [this, self, line = std::move(line)] {
@@ -117,7 +122,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void write(const json& reply, bool close) {
     out_ = reply.dump() + "\n";
-    arm(server_.limits_.write_timeout_s, "write");
+    arm(Phase::kWrite);
     auto self = shared_from_this();
     asio::async_write(socket_, asio::buffer(out_), [this, self, close](boost::system::error_code ec, std::size_t) {
       timer_.cancel();

@@ -51,6 +51,8 @@ json verdict_json(const sql::VerdictRow& v) {
 }
 
 const char* const kOps[] = {"ping", "submit", "query", "node", "gating", "clear", "nodes"};
+// The origin of rows root or an administrator submitted ("... uid N").
+constexpr const char* kForwarded = "ledgerd: forwarded by";
 
 }  // namespace
 
@@ -117,6 +119,18 @@ std::optional<JobInfo> Service::job_info(const std::string& job) {
   if (jobs_.size() > 10000) jobs_.clear();  // bounded
   jobs_[job] = {info, std::chrono::steady_clock::now()};
   return info;
+}
+
+void Service::record_job(const std::string& job, const std::optional<JobInfo>& info) {
+  // The job's owner is Slurm's word ("?", uid -1, when Slurm no longer knows
+  // the job), never the uid of whoever wrote first (root's epilog, say).
+  if (!info) {
+    ledger_.insert_job_if_missing({.job_id = job, .user = "?", .uid = -1, .launcher = "slurm"});
+    return;
+  }
+  ledger_.insert_job_if_missing({.job_id = job, .user = user_name(info->uid), .uid = info->uid, .launcher = "slurm"});
+  if (auto row = ledger_.job(job); row && row->uid != static_cast<std::int64_t>(info->uid))
+    ledger_.set_job_owner(job, user_name(info->uid), info->uid);
 }
 
 json Service::refuse(const std::string& reason, const std::string& message) {
@@ -238,26 +252,19 @@ json Service::submit(const Identity& who, const json& req) {
       ledger_.count_verdicts_from(job, who.uid) + static_cast<std::int64_t>(rows.size()) > kMaxUserVerdictsPerJob)
     return refuse("quota", fmt::format("submit: job {} would have more than {} verdicts from uid {}", job,
                                        kMaxUserVerdictsPerJob, who.uid));
-  const std::string origin = privileged ? fmt::format("ledgerd: forwarded by uid {}", who.uid)
+  const std::string origin = privileged ? fmt::format("{} uid {}", kForwarded, who.uid)
                                         : fmt::format("ledgerd: user-reported by uid {}", who.uid);
   int added = 0, known = 0, replaced = 0;
   json kept = json::array();
   ledger_.transaction([&] {
-    if (info) {
-      ledger_.insert_job_if_missing({.job_id = job, .user = user_name(info->uid), .uid = info->uid, .launcher = "slurm"});
-      if (auto row = ledger_.job(job); row && row->uid != static_cast<std::int64_t>(info->uid))
-        ledger_.set_job_owner(job, user_name(info->uid), info->uid);  // Slurm's word over a guess
-    } else {
-      ledger_.insert_job_if_missing({.job_id = job, .user = "?", .uid = -1, .launcher = "slurm"});
-    }
+    record_job(job, info);
     for (auto& row : rows) {
       const auto owner = ledger_.key_owner(*row.vkey);
       if (!owner) {
         added += ledger_.import_verdict(row, origin, who.uid);
         continue;
       }
-      const bool root_row = owner->confirmed_by_root || owner->origin.rfind("ledgerd: forwarded by", 0) == 0 ||
-                            owner->origin.rfind("spool:", 0) == 0 || (owner->origin_uid && *owner->origin_uid == 0);
+      const bool root_row = owner->confirmed_by_root || owner->origin.rfind(kForwarded, 0) == 0;
       if (privileged) {
         if (!root_row) {
           // Root's copy wins a key conflict; the user's is replaced, and
@@ -332,13 +339,10 @@ json Service::gating(const Identity& who, const json& req) {
   const std::string ev = evidence.dump();
   if (ev.size() > kMaxEvidenceBytes)
     return refuse("too_large", fmt::format("gating: evidence of {} bytes; expected at most {}", ev.size(), kMaxEvidenceBytes));
-  // The job's owner is Slurm's word ("?" when Slurm no longer knows it),
-  // never root's uid because root's epilog was the first to write.
   const auto info = job_info(job);
   const std::string decided_by = text(req, "decided_by").substr(0, 256);
   ledger_.transaction([&] {
-    if (info) ledger_.insert_job_if_missing({.job_id = job, .user = user_name(info->uid), .uid = info->uid, .launcher = "slurm"});
-    else ledger_.insert_job_if_missing({.job_id = job, .user = "?", .uid = -1, .launcher = "slurm"});
+    record_job(job, info);
     ledger_.insert_gating({job, n, decision, text(req, "reason").substr(0, 4096), decided_by, "", ev});
     // Root's epilog on `n` says which verdicts it reproduced there (or
     // not): recorded for `n` alone; the prolog of a node refuses only on a

@@ -89,6 +89,8 @@ class Service {
   // The oracle's answer, cached (a running job for 30 s, anything else for
   // 5 s): scontrol is slow and slurmctld is not to be asked per request.
   std::optional<JobInfo> job_info(const std::string& job);
+  // The job's row, its owner from Slurm's answer.
+  void record_job(const std::string& job, const std::optional<JobInfo>& info);
 
   SiteConfig cfg_;
   sql::Ledger& ledger_;

@@ -94,11 +94,6 @@ std::string EpilogLedgerd::job_verdicts(const std::string& job, std::vector<sql:
   return {};
 }
 
-std::string EpilogLedgerd::node_open_verdicts(const std::string& node, std::vector<sql::VerdictRow>& out) {
-  std::vector<sql::GatingRow> clears;
-  return node_state(node, out, clears);
-}
-
 std::string EpilogLedgerd::node_state(const std::string& node, std::vector<sql::VerdictRow>& open,
                                       std::vector<sql::GatingRow>& clears) {
   std::string why;

@@ -25,9 +25,9 @@ class EpilogLedgerd {
   std::string submit(const std::string& job, const std::vector<sql::VerdictRow>& verdicts);
   std::string gating(const sql::GatingRow& g);
   std::string job_verdicts(const std::string& job, std::vector<sql::VerdictRow>& out);
-  std::string node_open_verdicts(const std::string& node, std::vector<sql::VerdictRow>& out);
-  // The same, and the node's 'clear' decisions (an administrator's clear
-  // through the service must reach the node-local ledger the prolog reads).
+  // A node's open verdicts (each with the confirmation recorded for that
+  // node) and its 'clear' decisions (an administrator's clear through the
+  // service must reach the node-local ledger the prolog reads).
   std::string node_state(const std::string& node, std::vector<sql::VerdictRow>& open,
                          std::vector<sql::GatingRow>& clears);
 

@@ -72,17 +72,14 @@ std::set<std::string> expand_nodelist(const std::string& scontrol, const std::st
   return {v.begin(), v.end()};
 }
 
-// The job's node list: SLURM_JOB_NODELIST where the epilog has it, else
-// from slurmctld (the job is still known while its epilog runs).
 // The job's allocation: SLURM_JOB_NODELIST when slurmd provides it, else
-// the one field squeue prints for the job (`squeue -h -j JOB -o %N`). Slurm's
-// job record as text (`scontrol show job --oneliner`) is not parsed: a job
-// name or comment can contain " NodeList=". Empty when neither answers;
-// callers then trust only what names this node.
+// squeue's node-list field (common/slurm_jobs.hpp: fixed fields, never the
+// job's record as text, where a job name can contain " NodeList="). Empty
+// when neither answers; callers then trust only what names this node.
 std::string job_nodelist(const std::string& scontrol, const std::string& job) {
   std::string from_env = env("SLURM_JOB_NODELIST");
   if (!from_env.empty()) return from_env;
-  auto j = scout::common::slurm_job(scontrol, job, 30);
+  auto j = scout::common::slurm_job(scontrol, job, 30, nullptr, false);  // expanded by the caller
   return j ? j->nodelist : std::string();
 }
 

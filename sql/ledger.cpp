@@ -582,8 +582,7 @@ int Ledger::import_job(Ledger& from, const std::string& job_id, const std::strin
   }
   const std::string now = now_iso8601();
   int added = 0;
-  exec("BEGIN IMMEDIATE");
-  try {
+  transaction([&] {
     if (src_job) {
       const auto& r = *src_job;
       stmt(kInsertJobIfMissing).bind(r.job_id).bind(r.user).bind(origin_uid >= 0 ? origin_uid : r.uid).bind(r.launcher)
@@ -598,16 +597,7 @@ int Ledger::import_job(Ledger& from, const std::string& job_id, const std::strin
       // A key is its job's (<job>.<step>...): a user's spool cannot take
       // the key of another job's verdict before that verdict is written.
       if (v.job_id != job_id || (v.vkey && v.vkey->rfind(job_id + ".", 0) != 0) || !keep(v)) continue;
-      auto& s = stmt(kImportVerdict).bind(v.job_id).bind(v.step).bind(v.kind).bind(v.status)
-                    .bind(v.ranks).bind(v.hosts).bind(v.evidence).bind(v.detected_at);
-      if (v.resolved_at) s.bind(*v.resolved_at); else s.bind_null();
-      s.bind(origin).bind(v.id).bind(origin_uid).bind(now);
-      if (v.vkey) s.bind(*v.vkey); else s.bind_null();
-      s.run();
-      const int changed = sqlite3_changes(db_);
-      added += changed;
-      // The same verdict from another node's spool: keep its resolution.
-      if (!changed && v.vkey && v.resolved_at) stmt(kResolveImportedByKey).bind(*v.resolved_at).bind(*v.vkey).run();
+      added += import_verdict(v, origin, origin_uid);  // the same verdict from another node's spool: known
     }
     for (auto& c : src_cycles)
       stmt(kImportCycle).bind(c.job_id).bind(c.cycle).bind(c.started_ms).bind(c.finished_ms)
@@ -615,11 +605,7 @@ int Ledger::import_job(Ledger& from, const std::string& job_id, const std::strin
     for (auto& c : src_ckpts)
       stmt(kImportCheckpoint).bind(c.job_id).bind(c.path).bind(c.written_ms).bind(c.seen_at).bind(c.state)
           .bind(c.reason).bind(c.updated_at).run();
-    exec("COMMIT");
-  } catch (...) {
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-    throw;
-  }
+  });
   return added;
 }
 
