@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
   std::vector<std::thread> th;
   for (int c = 0; c < clients; ++c)
     th.emplace_back([&, c] {
-      scout::ledgerd::LedgerdClient cl(site.ledgerd, 30);
+      scout::ledgerd::LedgerdClient cl(site, 30);
       for (int i = 0; i < per; ++i) {
         const auto a = Clock::now();
         try {

@@ -21,11 +21,11 @@ namespace ld = scout::ledgerd;
 
 // The ledger service the site configuration names, if any; a malformed
 // configuration is a usage error naming the file and line.
-std::optional<ld::Endpoint> configured_ledgerd(const Args& a) {
+std::optional<ld::SiteConfig> configured_ledgerd(const Args& a) {
   try {
     auto site = ld::load_site_config();
     if (site.ledgerd.empty()) return std::nullopt;
-    return site.ledgerd;
+    return site;
   } catch (const ld::SiteConfigError& e) {
     die(kExitUsage, fmt::format("{}: {}", a.command, e.what()));
   }
@@ -77,9 +77,9 @@ int cmd_ping(const Args& a) {
   const auto ep = configured_ledgerd(a);
   if (!ep)
     die(kExitUnreachable, "ping: no ledger service configured (ledgerd = HOST:PORT in /etc/scout/scout.conf or $SCOUT_CONF)");
-  const ld::Endpoint& site_ledgerd = *ep;
+  const ld::Endpoint& site_ledgerd = ep->ledgerd;
   try {
-    ld::LedgerdClient c(site_ledgerd);
+    ld::LedgerdClient c(*ep);
     json r = c.request({{"op", "ping"}});
     if (!r.value("ok", false)) die(kExitLedger, fmt::format("ping: scout-ledgerd refused: {}", r.value("error", "?")));
     r["ledgerd"] = fmt::format("{}:{}", site_ledgerd.host, site_ledgerd.port);

@@ -3,6 +3,7 @@
 
 #include <netdb.h>
 #include <poll.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -18,7 +19,21 @@
 
 namespace scout::ledgerd {
 
-LedgerdClient::LedgerdClient(Endpoint server, double timeout_s) : server_(std::move(server)), timeout_s_(timeout_s) {}
+LedgerdClient::LedgerdClient(Endpoint server, uid_t service_uid, double timeout_s)
+    : server_(std::move(server)), service_uid_(service_uid), timeout_s_(timeout_s) {}
+
+namespace {
+uid_t service_uid_of(const SiteConfig& site) {
+  try {
+    return ledgerd_uid(site);
+  } catch (const SiteConfigError& e) {
+    throw LedgerdError(e.what());
+  }
+}
+}  // namespace
+
+LedgerdClient::LedgerdClient(const SiteConfig& site, double timeout_s)
+    : LedgerdClient(site.ledgerd, service_uid_of(site), timeout_s) {}
 
 LedgerdClient::~LedgerdClient() {
   if (fd_ >= 0) ::close(fd_);
@@ -55,13 +70,62 @@ void LedgerdClient::connect() {
   if (fd_ < 0) throw LedgerdError(fmt::format("ledgerd {}:{}: {}", server_.host, server_.port, why));
 }
 
+nlohmann::json LedgerdClient::open_reply(const std::string& reply, const std::string& nonce) {
+  // Whatever happens, a refused or unreadable reply ends the connection
+  // (the service closes it after a refusal): the next request connects anew.
+  auto drop = [&] {
+    ::close(fd_);
+    fd_ = -1;
+    pending_.clear();
+  };
+  std::string why;
+  if (!reply.empty() && reply.front() == '{') {
+    // The server's own refusal (bad credential, busy, timed out): not
+    // certified by anyone, so it is an error and never the service's word.
+    drop();
+    auto j = common::parse_untrusted(reply, common::kRequestLimits, &why);
+    std::string msg = j && j->is_object() && j->contains("error") && (*j)["error"].is_string()
+                          ? (*j)["error"].get<std::string>().substr(0, 300)
+                          : "unreadable";
+    throw LedgerdError(fmt::format("ledgerd {}:{}: unauthenticated reply: {}", server_.host, server_.port, msg));
+  }
+  auto d = munge_decode_credential(reply, why);
+  if (!d) {
+    drop();
+    throw LedgerdError(fmt::format("ledgerd {}:{}: reply refused: {}", server_.host, server_.port, why));
+  }
+  if (d->uid != service_uid_) {
+    drop();
+    throw LedgerdError(fmt::format("ledgerd {}:{}: reply certified for uid {}, not for the service's uid {} "
+                                   "(ledgerd_user); refused", server_.host, server_.port, d->uid, service_uid_));
+  }
+  auto j = common::parse_untrusted(d->payload, common::kReplyLimits, &why);
+  if (!j || !j->is_object()) {
+    drop();
+    throw LedgerdError("ledgerd: malformed reply: " + (j ? std::string("not an object") : why));
+  }
+  if (!j->contains("nonce") || !(*j)["nonce"].is_string() || (*j)["nonce"].get<std::string>() != nonce) {
+    drop();
+    throw LedgerdError("ledgerd: the reply does not answer this request (nonce); refused");
+  }
+  j->erase("nonce");
+  if (!j->value("ok", false)) drop();
+  return std::move(*j);
+}
+
 nlohmann::json LedgerdClient::request(nlohmann::json req) {
   if (server_.empty())
     throw LedgerdError("no ledger service configured (ledgerd = HOST:PORT in /etc/scout/scout.conf or $SCOUT_CONF)");
   req["v"] = kProtocolVersion;
+  unsigned char raw[16];
+  if (getrandom(raw, sizeof raw, 0) != static_cast<ssize_t>(sizeof raw))
+    throw LedgerdError(fmt::format("ledgerd: getrandom: {}", std::strerror(errno)));
+  std::string nonce;
+  for (unsigned char b : raw) nonce += fmt::format("{:02x}", b);
+  req["nonce"] = nonce;
   std::string line;
   try {
-    line = munge_encode_payload(req.dump()) + "\n";
+    line = munge_encode_payload(req.dump(), service_uid_) + "\n";
   } catch (const MungeError& e) {
     throw LedgerdError(e.what());
   }
@@ -83,17 +147,7 @@ nlohmann::json LedgerdClient::request(nlohmann::json req) {
     if (auto nl = pending_.find('\n'); nl != std::string::npos) {
       const std::string reply = pending_.substr(0, nl);
       pending_.erase(0, nl + 1);
-      std::string why;
-      auto j = common::parse_untrusted(reply, common::kReplyLimits, &why);
-      if (!j || !j->is_object()) throw LedgerdError("ledgerd: malformed reply: " + (j ? "not an object" : why));
-      // The service closes a connection after a refusal: the next request
-      // connects anew.
-      if (!j->value("ok", false)) {
-        ::close(fd_);
-        fd_ = -1;
-        pending_.clear();
-      }
-      return std::move(*j);
+      return open_reply(reply, nonce);
     }
     pollfd p{fd_, POLLIN, 0};
     if (::poll(&p, 1, left_ms()) != 1) throw LedgerdError("ledgerd: no reply in time");

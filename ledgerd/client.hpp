@@ -4,6 +4,8 @@
 // LedgerdError saying what failed (unreachable, refused, timed out).
 #pragma once
 
+#include <sys/types.h>
+
 #include <stdexcept>
 #include <string>
 
@@ -19,17 +21,25 @@ struct LedgerdError : std::runtime_error {
 
 class LedgerdClient {
  public:
-  LedgerdClient(Endpoint server, double timeout_s = 10);
+  LedgerdClient(Endpoint server, uid_t service_uid, double timeout_s = 10);
+  // From the site configuration (the endpoint and ledgerd_user).
+  explicit LedgerdClient(const SiteConfig& site, double timeout_s = 10);
   ~LedgerdClient();
   LedgerdClient(const LedgerdClient&) = delete;
   LedgerdClient& operator=(const LedgerdClient&) = delete;
-  // Sends {"v":1, ...request} and returns the reply object (ok or refused);
-  // throws LedgerdError when there is no reply.
+  // Sends {"v":2, "nonce":N, ...request}, sealed in a MUNGE credential only
+  // the service's uid (ledgerd_user) can decode, and returns the reply
+  // object (ok or refused) once it is a credential of that uid carrying N.
+  // Throws LedgerdError when there is no such reply: unreachable, timed
+  // out, a plain-text refusal of the server (unauthenticated: a squatter on
+  // the port could have written it), or a reply from any other uid.
   nlohmann::json request(nlohmann::json req);
 
  private:
   void connect();
+  nlohmann::json open_reply(const std::string& line, const std::string& nonce);
   Endpoint server_;
+  uid_t service_uid_;
   double timeout_s_;
   int fd_ = -1;
   std::string pending_;

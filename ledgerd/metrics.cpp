@@ -120,7 +120,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 
 MetricsServer::MetricsServer(asio::io_context& io, const Endpoint& listen, Service& service, Server& server)
     : io_(io), acceptor_(io), service_(service), server_(server) {
-  listen_on(acceptor_, listen);
+  listen_on(acceptor_, listen, 1);
   accept();
 }
 

@@ -21,9 +21,11 @@ struct Ctx {
 };
 }  // namespace
 
-std::string munge_encode_payload(const std::string& payload) {
+std::string munge_encode_payload(const std::string& payload, std::optional<uid_t> only_uid) {
   Ctx c;
   if (!c.ctx) throw MungeError("munge: cannot create a context");
+  if (only_uid && munge_ctx_set(c.ctx, MUNGE_OPT_UID_RESTRICTION, *only_uid) != EMUNGE_SUCCESS)
+    throw MungeError("munge: cannot restrict the credential to uid " + std::to_string(*only_uid));
   char* cred = nullptr;
   const munge_err_t e = munge_encode(&cred, c.ctx, payload.data(), static_cast<int>(payload.size()));
   if (e != EMUNGE_SUCCESS) {

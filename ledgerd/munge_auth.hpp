@@ -18,8 +18,9 @@ struct MungeError : std::runtime_error {
 };
 
 // A credential carrying `payload`, from munged (socket: MUNGE's default, or
-// $SCOUT_MUNGE_SOCKET). Throws MungeError naming what failed.
-std::string munge_encode_payload(const std::string& payload);
+// $SCOUT_MUNGE_SOCKET); with `only_uid`, only that uid (and root) can decode
+// it (MUNGE_OPT_UID_RESTRICTION). Throws MungeError naming what failed.
+std::string munge_encode_payload(const std::string& payload, std::optional<uid_t> only_uid = std::nullopt);
 
 struct Decoded {
   std::string payload;

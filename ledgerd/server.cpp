@@ -3,7 +3,13 @@
 
 #include <boost/asio/post.hpp>
 
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
 #include <memory>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -94,7 +100,7 @@ class Session : public std::enable_shared_from_this<Session> {
         std::string why;
         auto d = munge_decode_credential(line, why);
         json reply;
-        std::string refusal_log;
+        std::string refusal_log, sealed;
         if (!d) {
           reply = json{{"ok", false}, {"refused", "credential"}, {"error", why}};
           refusal_log = fmt::format("{}: request refused: {}", peer_, why);
@@ -104,24 +110,37 @@ class Session : public std::enable_shared_from_this<Session> {
           if (!reply.value("ok", false))
             refusal_log = fmt::format("{}: uid {}: request refused ({}): {}", peer_, d->uid,
                                       reply.value("refused", "?"), reply.value("error", ""));
+          // The reply is the service's MUNGE credential, decodable by the
+          // requester alone: a client believes no one else.
+          try {
+            sealed = munge_encode_payload(reply.dump(), d->uid);
+          } catch (const MungeError& e) {
+            reply = json{{"ok", false}, {"refused", "internal"}, {"error", std::string("reply: ") + e.what()}};
+          }
         }
-        asio::post(server_.io_, [this, self, reply = std::move(reply), refusal_log = std::move(refusal_log)] {
+        const bool ok = reply.value("ok", false);
+        asio::post(server_.io_, [this, self, ok, reply = std::move(reply), sealed = std::move(sealed),
+                                 refusal_log = std::move(refusal_log)] {
           if (answered_) return;  // the deadline already answered
           answered_ = true;
           timer_.cancel();
           if (!refusal_log.empty()) log::warning("{}", refusal_log);
-          const bool ok = reply.value("ok", false);
           if (ok) served_ = true;
           // The first refused line closes the connection: a client that
           // sends garbage, or asks what it may not, holds no slot.
-          write(reply, !ok);
+          if (!sealed.empty()) write_line(sealed, !ok);
+          else write(reply, true);  // unauthenticated: the client trusts it for nothing
         });
       });
     });
   }
 
-  void write(const json& reply, bool close) {
-    out_ = reply.dump() + "\n";
+  // A plain JSON line: the server's own refusals, before anyone is known
+  // (clients take them as "no answer", never as the service's word).
+  void write(const json& reply, bool close) { write_line(reply.dump(), close); }
+
+  void write_line(const std::string& line, bool close) {
+    out_ = line + "\n";
     arm(Phase::kWrite);
     auto self = shared_from_this();
     asio::async_write(socket_, asio::buffer(out_), [this, self, close](boost::system::error_code ec, std::size_t) {
@@ -145,7 +164,29 @@ class Session : public std::enable_shared_from_this<Session> {
   bool answered_ = false;  // the current request has its reply (worker or deadline)
 };
 
-void listen_on(tcp::acceptor& acceptor, const Endpoint& listen) {
+namespace {
+int activated_fd(unsigned index) {
+  const char* pid = std::getenv("LISTEN_PID");
+  const char* fds = std::getenv("LISTEN_FDS");
+  if (!pid || !fds || std::strtol(pid, nullptr, 10) != static_cast<long>(::getpid())) return -1;
+  if (index >= std::strtoul(fds, nullptr, 10)) return -1;
+  const int fd = 3 + static_cast<int>(index);
+  ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+  return fd;
+}
+}  // namespace
+
+void listen_on(tcp::acceptor& acceptor, const Endpoint& listen, unsigned activation_index) {
+  if (const int fd = activated_fd(activation_index); fd >= 0) {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0 ||
+        (ss.ss_family != AF_INET && ss.ss_family != AF_INET6))
+      throw std::runtime_error(fmt::format("socket activation: fd {} is not a TCP socket", fd));
+    acceptor.assign(ss.ss_family == AF_INET ? tcp::v4() : tcp::v6(), fd);
+    log::info("listening on the socket systemd passed (fd {})", fd);
+    return;
+  }
   tcp::resolver resolver(acceptor.get_executor());
   const tcp::endpoint ep = *resolver.resolve(listen.host, std::to_string(listen.port)).begin();
   acceptor.open(ep.protocol());
@@ -156,7 +197,7 @@ void listen_on(tcp::acceptor& acceptor, const Endpoint& listen) {
 
 Server::Server(asio::io_context& io, const Endpoint& listen, Service& service, ServerLimits limits)
     : io_(io), acceptor_(io), service_(service), limits_(limits), pool_(static_cast<std::size_t>(limits.workers)) {
-  listen_on(acceptor_, listen);
+  listen_on(acceptor_, listen, 0);
   accept();
 }
 

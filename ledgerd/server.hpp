@@ -38,8 +38,12 @@ struct ServerLimits {
   int workers = 4;
 };
 
-// Opens, binds (reuse_address) and listens on `listen` (a host name or address).
-void listen_on(boost::asio::ip::tcp::acceptor& acceptor, const Endpoint& listen);
+// Opens, binds (reuse_address) and listens on `listen` (a host name or
+// address), unless systemd passed a listening socket for it (socket
+// activation, sd_listen_fds(3): LISTEN_PID is this process and LISTEN_FDS
+// exceeds `activation_index`; fd 3 + index is then used as it is, so the
+// port stays held by systemd across restarts of the service).
+void listen_on(boost::asio::ip::tcp::acceptor& acceptor, const Endpoint& listen, unsigned activation_index);
 
 class Server {
  public:

@@ -141,8 +141,10 @@ json Service::refuse(const std::string& reason, const std::string& message) {
 json Service::handle(const Identity& who, const std::string& payload) {
   std::unique_lock<std::mutex> lk(mu_);
   held_ = &lk;
+  nonce_.clear();
   json r = handle_locked(who, payload);
   held_ = nullptr;
+  if (!nonce_.empty()) r["nonce"] = nonce_;
   return r;
 }
 
@@ -155,6 +157,10 @@ json Service::handle_locked(const Identity& who, const std::string& payload) {
                   fmt::format("request: {}; expected one JSON object {{\"v\":1,\"op\":...}}", why));
   }
   const json& req = *parsed;
+  if (req.is_object() && req.contains("nonce") && req["nonce"].is_string()) {
+    const auto& n = req["nonce"].get_ref<const std::string&>();
+    if (!n.empty() && n.size() <= 64 && n.find_first_not_of("0123456789abcdef") == std::string::npos) nonce_ = n;
+  }
   if (!req.is_object()) {
     ++requests_["unknown"];
     return refuse("malformed", fmt::format("request is {}; expected a JSON object {{\"v\":1,\"op\":...}}",

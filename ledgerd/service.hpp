@@ -2,6 +2,8 @@
 // server hands each decoded request (the JSON payload of a MUNGE credential
 // and the uid/gid MUNGE certified) to Service::handle and sends back its
 // reply. Protocol version 1; every request names its version and operation:
+// Every request may carry "nonce" (1-64 of [0-9a-f]): the reply echoes it,
+// so a client knows the reply answers its own request.
 //   ping                                   anyone: who am I to the service
 //   submit {job, verdicts:[...]}           the job's user while it runs, root, admins
 //   query  {job}                           the job's user, root, admins
@@ -31,7 +33,9 @@
 
 namespace scout::ledgerd {
 
-inline constexpr int kProtocolVersion = 1;
+// Version 2: requests carry a "nonce" the reply echoes, and replies are
+// MUNGE credentials of the service (see server.hpp).
+inline constexpr int kProtocolVersion = 2;
 inline constexpr std::size_t kMaxRequestBytes = std::size_t{1} << 20;  // one line
 inline constexpr std::size_t kMaxVerdictsPerSubmit = 1000;
 inline constexpr std::size_t kMaxEvidenceBytes = 64 * 1024;
@@ -102,7 +106,8 @@ class Service {
   };
   std::map<std::string, Cached> jobs_;
   std::mutex mu_;
-  std::unique_lock<std::mutex>* held_ = nullptr;  // handle()'s lock, released around the oracle
+  std::unique_lock<std::mutex>* held_ = nullptr;
+  std::string nonce_;  // the current request's, echoed in its reply  // handle()'s lock, released around the oracle
 };
 
 }  // namespace scout::ledgerd

@@ -1,6 +1,8 @@
 // The site configuration (see site_config.hpp).
 #include "ledgerd/site_config.hpp"
 
+#include <pwd.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -62,12 +64,28 @@ SiteConfig parse_site_config(const std::string& text, const std::string& path) {
       c.site_ledger = v;
     } else if (k == "admins") c.admins = split_list(v);
     else if (k == "admin_groups") c.admin_groups = split_list(v);
-    else
+    else if (k == "ledgerd_user") {
+      if (v.empty() || v.size() > 64 || v.find_first_of(" \t,") != std::string::npos)
+        throw SiteConfigError(fmt::format("{}: '{}'; expected a user name or uid", where, v));
+      c.ledgerd_user = v;
+    } else
       throw SiteConfigError(fmt::format("{}:{}: unknown key '{}'; expected ledgerd, ledgerd_listen, site_ledger, "
-                                        "admins, admin_groups or metrics_listen", path, n, k));
+                                        "admins, admin_groups, ledgerd_user or metrics_listen", path, n, k));
   }
   if (c.listen.empty()) c.listen = c.ledgerd;
   return c;
+}
+
+uid_t ledgerd_uid(const SiteConfig& c) {
+  const std::string& u = c.ledgerd_user;
+  if (!u.empty() && u.find_first_not_of("0123456789") == std::string::npos && u.size() <= 9)
+    return static_cast<uid_t>(std::stoul(u));
+  struct passwd pw {};
+  struct passwd* out = nullptr;
+  char buf[4096];
+  if (getpwnam_r(u.c_str(), &pw, buf, sizeof buf, &out) != 0 || !out)
+    throw SiteConfigError(fmt::format("{}: ledgerd_user '{}': no such user", c.path.empty() ? "site configuration" : c.path, u));
+  return out->pw_uid;
 }
 
 SiteConfig load_site_config() {

@@ -6,8 +6,13 @@
 //   admins = USER[,USER...]      administrators (default root and SlurmUser)
 //   admin_groups = GROUP[,...]   members are administrators too
 //   metrics_listen = ADDR:PORT   Prometheus /metrics (default off)
+//   ledgerd_user = USER|UID      the user scout-ledgerd runs as (default root):
+//                                clients encode requests that only it can
+//                                decode and accept only replies it certified
 // An unknown key or a malformed line is an error naming the line.
 #pragma once
+
+#include <sys/types.h>
 
 #include <stdexcept>
 #include <string>
@@ -31,7 +36,12 @@ struct SiteConfig {
   std::string site_ledger = "/var/lib/scout/site.db";
   std::vector<std::string> admins = {"root"};
   std::vector<std::string> admin_groups;
+  std::string ledgerd_user = "root";
 };
+
+// The uid of ledgerd_user (a name or a decimal uid); throws SiteConfigError
+// when no such user exists.
+uid_t ledgerd_uid(const SiteConfig& c);
 
 // "host:port" -> Endpoint; throws SiteConfigError naming `what`.
 Endpoint parse_endpoint(const std::string& what, const std::string& value);

@@ -12,7 +12,7 @@ namespace scout::spank {
 using nlohmann::json;
 
 namespace {
-json request(const ledgerd::Endpoint& ep, const json& req, std::string& why) {
+json request(const ledgerd::SiteConfig& ep, const json& req, std::string& why) {
   try {
     ledgerd::LedgerdClient c(ep, 10);
     json r = c.request(req);
@@ -51,7 +51,7 @@ sql::VerdictRow row_of(const json& v) {
 std::optional<EpilogLedgerd> EpilogLedgerd::from_site_config() {
   auto site = ledgerd::load_site_config();
   if (site.ledgerd.empty()) return std::nullopt;
-  return EpilogLedgerd(site.ledgerd);
+  return EpilogLedgerd(site);
 }
 
 std::string EpilogLedgerd::submit(const std::string& job, const std::vector<sql::VerdictRow>& verdicts) {
@@ -68,18 +68,18 @@ std::string EpilogLedgerd::submit(const std::string& job, const std::vector<sql:
     if (v.resolved_at) o["resolved_at"] = *v.resolved_at;
     batch.push_back(std::move(o));
     if (batch.size() == 500) {
-      request(ep_, {{"op", "submit"}, {"job", job}, {"verdicts", batch}}, why);
+      request(site_, {{"op", "submit"}, {"job", job}, {"verdicts", batch}}, why);
       if (!why.empty()) return why;
       batch = json::array();
     }
   }
-  if (!batch.empty()) request(ep_, {{"op", "submit"}, {"job", job}, {"verdicts", batch}}, why);
+  if (!batch.empty()) request(site_, {{"op", "submit"}, {"job", job}, {"verdicts", batch}}, why);
   return why;
 }
 
 std::string EpilogLedgerd::gating(const sql::GatingRow& g) {
   std::string why;
-  request(ep_, {{"op", "gating"}, {"job", g.job_id}, {"node", g.node}, {"decision", g.decision},
+  request(site_, {{"op", "gating"}, {"job", g.job_id}, {"node", g.node}, {"decision", g.decision},
                 {"reason", g.reason}, {"decided_by", g.decided_by},
                 {"evidence", common::column_or(g.evidence, common::kEvidenceLimits, json::object())}},
           why);
@@ -88,7 +88,7 @@ std::string EpilogLedgerd::gating(const sql::GatingRow& g) {
 
 std::string EpilogLedgerd::job_verdicts(const std::string& job, std::vector<sql::VerdictRow>& out) {
   std::string why;
-  json r = request(ep_, {{"op", "query"}, {"job", job}}, why);
+  json r = request(site_, {{"op", "query"}, {"job", job}}, why);
   if (!why.empty()) return why;
   for (auto& v : r.value("verdicts", json::array())) out.push_back(row_of(v));
   return {};
@@ -97,7 +97,7 @@ std::string EpilogLedgerd::job_verdicts(const std::string& job, std::vector<sql:
 std::string EpilogLedgerd::node_state(const std::string& node, std::vector<sql::VerdictRow>& open,
                                       std::vector<sql::GatingRow>& clears) {
   std::string why;
-  json r = request(ep_, {{"op", "node"}, {"node", node}}, why);
+  json r = request(site_, {{"op", "node"}, {"node", node}}, why);
   if (!why.empty()) return why;
   if (!r.contains("open_verdicts") || !r["open_verdicts"].is_array()) return "scout-ledgerd: node: malformed reply";
   for (auto& v : r["open_verdicts"])

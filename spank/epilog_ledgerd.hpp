@@ -19,7 +19,7 @@ class EpilogLedgerd {
  public:
   // nullopt: no service configured. Throws only for a malformed site config.
   static std::optional<EpilogLedgerd> from_site_config();
-  const ledgerd::Endpoint& endpoint() const { return ep_; }
+  const ledgerd::Endpoint& endpoint() const { return site_.ledgerd; }
 
   // Each returns "" on success, otherwise why it failed.
   std::string submit(const std::string& job, const std::vector<sql::VerdictRow>& verdicts);
@@ -32,8 +32,8 @@ class EpilogLedgerd {
                          std::vector<sql::GatingRow>& clears);
 
  private:
-  explicit EpilogLedgerd(ledgerd::Endpoint ep) : ep_(std::move(ep)) {}
-  ledgerd::Endpoint ep_;
+  explicit EpilogLedgerd(ledgerd::SiteConfig site) : site_(std::move(site)) {}
+  ledgerd::SiteConfig site_;
 };
 
 }  // namespace scout::spank

@@ -197,8 +197,8 @@ void Daemon::init_forwarder() {
   const ledgerd::Endpoint ep = site.ledgerd;
   forwarder_ = std::make_unique<Forwarder>(
       cfg_.job_id,
-      [ep](const std::string& job, const json& verdicts) {
-        ledgerd::LedgerdClient c(ep, 10);
+      [site](const std::string& job, const json& verdicts) {
+        ledgerd::LedgerdClient c(site, 10);
         json r = c.request({{"op", "submit"}, {"job", job}, {"verdicts", verdicts}});
         if (!r.value("ok", false)) throw std::runtime_error("refused: " + r.value("error", std::string("?")));
       },

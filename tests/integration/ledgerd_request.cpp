@@ -14,7 +14,7 @@ int main(int argc, char** argv) {
   }
   try {
     auto site = scout::ledgerd::load_site_config();
-    scout::ledgerd::LedgerdClient c(site.ledgerd, 10);
+    scout::ledgerd::LedgerdClient c(site, 10);
     auto r = c.request(nlohmann::json::parse(argv[1]));
     std::puts(r.dump().c_str());
     return r.value("ok", false) ? 0 : 1;

@@ -41,7 +41,7 @@ struct Site {
   }
   ~Site() { fs::remove_all(dir); }
   json ask(uid_t uid, json req) {
-    if (!req.contains("v")) req["v"] = 1;
+    if (!req.contains("v")) req["v"] = kProtocolVersion;
     return service->handle({uid, uid}, req.dump());
   }
 };
@@ -129,7 +129,7 @@ TEST_CASE("ledgerd: malformed and wrong-version requests get an error naming wha
   Site s;
   s.jobs["17"] = {1000, true, {"n1", "n2", "n3"}};
   CHECK(s.service->handle({0, 0}, "not json")["refused"] == "malformed");
-  CHECK(s.ask(0, {{"v", 2}, {"op", "ping"}})["refused"] == "version");
+  CHECK(s.ask(0, {{"v", 1}, {"op", "ping"}})["refused"] == "version");
   CHECK(s.ask(0, {{"op", "explode"}})["refused"] == "malformed");
   auto bad = stall("17.0.o0.9.1");
   bad["kind"] = "meltdown";
@@ -305,4 +305,21 @@ TEST_CASE("attack: a user's verdicts per job are bounded") {
   auto v = stall("17.0.o0.9.99999");
   v["hosts"] = {"n1"};
   CHECK(s.ask(1000, {{"op", "submit"}, {"job", "17"}, {"verdicts", {v}}})["refused"] == "quota");
+}
+
+TEST_CASE("protocol 2: the reply echoes the request's nonce; the service's user comes from the site config") {
+  Site s;
+  auto r = s.ask(1000, {{"op", "ping"}, {"nonce", "0123abcd"}});
+  CHECK(r["nonce"] == "0123abcd");
+  r = s.ask(1000, {{"op", "nodes"}, {"nonce", "0123abcd"}});  // refusals too
+  CHECK(r["refused"] == "not_admin");
+  CHECK(r["nonce"] == "0123abcd");
+  CHECK_FALSE(s.ask(1000, {{"op", "ping"}, {"nonce", "not hex!"}}).contains("nonce"));
+  CHECK_FALSE(s.ask(1000, {{"op", "ping"}})["ok"] == false);
+  CHECK(ledgerd_uid(parse_site_config("ledgerd = h:1\n", "f")) == 0);  // root by default
+  CHECK(ledgerd_uid(parse_site_config("ledgerd_user = nobody\n", "f")) == 65534);
+  CHECK(ledgerd_uid(parse_site_config("ledgerd_user = 4242\n", "f")) == 4242);
+  CHECK_THROWS_WITH_AS(ledgerd_uid(parse_site_config("ledgerd_user = no-such-user-here\n", "f")),
+                       doctest::Contains("no such user"), SiteConfigError);
+  CHECK_THROWS_AS(parse_site_config("ledgerd_user = a b\n", "f"), SiteConfigError);
 }
