@@ -73,9 +73,9 @@ Prolog=$CL.prolog" SCOUT_CLUSTER_EXPOSE="$top_srcdir $top_builddir" \
   fi
 }
 
-# start_ledgerd / stop_ledgerd [SIGNAL] : scout-ledgerd on the head
+# start_ledgerd [OPTIONS] / stop_ledgerd [SIGNAL] : scout-ledgerd on the head
 start_ledgerd() {
-  "$B/ledgerd/scout-ledgerd" --config "$CL/scout.conf" >> "$CL/ledgerd.log" 2>&1 &
+  "$B/ledgerd/scout-ledgerd" --config "$CL/scout.conf" "$@" >> "$CL/ledgerd.log" 2>&1 &
   LEDGERD_PID=$!
   n=0
   until "$SCOUTCTL" ping >/dev/null 2>&1; do
