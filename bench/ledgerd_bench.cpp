@@ -53,9 +53,12 @@ int main(int argc, char** argv) {
         const auto a = Clock::now();
         try {
           auto r = cl.request({{"op", "submit"}, {"job", job}, {"verdicts", {verdict(job, c, i)}}});
-          if (!r.value("ok", false)) ++errors[static_cast<std::size_t>(c)];
-        } catch (const std::exception&) {
-          ++errors[static_cast<std::size_t>(c)];
+          if (!r.value("ok", false)) {
+            if (++errors[static_cast<std::size_t>(c)] == 1)
+              std::fprintf(stderr, "ledgerd_bench: client %d: refused: %s\n", c, r.value("error", "?").c_str());
+          }
+        } catch (const std::exception& e) {
+          if (++errors[static_cast<std::size_t>(c)] == 1) std::fprintf(stderr, "ledgerd_bench: client %d: %s\n", c, e.what());
         }
         lat[static_cast<std::size_t>(c)].push_back(std::chrono::duration<double, std::milli>(Clock::now() - a).count());
       }
@@ -99,5 +102,6 @@ int main(int argc, char** argv) {
   std::printf("%-44s %12.0f %10.2f %10.2f %10d\n", "baseline: local SQLite file, synchronous=FULL",
               local_n / bsecs, pct(base, 0.5), pct(base, 0.99), 0);
   std::printf("ratio (service / local file throughput): %.2f\n", (n / secs) / (local_n / bsecs));
+  std::printf("service_p99_ms %.3f\n", pct(all, 0.99));
   return errs == 0 ? 0 : 1;
 }

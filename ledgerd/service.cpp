@@ -50,6 +50,12 @@ json verdict_json(const sql::VerdictRow& v) {
           {"confirmation", v.confirmation ? json(*v.confirmation) : json(nullptr)}};
 }
 
+// Per request, so per thread: handle() runs one request on one thread, and
+// releases the service's lock while Slurm answers, so these cannot be
+// members (another request would overwrite them meanwhile).
+thread_local std::unique_lock<std::mutex>* t_held = nullptr;  // handle()'s lock
+thread_local std::string t_nonce;                              // echoed in the reply
+
 const char* const kOps[] = {"ping", "submit", "query", "node", "gating", "clear", "nodes"};
 // The origin of rows root or an administrator submitted ("... uid N").
 constexpr const char* kForwarded = "ledgerd: forwarded by";
@@ -108,14 +114,14 @@ std::optional<JobInfo> Service::job_info(const std::string& job) {
     if (now - it->second.at < ttl) return it->second.info;
   }
   std::optional<JobInfo> info;
-  if (held_) held_->unlock();  // other requests go on while Slurm answers
+  if (t_held) t_held->unlock();  // other requests go on while Slurm answers
   try {
     info = oracle_(job);
   } catch (...) {
-    if (held_) held_->lock();
+    if (t_held) t_held->lock();
     throw;
   }
-  if (held_) held_->lock();
+  if (t_held) t_held->lock();
   if (jobs_.size() > 10000) jobs_.clear();  // bounded
   jobs_[job] = {info, std::chrono::steady_clock::now()};
   return info;
@@ -140,11 +146,11 @@ json Service::refuse(const std::string& reason, const std::string& message) {
 
 json Service::handle(const Identity& who, const std::string& payload) {
   std::unique_lock<std::mutex> lk(mu_);
-  held_ = &lk;
-  nonce_.clear();
+  t_held = &lk;
+  t_nonce.clear();
   json r = handle_locked(who, payload);
-  held_ = nullptr;
-  if (!nonce_.empty()) r["nonce"] = nonce_;
+  t_held = nullptr;
+  if (!t_nonce.empty()) r["nonce"] = t_nonce;
   return r;
 }
 
@@ -159,7 +165,7 @@ json Service::handle_locked(const Identity& who, const std::string& payload) {
   const json& req = *parsed;
   if (req.is_object() && req.contains("nonce") && req["nonce"].is_string()) {
     const auto& n = req["nonce"].get_ref<const std::string&>();
-    if (!n.empty() && n.size() <= 64 && n.find_first_not_of("0123456789abcdef") == std::string::npos) nonce_ = n;
+    if (!n.empty() && n.size() <= 64 && n.find_first_not_of("0123456789abcdef") == std::string::npos) t_nonce = n;
   }
   if (!req.is_object()) {
     ++requests_["unknown"];

@@ -105,9 +105,7 @@ class Service {
     std::chrono::steady_clock::time_point at;
   };
   std::map<std::string, Cached> jobs_;
-  std::mutex mu_;
-  std::unique_lock<std::mutex>* held_ = nullptr;
-  std::string nonce_;  // the current request's, echoed in its reply  // handle()'s lock, released around the oracle
+  std::mutex mu_;  // handle() holds it, except while Slurm answers (job_info)
 };
 
 }  // namespace scout::ledgerd

@@ -6,7 +6,9 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "ledgerd/metrics.hpp"
 #include "ledgerd/service.hpp"
@@ -322,4 +324,24 @@ TEST_CASE("protocol 2: the reply echoes the request's nonce; the service's user 
   CHECK_THROWS_WITH_AS(ledgerd_uid(parse_site_config("ledgerd_user = no-such-user-here\n", "f")),
                        doctest::Contains("no such user"), SiteConfigError);
   CHECK_THROWS_AS(parse_site_config("ledgerd_user = a b\n", "f"), SiteConfigError);
+}
+
+// Found by make bench: the service's lock is released while Slurm answers,
+// and a second request then overwrote the first one's nonce (and lock).
+TEST_CASE("concurrent requests while Slurm answers slowly: each reply carries its own nonce") {
+  Site s;
+  s.jobs["17"] = {1000, true, {"n1"}};
+  SiteConfig cfg;
+  Service slow(cfg, *s.ledger, [](const std::string&) -> std::optional<JobInfo> {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    return JobInfo{1000, true, {"n1"}};
+  });
+  json a, b;
+  std::thread t([&] { a = slow.handle({1000, 1000}, R"({"v":2,"op":"query","job":"17","nonce":"aaaa"})"); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the first waits for Slurm now
+  b = slow.handle({1000, 1000}, R"({"v":2,"op":"ping","nonce":"bbbb"})");
+  t.join();
+  CHECK(a["nonce"] == "aaaa");
+  CHECK(a["ok"] == true);
+  CHECK(b["nonce"] == "bbbb");
 }
