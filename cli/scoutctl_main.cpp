@@ -25,6 +25,7 @@
 
 #include "cli/control_client.hpp"
 #include "cli/scoutctl.hpp"
+#include "common/spool_paths.hpp"
 #include "common/untrusted_json.hpp"
 #include "libc3/json_num.hpp"
 #include "ledgerd/client.hpp"
@@ -61,7 +62,7 @@ json verdict_json(const sq::VerdictRow& v) {
 // spool ledger while the job runs. Dies with the documented exit codes.
 sq::Ledger open_job_ledger(const Args& a) {
   std::string path = a.ledger.empty() ? sd::default_ledger_path() : a.ledger;
-  std::string spool_db = a.spool.empty() ? "" : a.spool + "/" + a.job + ".db";
+  std::string spool_db = a.spool.empty() ? "" : scout::common::spool_ledger(a.spool, a.job);
   auto in_site = [&] {
     try {
       auto l = sq::Ledger::open(path, sq::Ledger::Mode::kReadOnly);
@@ -128,7 +129,7 @@ int cmd_query(const Args& a) {
   json out = json::array();
   // Live on a compute node: its spool. Elsewhere: the ledger service, then
   // the local site ledger.
-  const std::string spool_db = a.spool.empty() ? "" : a.spool + "/" + a.job + ".db";
+  const std::string spool_db = a.spool.empty() ? "" : scout::common::spool_ledger(a.spool, a.job);
   std::optional<json> remote;
   if (spool_db.empty() || ::access(spool_db.c_str(), R_OK) != 0) remote = query_ledgerd(a);
   if (remote) {

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/spool_paths.hpp"
 #include "spank/plugin_state.hpp"
 
 extern char** environ;
@@ -60,6 +61,17 @@ std::string step_nodelist() {
   return "";
 }
 
+// The user's own runtime directory on this host, if it is hers and private.
+std::string companion_log_dir() {
+  std::string dir;
+  if (const char* x = std::getenv("XDG_RUNTIME_DIR"); x && *x == '/') dir = x;
+  else dir = "/run/user/" + std::to_string(::geteuid());
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 077) != 0)
+    return {};
+  return dir;
+}
+
 }  // namespace
 
 int local_user_init(spank_t sp) {
@@ -85,7 +97,6 @@ int local_user_init(spank_t sp) {
     return fail("scoutd " + cfg.scoutd + ": " + std::strerror(errno));
   if (::access(cfg.probe.c_str(), R_OK) != 0)
     return fail("probe " + cfg.probe + ": " + std::strerror(errno));
-  ::mkdir(cfg.spool.c_str(), 01777);  // usually made by the site; harmless if it exists
 
   const std::string jid = std::to_string(job), sid = std::to_string(step);
   const double stall = st.opt_stall > 0 ? st.opt_stall : cfg.stall_threshold;
@@ -94,14 +105,16 @@ int local_user_init(spank_t sp) {
                                    "-N", nodes, "-n", nodes, "--ntasks-per-node=1",
                                    "--kill-on-bad-exit=0", "--disable-status", "--job-name=scout",
                                    "--quiet",
-                                   // scoutd's log stays on its node; its stdout says only
+                                   // scoutd's log stays on its node, in the job's spool
+                                   // directory root made there (%N: slurmstepd opens it on
+                                   // each node, never srun here); its stdout says only
                                    // "scoutd ready NODE", relayed here by srun.
-                                   "--error=" + cfg.spool + "/" + jid + "." + sid + ".scoutd.log",
+                                   "--error=" + common::spool_scoutd_log(cfg.spool, jid, sid, "%N"),
                                    "--open-mode=append"};
   if (std::string nl = step_nodelist(); !nl.empty()) args.push_back("--nodelist=" + nl);
   std::vector<std::string> tail = {cfg.scoutd, "--job-id", jid, "--step", sid, "--ranks",
                                    std::to_string(ntasks), "--slurm", "--ledger",
-                                   cfg.spool + "/" + jid + ".db", "--runtime-dir",
+                                   common::spool_ledger(cfg.spool, jid), "--runtime-dir",
                                    cfg.runtime_dir + "/" + jid, "--stall-threshold",
                                    std::to_string(stall), "--replay", cfg.replay ? "on" : "off",
                                    "--replay-interval", std::to_string(cfg.replay_interval),
@@ -127,14 +140,15 @@ int local_user_init(spank_t sp) {
   for (auto& e : env) ev.push_back(e.data());
   ev.push_back(nullptr);
 
-  // srun's own messages about the companion go to the spool, not to the
-  // user's terminal.
-  const std::string log = cfg.spool + "/" + jid + "." + sid + ".companion.log";
+  // srun's own messages about the companion go to the user's own runtime
+  // directory on this host (XDG_RUNTIME_DIR or /run/user/UID: 0700, hers),
+  // never to a shared directory; without one they are dropped.
+  const std::string log_dir = companion_log_dir();
+  const std::string log = log_dir.empty() ? std::string() : log_dir + "/scout." + jid + "." + sid + ".companion.log";
   int ready_fd = -1;  // read end of the companion's stdout: "scoutd ready NODE" lines
   auto launch = [&]() -> pid_t {
-    // The spool is shared: never follow a link planted at this name, and
-    // never append to another user's file.
-    int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+    int log_fd = log.empty() ? -1
+                             : ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
     if (log_fd >= 0) {
       struct stat lst {};
       if (::fstat(log_fd, &lst) != 0 || !S_ISREG(lst.st_mode) || lst.st_uid != ::geteuid()) {
@@ -222,9 +236,24 @@ int local_user_init(spank_t sp) {
       }
       pid = launch();
       if (pid < 0) return fail(std::string("fork: ") + std::strerror(errno));
-      if (up(pid) <= 0)
-        slurm_info("scout: local: warning: the scoutd companion did not come up again; this step may run "
-                   "unobserved");
+      if (up(pid) <= 0) {
+        // An error the user sees, with where to look; under `required` the
+        // step does not start unobserved.
+        const std::string where = log.empty() ? std::string("no log: no runtime directory of yours on this host")
+                                              : "srun's messages in " + log;
+        const std::string why = "the scoutd companion did not come up twice (" + where +
+                                "; scoutd's own log on each node: " +
+                                common::spool_scoutd_log(cfg.spool, jid, sid, "NODE") + ")";
+        if (cfg.required) {
+          ::kill(-pid, SIGKILL);
+          int status = 0;
+          waitpid(pid, &status, 0);
+          if (ready_fd >= 0) ::close(ready_fd);
+          slurm_error("scout: local: %s; scout is required at this site, the step is not started", why.c_str());
+          return -1;
+        }
+        slurm_error("scout: local: %s; this step runs unobserved", why.c_str());
+      }
     }
   }
   st.companion = pid;

@@ -16,6 +16,7 @@
 
 #include <slurm/slurm.h>
 
+#include "common/spool_paths.hpp"
 #include "spank/plugin_state.hpp"
 
 namespace scout::spank {
@@ -57,11 +58,10 @@ void claim(const std::string& path, mode_t kind, uid_t uid) {
 
 // Root, in slurmstepd, before any task or companion of the step exists
 // (slurm_spank_init, remote context). The job's names in shared directories
-// are predictable (/run/scout/JOB, SPOOL/JOB.db, SPOOL/JOB.STEP.*.log,
-// /dev/shm/scout.JOB.STEP.*), so another user could make them in advance for
-// an upcoming job id. Whatever of them is not the job user's own is taken
-// back here, and the job's runtime directory is made by root: 0700, owned by
-// the job's user.
+// are predictable (/run/scout/JOB, SPOOL/JOB, /dev/shm/scout.JOB.STEP.*), so
+// another user could make them in advance for an upcoming job id. Whatever of
+// them is not the job user's own is taken back here, and the job's runtime
+// and spool directories are made by root: 0700, owned by the job's user.
 int remote_prepare_names(spank_t sp) {
   if (::geteuid() != 0) return 0;
   std::uint32_t job = 0, step = 0;
@@ -79,8 +79,16 @@ int remote_prepare_names(spank_t sp) {
     if (::lchown(dir.c_str(), uid, gid) != 0)
       slurm_info("scout: %s: chown to uid %u: %s", dir.c_str(), static_cast<unsigned>(uid), std::strerror(errno));
   }
-  for (const char* suffix : {".db", ".db-wal", ".db-shm"}) claim(cfg.spool + "/" + j + suffix, S_IFREG, uid);
-  for (const char* suffix : {".scoutd.log", ".companion.log"}) claim(cfg.spool + "/" + j + "." + s + suffix, S_IFREG, uid);
+  // The job's spool directory: made here by root, the job's user's, 0700.
+  // The spool itself is made root's 0755 when missing (never world-writable).
+  if (::lstat(cfg.spool.c_str(), &st) != 0 && ::mkdir(cfg.spool.c_str(), 0755) != 0 && errno != EEXIST)
+    slurm_info("scout: spool %s: %s", cfg.spool.c_str(), std::strerror(errno));
+  const std::string job_spool = common::spool_job_dir(cfg.spool, j);
+  claim(job_spool, S_IFDIR, uid);
+  if (::lstat(job_spool.c_str(), &st) != 0 && ::mkdir(job_spool.c_str(), 0700) == 0) {
+    if (::lchown(job_spool.c_str(), uid, gid) != 0)
+      slurm_info("scout: %s: chown to uid %u: %s", job_spool.c_str(), static_cast<unsigned>(uid), std::strerror(errno));
+  }
   // Records of this step in /dev/shm.
   if (DIR* d = ::opendir("/dev/shm")) {
     const std::string prefix = "scout." + j + "." + s + ".";

@@ -32,6 +32,7 @@
 
 #include "common/slurm_jobs.hpp"
 #include "common/spawn.hpp"
+#include "common/spool_paths.hpp"
 #include "common/untrusted_json.hpp"
 #include "libc3/rank_record.hpp"
 #include "libc3/log.hpp"
@@ -343,7 +344,7 @@ int main(int argc, char** argv) {
     const std::string nodelist = !remembered.empty() ? remembered : job_nodelist(cfg.scontrol, a.job);
     std::set<std::string> allocation = expand_nodelist(cfg.scontrol, nodelist);
     if (allocation.empty()) allocation = {a.node};
-    const std::string spool = cfg.spool + "/" + a.job + ".db";
+    const std::string spool = scout::common::spool_ledger(cfg.spool, a.job);
     struct stat st {};
     if (a.uid < 0) {
       record({a.job, a.node, "error",

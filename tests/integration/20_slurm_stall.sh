@@ -29,10 +29,10 @@ expect_eq "state" "$(echo "$v" | jq -r '.[0].evidence.culprits[0].state')" T
 pid=$(echo "$v" | jq '.[0].evidence.culprits[0].pid')
 tr '\0' '\n' < "/proc/$pid/environ" | grep -qx "SLURMD_NODENAME=n3" || fail "culprit pid $pid is not on n3"
 on n3 "$SCOUTCTL" status "$J" | grep -E "^ +4 +$pid .*stopped \(T\)" >/dev/null || fail "status: $(on n3 "$SCOUTCTL" status "$J" 2>&1)"
-expect_eq "verdict rows, n1 n2 n3" "$(for n in n1 n2 n3; do on "$n" sqlite3 "$SPOOL/$J.db" "select count(*) from verdicts where kind='stall'"; done | tr '\n' ' ')" "1 1 1 "
+expect_eq "verdict rows, n1 n2 n3" "$(for n in n1 n2 n3; do on "$n" sqlite3 "$SPOOL/$J/$J.db" "select count(*) from verdicts where kind='stall'"; done | tr '\n' ' ')" "1 1 1 "
 # A user can write their own spool ledger: a forged verdict naming a node
 # outside the allocation must not reach the site ledger.
-on n1 sqlite3 "$SPOOL/$J.db" "insert into verdicts(job_id,step,kind,status,ranks,hosts,evidence,detected_at) values('$J','0','crash','attributed','[0]','[\"n9\"]','{}','2026-01-01T00:00:00Z')"
+on n1 sqlite3 "$SPOOL/$J/$J.db" "insert into verdicts(job_id,step,kind,status,ranks,hosts,evidence,detected_at) values('$J','0','crash','attributed','[0]','[\"n9\"]','{}','2026-01-01T00:00:00Z')"
 kill -CONT "$pid"
 wait "$RUN_PID" || fail "the job failed after SIGCONT: $(tail -5 "$T/run.log")"
 RUN_PID=
@@ -49,8 +49,8 @@ expect_eq "decisions" "$(sqlite3 "$SITE" "select node||':'||decision from gating
 # stall is among them. (A loaded CI host may add an observer_lost row when
 # a scoutd misses a round deadline; it is logged, and it is also imported.)
 sqlite3 "$SITE" "select id,kind,status,ranks,hosts,origin from verdicts where job_id='$J'" >&2
-expect_eq "imported stall" "$(sqlite3 "$SITE" "select kind||' '||status||' '||ranks||' '||(origin like 'spool:n_:$SPOOL/$J.db') from verdicts where job_id='$J' and kind='stall'")" "stall attributed [4] 1"
-expect_eq "rows not from a spool" "$(sqlite3 "$SITE" "select count(*) from verdicts where job_id='$J' and origin not like 'spool:n_:$SPOOL/$J.db'")" 0
+expect_eq "imported stall" "$(sqlite3 "$SITE" "select kind||' '||status||' '||ranks||' '||(origin like 'spool:n_:$SPOOL/$J/$J.db') from verdicts where job_id='$J' and kind='stall'")" "stall attributed [4] 1"
+expect_eq "rows not from a spool" "$(sqlite3 "$SITE" "select count(*) from verdicts where job_id='$J' and origin not like 'spool:n_:$SPOOL/$J/$J.db'")" 0
 expect_eq "other kinds" "$(sqlite3 "$SITE" "select count(*) from verdicts where job_id='$J' and kind not in ('stall','observer_lost')")" 0
 expect_eq "forged verdict imported" "$(sqlite3 "$SITE" "select count(*) from verdicts where hosts like '%n9%'")" 0
 sqlite3 "$SITE" "select reason from gating where job_id='$J' and decision='error'" | grep -q "outside the job's allocation" ||

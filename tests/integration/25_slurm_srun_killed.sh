@@ -23,8 +23,8 @@ done
 echo "every scoutd of job $J exited $(echo "$n * 0.2" | bc) s after srun was SIGKILLed"
 # Each scoutd stopped by agreement (SIGUSR1 forwarded by the companion srun),
 # not by being killed: its log says so.
-# srun keeps the companion's stderr (the scoutds' logs) where it runs: here.
-stopped=$(cat "$SPOOL/$J".*.scoutd.log 2>/dev/null | grep -c 'stopping' || true)
+# Each scoutd's log is on its own node, in the job's spool directory.
+stopped=$(for n in n1 n2 n3; do on "$n" sh -c "cat $SPOOL/$J/*.scoutd.log" 2>/dev/null; done | grep -c 'stopping' || true)
 [ "$stopped" -ge 3 ] || fail "expected 3 scoutds to log a clean stop, found $stopped"
 scancel "$J" 2>/dev/null || true
 for node in n1 n2 n3; do wait_epilog "$J" "$node"; done

@@ -16,7 +16,7 @@ srun --scout=on --mpi=pmix -N3 -n6 "$TRAIN" --steps 150 --fault stop:rank=4:step
 RUN_PID=$!
 J=$(current_job)
 # Live from the login node: its own spool has nothing, the service has it.
-[ ! -e "$SPOOL/$J.db" ] || fail "the login node has a spool ledger for job $J"
+[ ! -e "$SPOOL/$J/$J.db" ] || fail "the login node has a spool ledger for job $J"
 n=0
 until [ "$("$SCOUTCTL" query "$J" --json 2>/dev/null | jq 'map(select(.kind == "stall")) | length' 2>/dev/null || echo 0)" -gt 0 ] 2>/dev/null; do
   n=$((n + 1)); [ $n -lt 150 ] || fail "no stall verdict through scout-ledgerd: $("$SCOUTCTL" query "$J" 2>&1)"; sleep 0.2

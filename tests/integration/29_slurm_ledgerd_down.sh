@@ -20,8 +20,8 @@ n=0
 until grep -q "step done" "$CL/job.out" 2>/dev/null; do
   n=$((n + 1)); [ $n -lt 600 ] || fail "the step did not end: $(cat "$CL/job.out")"; sleep 0.2
 done
-# The batch script's srun ran on n1: the scoutds' log is in n1's spool.
-log=$(on n1 sh -c "cat $SPOOL/$J.*.scoutd.log")
+# Each scoutd's log is on its node, in the job's spool directory.
+log=$(on n1 sh -c "cat $SPOOL/$J/*.scoutd.log")
 echo "$log" | grep -q "not forwarded" || fail "the scoutds did not report unforwarded verdicts: $log"
 expect_eq "rows in the service while it was down" "$(sqlite3 "$CL/ledgerd.db" "select count(*) from verdicts where job_id='$J'" 2>/dev/null || echo 0)" 0
 start_ledgerd

@@ -46,8 +46,8 @@ grep -q "drain needs 3 of 2" "$T/node.txt" || fail "scoutctl node n2 does not gi
 srun --scout=on --mpi=pmix -N3 -n3 "$TRAIN" --steps 600 --step-ms 10 > "$T/forge.log" 2>&1 &
 RUN_PID=$!
 J=$(current_job)
-n=0; until on n1 test -s "$SPOOL/$J.db"; do n=$((n + 1)); [ $n -lt 100 ] || fail "no spool for $J"; sleep 0.2; done
-on n1 sqlite3 -cmd ".timeout 10000" "$SPOOL/$J.db" "insert into verdicts(job_id,step,kind,status,ranks,hosts,evidence,detected_at,vkey) values('$J','0','stall','attributed','[0]','[\"n1\"]','{}','2999-01-01T00:00:00Z','$J.0.o0.1.99')" ||
+n=0; until on n1 test -s "$SPOOL/$J/$J.db"; do n=$((n + 1)); [ $n -lt 100 ] || fail "no spool for $J"; sleep 0.2; done
+on n1 sqlite3 -cmd ".timeout 10000" "$SPOOL/$J/$J.db" "insert into verdicts(job_id,step,kind,status,ranks,hosts,evidence,detected_at,vkey) values('$J','0','stall','attributed','[0]','[\"n1\"]','{}','2999-01-01T00:00:00Z','$J.0.o0.1.99')" ||
   fail "could not forge a row (the spool was not writable by the job's user?)"
 wait "$RUN_PID" || fail "the forging job failed: $(tail -5 "$T/forge.log")"
 RUN_PID=
@@ -60,7 +60,7 @@ expect_eq "open verdicts on n1 after the clear" "$("$SCOUTCTL" node n1 --ledger 
 # --- 3. names of the next job, planted by another user ---------------------------
 # Slurm numbers jobs one by one: the job after this one is predictable.
 NEXT=$(( $(srun -N1 -n1 -w n1 printenv SLURM_JOB_ID) + 1 ))
-on n1 sh -c "setpriv --reuid $NOBODY --regid $NOBODY --clear-groups sh -c 'mkdir -m 0777 $RUNDIR/$NEXT; echo planted > $SPOOL/$NEXT.db; chmod 666 $SPOOL/$NEXT.db; head -c 20096 /dev/zero > /dev/shm/scout.$NEXT.0.0; chmod 666 /dev/shm/scout.$NEXT.0.0'" ||
+on n1 sh -c "setpriv --reuid $NOBODY --regid $NOBODY --clear-groups sh -c 'mkdir -m 0777 $RUNDIR/$NEXT; mkdir -m 0777 $SPOOL/$NEXT; echo planted > $SPOOL/$NEXT/$NEXT.db; chmod 666 $SPOOL/$NEXT/$NEXT.db; head -c 20096 /dev/zero > /dev/shm/scout.$NEXT.0.0; chmod 666 /dev/shm/scout.$NEXT.0.0'" ||
   fail "could not plant names as uid $NOBODY"
 srun --scout=on --mpi=pmix -N3 -n6 "$TRAIN" --steps 150 --fault stop:rank=0:step=30 > "$T/planted.log" 2>&1 &
 RUN_PID=$!
@@ -75,7 +75,7 @@ for n in n1 n2 n3; do wait_epilog "$J" "$n"; done
 expect_eq "stall imported from n1's spool" "$(sqlite3 "$SITE" "select count(*) from verdicts where job_id='$J' and kind='stall'")" 1
 grep -q "scout: $RUNDIR/$NEXT was created by uid $NOBODY before this job" "$CL"/log/slurmd*.log ||
   fail "slurmd's log does not say the runtime directory was taken back: $(grep -h 'scout:' "$CL"/log/slurmd*.log | tail -5)"
-grep -q "scout: $SPOOL/$NEXT.db was created by uid $NOBODY before this job" "$CL"/log/slurmd*.log ||
+grep -q "scout: $SPOOL/$NEXT was created by uid $NOBODY before this job" "$CL"/log/slurmd*.log ||
   fail "slurmd's log does not say the planted spool was taken back"
 
 # --- 4. a socket planted by another user ------------------------------------------

@@ -47,7 +47,7 @@ srun --scout=on -N3 -n3 "$NTRAIN" --id-file "$CL/nccl.id.2" --steps 6000 --step-
 RUN_PID=$!
 J=$(current_job)
 n=0
-until [ "$(query_on n1 "$J" --json 2>/dev/null | jq length 2>/dev/null)" = 0 ] && on n3 sqlite3 "$SPOOL/$J.db" "select count(*) from ranks where job_id='$J'" 2>/dev/null | grep -qx 1; do
+until [ "$(query_on n1 "$J" --json 2>/dev/null | jq length 2>/dev/null)" = 0 ] && on n3 sqlite3 "$SPOOL/$J/$J.db" "select count(*) from ranks where job_id='$J'" 2>/dev/null | grep -qx 1; do
   n=$((n + 1)); [ $n -lt 200 ] || fail "job $J never started on n3"; sleep 0.1
 done
 sleep 2

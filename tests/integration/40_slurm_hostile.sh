@@ -12,7 +12,9 @@
 #  4. 40 made-up operations: the metric labels stay a fixed set.
 #  5. her job with no verdict, decided only by root's epilogs: she reads it
 #     (the owner is Slurm's word, not the first writer's).
-#  6. another user binds the port while the service is down: root's client
+#  6. her job with --scout=on from a login node whose spool is root's 0755:
+#     observed (its stopped rank named), her spool directories 0700 hers.
+#  7. another user binds the port while the service is down: root's client
 #     refuses her reply, and she cannot decode root's request.
 . "$top_srcdir/tests/integration/slurm_lib.sh"
 # Nothing of the test users outlives the test, pass or fail.
@@ -98,7 +100,28 @@ done
 as scout-alice "$SCOUTCTL" query "$Q" > "$T/q" 2>&1 || fail "she cannot read her own job $Q: $(cat "$T/q")"
 expect_eq "her job's owner in the service" "$(sqlite3 "$CL/ledgerd.db" "select uid from jobs where job_id='$Q'")" "$ALICE"
 
-# --- 6. a squatter on the port ---------------------------------------------------
+# --- 6. her job, observed, from a login node whose spool is root's 0755 ------
+# (as a package or `make demo` as root leaves it): the companion's files are
+# on the compute nodes, in the job's directory root made there for her.
+login_mode=$(stat -c %a /var/spool/scout 2>/dev/null || echo absent)
+mkdir -p /var/spool/scout && chmod 0755 /var/spool/scout
+as scout-alice srun --scout=on --mpi=pmix -N3 -n3 "$TRAIN" --steps 400 --step-ms 10 --fault stop:rank=1:step=30 \
+  > "$T/observed.log" 2>&1 &
+RUN_PID=$!
+n=0
+until O=$(squeue -h -u scout-alice -t R -o %i | head -1) && [ -n "$O" ]; do
+  n=$((n + 1)); [ $n -lt 150 ] || fail "her observed job did not start: $(cat "$T/observed.log")"; sleep 0.2
+done
+wait_job_verdict "$O" stall 60 n1
+expect_eq "her spool directory on n2" "$(on n2 stat -c '%U %a' "$SPOOL/$O")" "scout-alice 700"
+grep -q "unobserved\|did not come up" "$T/observed.log" && fail "her job ran unobserved: $(grep scout: "$T/observed.log")"
+pid=$(query_on n1 "$O" --json | jq '[.[] | select(.kind == "stall")][0].evidence.culprits[0].pid')
+kill -CONT "$pid"
+wait "$RUN_PID" || fail "her observed job failed: $(tail -5 "$T/observed.log")"
+RUN_PID=
+[ "$login_mode" = absent ] || chmod "$login_mode" /var/spool/scout
+
+# --- 7. a squatter on the port ---------------------------------------------------
 stop_ledgerd TERM
 mkdir -p "$T/sq" && chmod 1777 "$T/sq"
 as scout-bob socat TCP-LISTEN:"$LEDGERD_PORT",reuseaddr,fork \

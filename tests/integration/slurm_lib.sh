@@ -108,7 +108,7 @@ wait_job_verdict() {
 # NODE's own spool ledger (20 s at most)
 node_scoutd_pid() {
   n=0
-  until p=$(on "$2" sqlite3 "$SPOOL/$1.db" "select scoutd_pid from nodes where job_id='$1' and node='$2'" 2>/dev/null) && [ -n "$p" ]; do
+  until p=$(on "$2" sqlite3 "$SPOOL/$1/$1.db" "select scoutd_pid from nodes where job_id='$1' and node='$2'" 2>/dev/null) && [ -n "$p" ]; do
     n=$((n + 1)); [ $n -lt 200 ] || fail "$2's scoutd never registered"; sleep 0.1
   done
   echo "$p"
