@@ -15,7 +15,7 @@
 #include <ctime>
 #include <fstream>
 #include <map>
-#include <regex>
+#include <string_view>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -239,11 +239,38 @@ bool hardware_kernel_record(const std::string& record) {
   if ((prio >> 3) != 0) return false;
   std::string m = record.substr(semi + 1);
   if (auto nl = m.find('\n'); nl != std::string::npos) m.resize(nl);
-  static const std::regex kAnchors(
-      "^(mce: \\[Hardware Error\\]: |mce: CPU ?[0-9]+: Machine Check|\\[Hardware Error\\]: |"
-      "EDAC MC[0-9]+: [0-9]+ (CE|UE) |EDAC [A-Za-z0-9_]+: (CE|UE|Uncorrected|Corrected)|"
-      "NVRM: Xid \\(PCI:[0-9a-fA-F:.]+\\): [0-9]+, )");
-  return std::regex_search(m, kAnchors);
+  // A cursor over the message: each anchor is literal text, digits, or a
+  // word, matched from the start (no std::regex: it trips GCC 12's
+  // -Wmaybe-uninitialized under the sanitizers).
+  std::size_t at = 0;
+  auto lit = [&](std::string_view t) {
+    if (m.compare(at, t.size(), t) != 0) return false;
+    at += t.size();
+    return true;
+  };
+  auto run = [&](const char* set) {  // one or more characters of `set`
+    const std::size_t from = at;
+    while (at < m.size() && std::strchr(set, m[at]) && m[at] != 0) ++at;
+    return at > from;
+  };
+  auto from_start = [&](auto&& match) {
+    at = 0;
+    return match();
+  };
+  static const char* kDigits = "0123456789";
+  return from_start([&] { return lit("mce: [Hardware Error]: "); }) ||
+         from_start([&] { return lit("mce: CPU") && (lit(" "), run(kDigits)) && lit(": Machine Check"); }) ||
+         from_start([&] { return lit("[Hardware Error]: "); }) ||
+         from_start([&] {
+           return lit("EDAC MC") && run(kDigits) && lit(": ") && run(kDigits) && (lit(" CE ") || lit(" UE "));
+         }) ||
+         from_start([&] {
+           return lit("EDAC ") && run("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") && lit(": ") &&
+                  (lit("CE") || lit("UE") || lit("Uncorrected") || lit("Corrected"));
+         }) ||
+         from_start([&] {
+           return lit("NVRM: Xid (PCI:") && run("0123456789abcdefABCDEF:.") && lit("): ") && run(kDigits) && lit(", ");
+         });
 }
 
 namespace {
