@@ -26,7 +26,7 @@ srun --scout -N3 -n3 sh -c 'echo "PRELOAD=$LD_PRELOAD"' > "$T/bare.out" 2>&1 || 
 expect_eq "preload lines (--scout)" "$(grep -c "^PRELOAD=$PROBE$" "$T/bare.out")" 3
 # A healthy watched job: zero verdicts, nodes idle after the epilog.
 srun --scout=on --mpi=pmix -N3 -n6 "$TRAIN" --steps 100 > "$T/run.log" 2>&1 || fail "healthy job failed"
-J=$(basename "$(on n1 sh -c "ls -t $SPOOL/*.db | head -1")" .db)
+J=$(basename "$(on n1 sh -c "ls -td $SPOOL/[0-9]*/ | head -1")")
 for n in n1 n2 n3; do wait_epilog "$J" "$n"; done
 expect_eq "verdicts" "$("$SCOUTCTL" query "$J" --json | jq length)" 0
 # Each node's scoutd records the ranks it observed in its own spool.

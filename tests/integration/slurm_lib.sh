@@ -25,9 +25,12 @@ SCOUT_SO=$B/spank/.libs/scout.so
 # On failure, also show what the cluster's jobs and scoutds wrote.
 fail() {
   echo "FAIL: $*" >&2
-  # The scoutds' logs are kept where srun ran (this login node's spool).
-  for f in "$T/run.log" "$CL/job.out" $(ls -t "$SPOOL"/*.log 2>/dev/null | head -4); do
+  for f in "$T/run.log" "$CL/job.out"; do
     [ -f "$f" ] && { echo "--- $f" >&2; grep -v '^\[' "$f" | grep -v '^step ' | tail -25 >&2; }
+  done
+  # Each scoutd's log is on its node, in the newest job's spool directory.
+  for n in n1 n2 n3; do
+    on "$n" sh -c "d=\$(ls -td $SPOOL/[0-9]*/ 2>/dev/null | head -1); [ -n \"\$d\" ] && for f in \$d*.scoutd.log; do echo \"--- $n:\$f\"; tail -15 \"\$f\"; done" >&2 2>/dev/null || true
   done
   exit 1
 }
