@@ -37,7 +37,13 @@ bool dropped(const std::string& name) {
   static const char* const kPrefix[] = {
       "SLURM_STEP_", "SLURM_CPU_BIND", "SLURM_GPUS", "PMIX_", "OMPI_", "_SLURM_SPANK_OPTION_scout_",
       "SLURM_SPANK__SLURM_SPANK_OPTION_scout_", "SLURM_NTASKS_PER_", "SLURM_CPUS_PER_"};
+  // The site's and the user's choice of network for Open MPI (interfaces,
+  // transports) holds for the companion's MPI too; what a launcher set for
+  // its own processes (OMPI_COMM_WORLD_*, OMPI_MCA_ess_*, ...) does not.
+  static const char* const kKeep[] = {"OMPI_MCA_btl", "OMPI_MCA_oob", "OMPI_MCA_pml", "OMPI_MCA_mtl"};
   std::string n = name.substr(0, name.find('='));
+  for (auto* k : kKeep)
+    if (n.rfind(k, 0) == 0) return false;
   for (auto* e : kExact)
     if (n == e) return true;
   for (auto* p : kPrefix)

@@ -4,6 +4,7 @@
 // directory for the scoutds' control sockets. Batch and extern steps and the
 // companion step itself are never touched.
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -54,6 +56,30 @@ void claim(const std::string& path, mode_t kind, uid_t uid) {
   slurm_info("scout: %s was created by uid %u before this job (of uid %u) and %s", path.c_str(),
              static_cast<unsigned>(st.st_uid), static_cast<unsigned>(uid), done.c_str());
 }
+
+// Makes `path` (absent) a directory of uid:gid, 0700, in one step that the
+// job's other slurmstepds see whole: a job's steps (the tasks' and the
+// companion's) start together on a node, each running this, and a directory
+// seen between its mkdir and its chown would be root's, taken back by the
+// other step as planted. So it is made under a name of this process, owned,
+// and renamed into place without replacing what another step put there.
+void make_job_dir(const std::string& path, uid_t uid, gid_t gid) {
+  const std::string tmp = path + ".new." + std::to_string(::getpid());
+  ::rmdir(tmp.c_str());
+  if (::mkdir(tmp.c_str(), 0700) != 0) {
+    slurm_info("scout: %s: %s", tmp.c_str(), std::strerror(errno));
+    return;
+  }
+  if (::lchown(tmp.c_str(), uid, gid) != 0) {
+    slurm_info("scout: %s: chown to uid %u: %s", tmp.c_str(), static_cast<unsigned>(uid), std::strerror(errno));
+    ::rmdir(tmp.c_str());
+    return;
+  }
+  if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE) != 0) {
+    if (errno != EEXIST) slurm_info("scout: %s: %s", path.c_str(), std::strerror(errno));
+    ::rmdir(tmp.c_str());
+  }
+}
 }  // namespace
 
 // Root, in slurmstepd, before any task or companion of the step exists
@@ -75,20 +101,14 @@ int remote_prepare_names(spank_t sp) {
   const std::string dir = cfg.runtime_dir + "/" + j;
   claim(dir, S_IFDIR, uid);
   struct stat st {};
-  if (::lstat(dir.c_str(), &st) != 0 && ::mkdir(dir.c_str(), 0700) == 0) {
-    if (::lchown(dir.c_str(), uid, gid) != 0)
-      slurm_info("scout: %s: chown to uid %u: %s", dir.c_str(), static_cast<unsigned>(uid), std::strerror(errno));
-  }
+  if (::lstat(dir.c_str(), &st) != 0) make_job_dir(dir, uid, gid);
   // The job's spool directory: made here by root, the job's user's, 0700.
   // The spool itself is made root's 0755 when missing (never world-writable).
   if (::lstat(cfg.spool.c_str(), &st) != 0 && ::mkdir(cfg.spool.c_str(), 0755) != 0 && errno != EEXIST)
     slurm_info("scout: spool %s: %s", cfg.spool.c_str(), std::strerror(errno));
   const std::string job_spool = common::spool_job_dir(cfg.spool, j);
   claim(job_spool, S_IFDIR, uid);
-  if (::lstat(job_spool.c_str(), &st) != 0 && ::mkdir(job_spool.c_str(), 0700) == 0) {
-    if (::lchown(job_spool.c_str(), uid, gid) != 0)
-      slurm_info("scout: %s: chown to uid %u: %s", job_spool.c_str(), static_cast<unsigned>(uid), std::strerror(errno));
-  }
+  if (::lstat(job_spool.c_str(), &st) != 0) make_job_dir(job_spool, uid, gid);
   // Records of this step in /dev/shm.
   if (DIR* d = ::opendir("/dev/shm")) {
     const std::string prefix = "scout." + j + "." + s + ".";

@@ -28,8 +28,14 @@ expect_eq "hosts" "$(echo "$v" | jq -c '.[0].hosts')" '["n3"]'
 expect_eq "state" "$(echo "$v" | jq -r '.[0].evidence.culprits[0].state')" T
 pid=$(echo "$v" | jq '.[0].evidence.culprits[0].pid')
 tr '\0' '\n' < "/proc/$pid/environ" | grep -qx "SLURMD_NODENAME=n3" || fail "culprit pid $pid is not on n3"
+# Her job, as at any site: the ranks and every scoutd run as the job's user.
+expect_eq "the culprit's user" "$(stat -c %U "/proc/$pid")" "$JOB_USER"
+# The site's Open MPI network settings reach the scoutds' own MPI.
+tr '\0' '\n' < "/proc/$(node_scoutd_pid "$J" n2)/environ" | grep -qx "OMPI_MCA_btl_tcp_if_include=lo" ||
+  fail "the scoutd on n2 lost OMPI_MCA_btl_tcp_if_include"
+expect_eq "the scoutds' users" "$(for n in n1 n2 n3; do stat -c %U "/proc/$(node_scoutd_pid "$J" "$n")"; done | sort -u)" "$JOB_USER"
 on n3 "$SCOUTCTL" status "$J" | grep -E "^ +4 +$pid .*stopped \(T\)" >/dev/null || fail "status: $(on n3 "$SCOUTCTL" status "$J" 2>&1)"
-expect_eq "verdict rows, n1 n2 n3" "$(for n in n1 n2 n3; do on "$n" sqlite3 "$SPOOL/$J/$J.db" "select count(*) from verdicts where kind='stall'"; done | tr '\n' ' ')" "1 1 1 "
+expect_eq "verdict rows, n1 n2 n3" "$(for n in n1 n2 n3; do on "$n" sqlite3 -readonly "$SPOOL/$J/$J.db" "select count(*) from verdicts where kind='stall'"; done | tr '\n' ' ')" "1 1 1 "
 # A user can write their own spool ledger: a forged verdict naming a node
 # outside the allocation must not reach the site ledger.
 on n1 sqlite3 "$SPOOL/$J/$J.db" "insert into verdicts(job_id,step,kind,status,ranks,hosts,evidence,detected_at) values('$J','0','crash','attributed','[0]','[\"n9\"]','{}','2026-01-01T00:00:00Z')"

@@ -26,7 +26,7 @@ v=$("$SCOUTCTL" query "$J" --json)
 expect_eq "verdicts" "$(echo "$v" | jq length)" 1
 expect_eq "kind" "$(echo "$v" | jq -r '.[0].kind')" crash
 # Step ids: 0 healthy, 1 its companion, 2 the crashing one, 3 its companion.
-expect_eq "steps with ranks" "$(on n2 sqlite3 "$SPOOL/$J/$J.db" "select group_concat(step) from (select distinct step from ranks where job_id='$J' order by step)")" "0,2"
+expect_eq "steps with ranks" "$(on n2 sqlite3 -readonly "$SPOOL/$J/$J.db" "select group_concat(step) from (select distinct step from ranks where job_id='$J' order by step)")" "0,2"
 expect_eq "step" "$(echo "$v" | jq -r '.[0].step')" 2
 expect_eq "ranks" "$(echo "$v" | jq -c '.[0].ranks')" "[3]"
 expect_eq "hosts" "$(echo "$v" | jq -c '.[0].hosts')" '["n2"]'

@@ -30,6 +30,6 @@ J=$(basename "$(on n1 sh -c "ls -td $SPOOL/[0-9]*/ | head -1")")
 for n in n1 n2 n3; do wait_epilog "$J" "$n"; done
 expect_eq "verdicts" "$("$SCOUTCTL" query "$J" --json | jq length)" 0
 # Each node's scoutd records the ranks it observed in its own spool.
-expect_eq "ranks observed per node" "$(for n in n1 n2 n3; do on "$n" sqlite3 "$SPOOL/$J/$J.db" "select count(*) from ranks where job_id='$J'"; done | tr '\n' ' ')" "2 2 2 "
+expect_eq "ranks observed per node" "$(for n in n1 n2 n3; do on "$n" sqlite3 -readonly "$SPOOL/$J/$J.db" "select count(*) from ranks where job_id='$J'"; done | tr '\n' ' ')" "2 2 2 "
 for n in n1 n2 n3; do expect_eq "$n state" "$(node_state $n)" idle; done
 pass "scout off: no scoutd, no preload; on: probe prepended; healthy job: no verdict, nodes idle"

@@ -27,7 +27,7 @@ step=$(echo "$v" | jq -r '.[0].step')
 for n in n1 n2 n3; do
   c=0
   until [ "$c" -eq 2 ]; do
-    c=$(on "$n" sqlite3 "$SPOOL/$J/$J.db" "select count(*) from ranks where job_id='$J' and step='$step'" 2>/dev/null || echo 0)
+    c=$(on "$n" sqlite3 -readonly "$SPOOL/$J/$J.db" "select count(*) from ranks where job_id='$J' and step='$step'" 2>/dev/null || echo 0)
     [ "$c" -eq 2 ] || { sleep 0.2; }
     k=$((${k:-0} + 1)); [ "$k" -lt 100 ] || fail "$n observed $c ranks of step $step; expected 2"
   done

@@ -24,10 +24,12 @@ done
 v=$("$SCOUTCTL" query "$J" --json)
 expect_eq "ranks" "$(echo "$v" | jq -c '[.[] | select(.kind == "stall")][0].ranks')" "[4]"
 expect_eq "hosts" "$(echo "$v" | jq -c '[.[] | select(.kind == "stall")][0].hosts')" '["n3"]'
+# The job's user reads her own job through the service.
+expect_eq "her own query" "$(as_job_user "$SCOUTCTL" query "$J" --json | jq -c '[.[] | select(.kind == "stall")][0].ranks')" "[4]"
 # Another user: refused and logged, for reading and for writing.
 rc=0; as_nobody "$SCOUTCTL" query "$J" > "$T/q" 2>&1 || rc=$?
 expect_eq "nobody's query exit" "$rc" 2
-grep -q "belongs to uid 0, not to uid 65534" "$T/q" || fail "refusal: $(cat "$T/q")"
+grep -q "belongs to uid $JOB_UID, not to uid 65534" "$T/q" || fail "refusal: $(cat "$T/q")"
 rc=0; as_nobody "$REQ" "{\"op\":\"submit\",\"job\":\"$J\",\"verdicts\":[{\"vkey\":\"$J.0.o9.1.1\",\"step\":\"0\",\"kind\":\"crash\",\"status\":\"attributed\",\"hosts\":[\"n1\"]}]}" > "$T/s" 2>&1 || rc=$?
 expect_eq "forged submit exit" "$rc" 1
 grep -q '"refused":"not_owner"' "$T/s" || fail "forged submit: $(cat "$T/s")"

@@ -15,11 +15,11 @@ NTRAIN=$B/examples/nccl_train
 # /tmp is node-local: each node's NVML stand-in reads its own values file.
 EPILOG_ENV="LD_LIBRARY_PATH=$B/tests/standin SCOUT_STANDIN_NVML=/tmp/nvml.txt " \
   start_cluster nccl_probe=$B/probe/.libs/libscout_nccl.so blame_jobs=50 blame_users=50 learn_aggregation=clustered
-export LD_LIBRARY_PATH=$B/tests/standin SCOUT_STANDIN_NVML=/tmp/nvml.txt SCOUT_STANDIN_NCCL_DIR=$CL
+export LD_LIBRARY_PATH=$B/tests/standin SCOUT_STANDIN_NVML=/tmp/nvml.txt SCOUT_STANDIN_NCCL_DIR=$CL.home  # her home: her ranks write there
 for n in n1 n2 n3; do on "$n" sh -c ': > /tmp/nvml.txt'; done
 
 # 1. gpuhang on rank 2 (n3).
-srun --scout=on -N3 -n3 "$NTRAIN" --id-file "$CL/nccl.id.1" --steps 100000 --step-ms 2 \
+srun --scout=on -N3 -n3 "$NTRAIN" --id-file "$CL.home/nccl.id.1" --steps 100000 --step-ms 2 \
   --fault gpuhang:rank=2:step=100 > "$T/run.log" 2>&1 &
 RUN_PID=$!
 J=$(current_job)
@@ -43,11 +43,11 @@ sqlite3 "$SITE" "select evidence from gating where job_id='$J' and node='n3'" | 
 expect_eq "n3 state after gpu_hang" "$(node_state n3)" idle
 
 # 2. n3's GPU is lost during a healthy job.
-srun --scout=on -N3 -n3 "$NTRAIN" --id-file "$CL/nccl.id.2" --steps 6000 --step-ms 2 > "$T/run.log" 2>&1 &
+srun --scout=on -N3 -n3 "$NTRAIN" --id-file "$CL.home/nccl.id.2" --steps 6000 --step-ms 2 > "$T/run.log" 2>&1 &
 RUN_PID=$!
 J=$(current_job)
 n=0
-until [ "$(query_on n1 "$J" --json 2>/dev/null | jq length 2>/dev/null)" = 0 ] && on n3 sqlite3 "$SPOOL/$J/$J.db" "select count(*) from ranks where job_id='$J'" 2>/dev/null | grep -qx 1; do
+until [ "$(query_on n1 "$J" --json 2>/dev/null | jq length 2>/dev/null)" = 0 ] && on n3 sqlite3 -readonly "$SPOOL/$J/$J.db" "select count(*) from ranks where job_id='$J'" 2>/dev/null | grep -qx 1; do
   n=$((n + 1)); [ $n -lt 200 ] || fail "job $J never started on n3"; sleep 0.1
 done
 sleep 2

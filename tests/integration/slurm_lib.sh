@@ -16,11 +16,27 @@ export SCOUT_LEDGER=$SITE SCOUT_SPOOL=$SPOOL SCOUT_RUNTIME_DIR=$RUNDIR
 on() { "$top_srcdir/tests/cluster/cluster.sh" on "$CL" "$@"; }
 # The three "nodes" are one host whose slurmds have private /dev/shm, so Open
 # MPI's processes of a step talk TCP to each other on this host; over eth0
-# Open MPI 4.1's TCP BTL occasionally segfaults inside MPI_Init (seen in a
-# scoutd companion: btl_tcp event handler, "connect() ... Operation now in
-# progress"). Loopback is the interface such a one-host cluster has.
+# Open MPI 4.1's TCP BTL occasionally fails inside MPI_Init ("connect() ...
+# Operation now in progress"). Loopback is the interface such a one-host
+# cluster has; the companion's scoutds keep these settings (OMPI_MCA_btl*,
+# _oob*, _pml*, _mtl* reach them), as a site's network settings would.
 export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
 SCOUT_SO=$B/spank/.libs/scout.so
+
+# Jobs are submitted by an ordinary user, as at every site (root only
+# administers: the epilog, scoutctl clear, scancel). JOB_USER is made here
+# once; srun, sbatch and salloc on this login node are wrappers in
+# $CL.bin/user that run the real ones as JOB_USER (from /tmp, with her own
+# home), and exec the real one for any caller but root (inside her batch
+# script, or another test user's). Each wrapper execs, so $! of `srun ... &` is srun itself.
+JOB_USER=scout-user
+id -u "$JOB_USER" >/dev/null 2>&1 || useradd -M -d /nonexistent -s /usr/sbin/nologin "$JOB_USER" 2>/dev/null ||
+  id -u "$JOB_USER" >/dev/null 2>&1 || { echo "FAIL: cannot make the job user $JOB_USER" >&2; exit 1; }
+JOB_UID=$(id -u "$JOB_USER") JOB_GID=$(id -g "$JOB_USER")
+# as_job_user CMD... : CMD as the job's user (her scoutctl on the login node)
+as_job_user() { (cd /tmp && HOME=$CL.home USER=$JOB_USER LOGNAME=$JOB_USER setpriv --reuid "$JOB_UID" --regid "$JOB_GID" --init-groups "$@"); }
+# The login node's spool is root's 0755 (as a package leaves it); restored on exit.
+LOGIN_SPOOL_MODE=$(stat -c %a /var/spool/scout 2>/dev/null || echo absent)
 
 # On failure, also show what the cluster's jobs and scoutds wrote.
 fail() {
@@ -30,17 +46,25 @@ fail() {
   done
   # Each scoutd's log is on its node, in the newest job's spool directory.
   for n in n1 n2 n3; do
-    on "$n" sh -c "d=\$(ls -td $SPOOL/[0-9]*/ 2>/dev/null | head -1); [ -n \"\$d\" ] && for f in \$d*.scoutd.log; do echo \"--- $n:\$f\"; tail -15 \"\$f\"; done" >&2 2>/dev/null || true
+    on "$n" sh -c "d=\$(ls -td $SPOOL/[0-9]*/ 2>/dev/null | head -1); [ -n \"\$d\" ] && { ls -la \$d; for f in \$d*.scoutd.log; do echo \"--- $n:\$f\"; tail -15 \"\$f\"; done; }" >&2 2>/dev/null || true
   done
   exit 1
 }
 
 slurm_cleanup() {
   stop_ledgerd KILL
-  [ -n "${CL_ENV:-}" ] && . "$CL_ENV" && scancel --user=root >/dev/null 2>&1 || true
+  if [ -n "${CL_ENV:-}" ] && . "$CL_ENV"; then
+    scancel --user=root >/dev/null 2>&1 || true
+    scancel --user="$JOB_USER" >/dev/null 2>&1 || true
+  fi
   sleep 0.5
   "$top_srcdir/tests/cluster/cluster.sh" stop "$CL" || true
-  rm -rf "$CL.epilog" "$CL.prolog" "$CL.bin"
+  pkill -KILL -u "$JOB_USER" 2>/dev/null || true
+  rm -rf "$CL.epilog" "$CL.prolog" "$CL.bin" "$CL.home"
+  case "$LOGIN_SPOOL_MODE" in
+    absent) rmdir /var/spool/scout 2>/dev/null || true ;;
+    *) chmod "$LOGIN_SPOOL_MODE" /var/spool/scout 2>/dev/null || true ;;
+  esac
   cleanup
 }
 trap slurm_cleanup EXIT
@@ -61,12 +85,24 @@ start_cluster() {
   mkdir -p "$CL.bin" && ln -sf "$B/spank/scout-epilog" "$CL.bin/scout-prolog"
   printf '#!/bin/sh\n%sexec %s/scout-prolog --plugstack %s/plugstack.conf\n' "$conf" "$CL.bin" "$CL" > "$CL.prolog"
   chmod +x "$CL.epilog" "$CL.prolog"
+  mkdir -p /var/spool/scout && chown root:root /var/spool/scout && chmod 0755 /var/spool/scout
+  mkdir -p "$CL.bin/user" "$CL.home" && chown "$JOB_USER:" "$CL.home" && chmod 0700 "$CL.home"
+  for c in srun sbatch salloc; do
+    [ -x "$CL.bin/user/$c" ] && continue  # a second start_cluster in one test
+    real=$(command -v "$c") || fail "no $c"
+    printf '#!/bin/sh\n[ "$(id -u)" != 0 ] && exec %s "$@"\ncd /tmp && HOME=%s USER=%s LOGNAME=%s exec setpriv --reuid %s --regid %s --init-groups %s "$@"\n' \
+      "$real" "$CL.home" "$JOB_USER" "$JOB_USER" "$JOB_UID" "$JOB_GID" "$real" > "$CL.bin/user/$c"
+    chmod 0755 "$CL.bin/user/$c"
+  done
+  case ":$PATH:" in *":$CL.bin/user:"*) ;; *) export PATH="$CL.bin/user:$PATH" ;; esac
   line="required $SCOUT_SO scoutd=$B/scoutd/scoutd probe=$B/probe/.libs/libscout_probe.so spool=$SPOOL ledger=$SITE runtime_dir=$RUNDIR stall_threshold=2 companion_wait=20 blame_jobs=1 blame_users=1 dstate_wait=0.5 $*"
   SCOUT_CLUSTER_EXTRA="Epilog=$CL.epilog
 Prolog=$CL.prolog" SCOUT_CLUSTER_EXPOSE="$top_srcdir $top_builddir" \
     "$top_srcdir/tests/cluster/cluster.sh" start "$CL" "$line" || fail "cluster did not start: $(tail -20 "$CL"/log/*.log 2>/dev/null)"
   CL_ENV=$CL/env
   . "$CL_ENV"
+  # Her batch jobs' output file (slurmstepd opens it as her; $CL is root's).
+  : > "$CL/job.out" && chown "$JOB_USER:" "$CL/job.out"
   if [ "${LEDGERD:-no}" = yes ]; then
     LEDGERD_PORT=$(( ${SCOUT_CLUSTER_PORT_BASE:-17010} + 10 ))
     METRICS_PORT=$((LEDGERD_PORT + 1))
@@ -108,10 +144,11 @@ wait_job_verdict() {
 }
 
 # node_scoutd_pid JOB NODE : the pid of NODE's scoutd, once it registered in
-# NODE's own spool ledger (20 s at most)
+# NODE's own spool ledger (20 s at most). Read-only: root's sqlite3 would
+# otherwise create the ledger, root's, before her scoutd does.
 node_scoutd_pid() {
   n=0
-  until p=$(on "$2" sqlite3 "$SPOOL/$1/$1.db" "select scoutd_pid from nodes where job_id='$1' and node='$2'" 2>/dev/null) && [ -n "$p" ]; do
+  until p=$(on "$2" sqlite3 -readonly "$SPOOL/$1/$1.db" "select scoutd_pid from nodes where job_id='$1' and node='$2'" 2>/dev/null) && [ -n "$p" ]; do
     n=$((n + 1)); [ $n -lt 200 ] || fail "$2's scoutd never registered"; sleep 0.1
   done
   echo "$p"
