@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "common/untrusted_json.hpp"
 #include "scoutd/wire/control_protocol.hpp"
 
 using namespace scout::scoutd;
@@ -38,9 +39,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (r.close || nl == std::string::npos) break;
     at = nl + 1;
   }
-  // scoutctl renders what a scoutd answers: a hostile reply must not break it.
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  if (!j.is_discarded()) {
+  // scoutctl renders what a scoutd answers, read as scoutctl reads it (the
+  // bounded reader): a hostile reply, however deep, must not break it.
+  std::string why;
+  auto parsed = scout::common::parse_untrusted(in, scout::common::kReplyLimits, &why);
+  if (!parsed && why.empty()) __builtin_trap();  // a refusal always says why
+  if (parsed) {
+    const nlohmann::json& j = *parsed;
     try {
       if (j.is_object()) (void)render_status_text(j);
       if (j.is_array()) (void)render_verdicts_text(j);
