@@ -179,7 +179,8 @@ bool prolog(const sp::PluginConfig& cfg, const Args& a, const std::string& who) 
   try {
     // Only verdicts root confirmed (reproduced) on this node refuse it: an
     // unchecked verdict is its job user's word.
-    open = sq::Ledger::open(cfg.ledger, sq::Ledger::Mode::kReadOnly).open_verdicts_on(a.node, cfg.prolog_kinds, true);
+    // An older schema (no epilog here since an upgrade) is migrated first.
+    open = sq::Ledger::open(cfg.ledger, sq::Ledger::Mode::kReadCurrent).open_verdicts_on(a.node, cfg.prolog_kinds, true);
   } catch (const sq::LedgerError& e) {
     if (e.code() != sq::LedgerError::Code::kMissing) throw;
   }

@@ -309,6 +309,11 @@ void Ledger::create_whole(const std::string& path) {
 
 Ledger Ledger::open_once(const std::string& path, Mode mode) {
   namespace fs = std::filesystem;
+  if (mode == Mode::kReadCurrent) {
+    Ledger l = open_once(path, Mode::kReadOnly);
+    if (l.schema_version() >= kSchemaVersion || ::access(path.c_str(), R_OK | W_OK) != 0) return l;
+    return open_once(path, Mode::kReadWrite);
+  }
   if (path.empty())
     throw LedgerError(LedgerError::Code::kMissing, "ledger: no ledger path given");
   struct stat st {};

@@ -103,9 +103,13 @@ class Stmt;
 
 class Ledger {
  public:
-  enum class Mode { kReadOnly, kReadWrite };
+  enum class Mode { kReadOnly, kReadWrite, kReadCurrent };
   // kReadWrite creates the file (and its directory) and migrates it;
-  // kReadOnly requires an existing ledger of a known schema version.
+  // kReadOnly requires an existing ledger of a known schema version;
+  // kReadCurrent requires an existing ledger and migrates it first when its
+  // schema is older than this scout's and the caller may write it (root's
+  // prolog reading a node ledger no epilog has opened since an upgrade),
+  // else it is read as kReadOnly.
   static Ledger open(const std::string& path, Mode mode);
 
   // A ledger a user wrote (a job's spool), read by root: never opened in

@@ -425,6 +425,31 @@ TEST_CASE("a version-4 ledger is migrated to version 5; a read-only v4 spool sti
   CHECK_FALSE(vs[0].vkey.has_value());
 }
 
+// Root's prolog reads a node ledger no epilog has opened since an upgrade:
+// schema 8 kept confirmations on the verdict row; it is migrated on reading,
+// and the confirmation holds for the node the row named.
+TEST_CASE("a version-8 ledger read for its confirmed verdicts is migrated first (kReadCurrent)") {
+  TempDir t;
+  auto p = (t.path / "v8.db").string();
+  for (const char* m : {"001_initial.sql", "002_provenance_gating.sql", "003_replay_checkpoints.sql",
+                        "004_node_health.sql", "005_verdict_keys.sql", "006_verified_gating.sql",
+                        "007_abort_deadlock.sql", "008_gpu_kinds.sql"})
+    raw_exec(p, migration(m).c_str());
+  raw_exec(p, "PRAGMA user_version = 8");
+  raw_exec(p, "INSERT INTO jobs(job_id,user,uid,launcher,command,nodes,ranks,started_at) "
+              "VALUES('9','a',1,'slurm','',1,1,'t')");
+  raw_exec(p, "INSERT INTO verdicts(job_id,step,kind,status,hosts,detected_at,imported_at,vkey,confirmation) "
+              "VALUES('9','0','sdc','attributed','[\"n1\"]','t','2026-01-01T00:00:00.000Z','9.0.o0.1.1','confirmed')");
+  CHECK_THROWS(Ledger::open(p, Ledger::Mode::kReadOnly).open_verdicts_on("n1", {"sdc"}, true));
+  auto l = Ledger::open(p, Ledger::Mode::kReadCurrent);
+  CHECK(l.schema_version() == kSchemaVersion);
+  CHECK(l.open_verdicts_on("n1", {"sdc"}, true).size() == 1);
+  CHECK(l.open_verdicts_on("n2", {"sdc"}, true).empty());
+  // A current ledger stays read-only, and a missing one is not created.
+  CHECK_THROWS_AS(Ledger::open((t.path / "none.db").string(), Ledger::Mode::kReadCurrent), LedgerError);
+  CHECK_FALSE(std::filesystem::exists(t.path / "none.db"));
+}
+
 // Trust model: times that decide openness are root's (imported_at), blame
 // counts the users root certified, and only confirmed verdicts refuse nodes.
 TEST_CASE("a far-future detected_at does not outlive a clear; blame counts certified users; confirmation") {
