@@ -311,13 +311,26 @@ Ledger Ledger::open_once(const std::string& path, Mode mode) {
   namespace fs = std::filesystem;
   if (mode == Mode::kReadCurrent) {
     Ledger l = open_once(path, Mode::kReadOnly);
-    if (l.schema_version() >= kSchemaVersion || ::access(path.c_str(), R_OK | W_OK) != 0) return l;
+    struct stat own {};
+    if (l.schema_version() >= kSchemaVersion || ::access(path.c_str(), R_OK | W_OK) != 0 ||
+        ::lstat(path.c_str(), &own) != 0 || own.st_uid != ::geteuid())
+      return l;
     return open_once(path, Mode::kReadWrite);
   }
   if (path.empty())
     throw LedgerError(LedgerError::Code::kMissing, "ledger: no ledger path given");
+  // The ledger's own name, never a link to another file; written only by
+  // its owner (root never writes a file a user could have put there).
   struct stat st {};
-  bool exists = ::stat(path.c_str(), &st) == 0;
+  bool exists = ::lstat(path.c_str(), &st) == 0;
+  if (exists && S_ISLNK(st.st_mode))
+    throw LedgerError(LedgerError::Code::kUnreadable,
+                      fmt::format("ledger: {}: a symbolic link; expected the ledger file itself", path));
+  if (exists && mode == Mode::kReadWrite && S_ISREG(st.st_mode) && st.st_uid != ::geteuid())
+    throw LedgerError(LedgerError::Code::kUnreadable,
+                      fmt::format("ledger: {}: owned by uid {}, not by uid {}; a ledger is written only by its "
+                                  "owner", path, static_cast<unsigned>(st.st_uid),
+                                  static_cast<unsigned>(::geteuid())));
   if (!exists && mode == Mode::kReadOnly)
     throw LedgerError(LedgerError::Code::kMissing,
                       fmt::format("ledger: {}: no such ledger file", path));

@@ -117,20 +117,33 @@ void RankWatcher::loop() {
 
 void RankWatcher::try_attach(Slot& s) {
   const std::string name = c3::record_shm_name(job_, step_, s.rank);
-  int fd = shm_open(name.c_str(), O_RDONLY, 0);
-  if (fd < 0) return;  // not there yet
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || st.st_size < static_cast<off_t>(sizeof(c3::RankRecord))) {
-    close(fd);
-    return;  // being created
+  // /dev/shm is shared and the name predictable: never a link, and never
+  // blocked in open() by a FIFO another user put there.
+  int fd = shm_open(name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+  if (fd < 0) {
+    if (errno == ELOOP && s.bad_record.empty()) {
+      s.bad_record = "a symbolic link, not a record";
+      log::warning("{}: record {} refused: {}", node_, name, s.bad_record);
+    }
+    return;  // not there yet
   }
-  if (st.st_uid != geteuid()) {
+  struct stat st {};
+  if (fstat(fd, &st) != 0) {
+    close(fd);
+    return;
+  }
+  if (!S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
     if (s.bad_record.empty()) {
-      s.bad_record = fmt::format("owned by uid {}, not by this job's user", st.st_uid);
+      s.bad_record = !S_ISREG(st.st_mode) ? std::string("not a regular file")
+                                          : fmt::format("owned by uid {}, not by this job's user", st.st_uid);
       log::warning("{}: record {} refused: {}", node_, name, s.bad_record);
     }
     close(fd);
     return;
+  }
+  if (st.st_size < static_cast<off_t>(sizeof(c3::RankRecord))) {
+    close(fd);
+    return;  // being created
   }
   // Versions 6 and 7 are longer than version 5; the header says which this is.
   const std::size_t fsize = static_cast<std::size_t>(st.st_size);

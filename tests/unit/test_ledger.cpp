@@ -450,6 +450,27 @@ TEST_CASE("a version-8 ledger read for its confirmed verdicts is migrated first 
   CHECK_FALSE(std::filesystem::exists(t.path / "none.db"));
 }
 
+// A ledger is opened by its own name: a symbolic link planted in its place
+// is refused for reading and writing, and the real file is untouched.
+TEST_CASE("a ledger path that is a symbolic link is refused") {
+  TempDir t;
+  const std::string real = (t.path / "real.db").string(), link = (t.path / "link.db").string();
+  { auto l = Ledger::open(real, Ledger::Mode::kReadWrite); }
+  std::filesystem::create_symlink(real, link);
+  for (auto mode : {Ledger::Mode::kReadOnly, Ledger::Mode::kReadWrite, Ledger::Mode::kReadCurrent}) {
+    try {
+      Ledger::open(link, mode);
+      FAIL("opened a symbolic link");
+    } catch (const LedgerError& e) {
+      CHECK_MESSAGE(std::string(e.what()).find("a symbolic link") != std::string::npos, e.what());
+    }
+  }
+  // A dangling link is not followed to create a file either.
+  std::filesystem::create_symlink(t.path / "elsewhere.db", t.path / "dangling.db");
+  CHECK_THROWS_AS(Ledger::open((t.path / "dangling.db").string(), Ledger::Mode::kReadWrite), LedgerError);
+  CHECK_FALSE(std::filesystem::exists(t.path / "elsewhere.db"));
+}
+
 // Trust model: times that decide openness are root's (imported_at), blame
 // counts the users root certified, and only confirmed verdicts refuse nodes.
 TEST_CASE("a far-future detected_at does not outlive a clear; blame counts certified users; confirmation") {

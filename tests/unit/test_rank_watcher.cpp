@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -108,6 +109,38 @@ TEST_CASE("a record truncated under the reader is reported, not fatal") {
   for (auto& e : w.evidence(false))
     if (e.rank != 0) CHECK_FALSE(e.attached);  // invalid ranks count as unobserved
   w.stop();
+}
+
+// /dev/shm is shared: another user can put a FIFO or a symbolic link where a
+// rank's record will be. Neither is opened as a record, and a FIFO never
+// blocks the watcher (the healthy rank beside them is still read).
+TEST_CASE("a FIFO or a symbolic link in place of a record is refused without blocking the watcher") {
+  const std::string job = std::to_string(905000 + getpid() % 1000);
+  ShmRecord r0(job, 0, 3);
+  const std::string fifo = "/dev/shm" + c3::record_shm_name(job, "0", 1);
+  const std::string link = "/dev/shm" + c3::record_shm_name(job, "0", 2);
+  ::unlink(fifo.c_str());
+  ::unlink(link.c_str());
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  REQUIRE(::symlink(("/dev/shm" + r0.name).c_str(), link.c_str()) == 0);
+  scoutd::RankWatcher w(job, "0", 0, 2, "n1", 0.02);
+  w.start();
+  REQUIRE(attached(w, 0));
+  c3::record_write_begin(*r0.rec);
+  c3::rec_store(r0.rec->live.seq, std::uint64_t{5});
+  c3::record_write_end(*r0.rec);
+  bool seen = false;
+  for (int i = 0; i < 200 && !seen; ++i) {
+    for (auto& e : w.evidence(false))
+      if (e.rank == 0 && e.attached && e.seq == 5) seen = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK(seen);  // the watcher went on past the FIFO
+  for (auto& e : w.evidence(false))
+    if (e.rank != 0) CHECK_FALSE(e.attached);
+  w.stop();
+  ::unlink(fifo.c_str());
+  ::unlink(link.c_str());
 }
 
 TEST_CASE("a communicator entry that overflows its members is refused") {
