@@ -1,5 +1,7 @@
-// libc3 consensus rounds between observers (scoutds) over MPI point-to-point
-// on a duplicated communicator. A round is a reduction up a binary tree of
+// libc3 consensus rounds between observers (scoutds), over a transport and a
+// clock (round_transport.hpp: MPI point-to-point on a duplicated
+// communicator and the wall clock in production, a simulated network and a
+// virtual clock in sim/). A round is a reduction up a binary tree of
 // the live members and a broadcast back down: O(log nodes) steps, constant
 // traffic per node. Every wait has a deadline: a silent child is suspected,
 // its children are adopted by their grandparent for the way down, and the
@@ -13,12 +15,14 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "libc3/round_message.hpp"
+#include "libc3/round_transport.hpp"
 
 namespace scout::c3 {
 
@@ -43,12 +47,27 @@ class TreeRound {
   // decide(acc, lost): at the root, the payload sent down to everyone.
   using Decide = std::function<Bytes(const Bytes& acc, const std::vector<int>& lost)>;
 
+  // Production: MPI on a duplicate of `parent` and the wall clock.
   TreeRound(MPI_Comm parent, Options opt);
+  // Any transport and clock (the simulator's); both outlive the round.
+  TreeRound(RoundTransport& transport, RoundClock& clock, Options opt);
   ~TreeRound();
   TreeRound(const TreeRound&) = delete;
   TreeRound& operator=(const TreeRound&) = delete;
 
+  // One whole round, polling the transport until it completes (production).
   RoundResult run(const Bytes& up, const Combine& combine, const Decide& decide);
+
+  // The same round as events, for a driver that owns the loop (the
+  // simulator): begin() starts it, advance() takes what arrived and acts on
+  // the clock's time, and returns true once the round is over (result()
+  // then holds it); wake_at() is when the round next needs time to pass if
+  // nothing arrives. run() is begin() then advance() until done.
+  void begin(const Bytes& up, const Combine& combine, const Decide& decide);
+  bool advance();
+  bool in_round() const noexcept { return state_ != State::kIdle; }
+  Clock::time_point wake_at() const noexcept { return wake_at_; }
+  const RoundResult& result() const noexcept { return res_; }
 
   int world_rank() const noexcept { return me_; }
   int world_size() const noexcept { return size_; }
@@ -71,33 +90,49 @@ class TreeRound {
     std::vector<int> lost;
     Bytes payload;
   };
-  using Clock = std::chrono::steady_clock;
+  enum class State { kIdle, kUp, kDown, kMinority };
 
   void send(int dest, int tag, const std::vector<int>& lost, const Bytes& payload);
-  std::optional<Msg> wait_for(int tag, const std::vector<int>& sources, Clock::time_point deadline);
-  void poll_sends();
-  bool receive_one();
-  RoundResult run_minority(RoundResult& res, Clock::time_point t0, Clock::duration hop);
-  std::optional<Msg> wait_for_rejoin(Clock::time_point deadline);
+  bool pump();  // takes every message that arrived into the inbox (got_: any did)
+  void take(Received r);
+  std::optional<Msg> find(int tag, int source);  // source -1: any
+  std::optional<Msg> find_rejoin();
+  void begin_minority();
+  void finish_minority(std::optional<Msg> m);
+  void finish_up();
+  void finish_down(std::vector<int> lost, const std::vector<int>& rejoining);
+  void finish(Clock::time_point t);
   int index_of(int world) const;
 
-  MPI_Comm comm_ = MPI_COMM_NULL;
+  std::unique_ptr<RoundTransport> owned_transport_;
+  std::unique_ptr<RoundClock> owned_clock_;
+  RoundTransport& net_;
+  RoundClock& clock_;
   Options opt_;
   int me_ = 0, size_ = 0;
   std::vector<int> alive_;
   std::vector<bool> is_lost_;
   std::uint64_t malformed_ = 0;
   std::set<int> join_requests_;     // lost members that asked back in
-  bool minority_ = false;           // in run_minority: accept a rejoin from anyone
+  bool minority_ = false;           // in a minority round: accept a rejoin from anyone
   Clock::time_point last_join_{};
+  bool asked_ = false;              // sent JOIN requests at least once
   std::uint64_t round_ = 0;
   std::deque<Msg> inbox_;
-  struct PendingSend {
-    MPI_Request req;
-    std::vector<std::uint8_t> buf;
-  };
-  std::deque<PendingSend> sends_;
   std::uint64_t bytes_sent_ = 0, msgs_sent_ = 0;
+
+  // The round in progress.
+  State state_ = State::kIdle;
+  RoundResult res_;
+  Combine combine_;
+  Decide decide_;
+  Clock::time_point t0_{}, wake_at_{};
+  Clock::duration hop_{};
+  int n_ = 0, i_ = 0, tree_height_ = 0, depth_ = 0;
+  int child_ = 0;  // 0, 1: the child whose contribution is awaited; 2: done
+  Bytes acc_;
+  std::vector<int> suspects_, adopted_;
+  bool got_ = false;  // the last advance() received something
 };
 
 }  // namespace scout::c3

@@ -1,0 +1,174 @@
+// scout-sim: the consensus round scoutd runs (libc3 TreeRound), run by N
+// simulated members in one process over a simulated network and a virtual
+// clock (sim/), for each N given. Prints one row per N: the healthy round's
+// latency and traffic, and how long the survivors take to hold a crashed
+// member, a crashed root and a frozen member lost (and to take the frozen one
+// back). Deterministic: the same options and seed print the same numbers
+// (but the wall-clock column).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "libc3/options.hpp"
+#include "sim/round_sim.hpp"
+
+using namespace scout;
+
+namespace {
+
+struct Row {
+  int n = 0;
+  double round_median_s = 0, round_max_s = 0;
+  double bytes_per_member_round = 0, root_bytes_round = 0;
+  double crash_detect_s = -1, root_crash_detect_s = -1, freeze_detect_s = -1, freeze_back_s = -1;
+  double wall_s = 0;
+};
+
+// Seconds from `t` until every live member holds `who` lost (-1: never).
+double time_lost(const sim::RoundSim& s, int who, double t) {
+  double last = -1;
+  int holding = 0, live = 0;
+  for (int m = 0; m < s.member(0).world_size(); ++m) {
+    if (s.crashed(m) || m == who) continue;
+    ++live;
+  }
+  for (const auto& r : s.records())
+    for (int w : r.newly_lost)
+      if (w == who && r.member != who) {
+        ++holding;
+        last = std::max(last, r.started_s + r.seconds - t);
+      }
+  return holding >= live ? last : -1;
+}
+
+Row measure(int n, const sim::RoundSimConfig& base) {
+  Row row;
+  row.n = n;
+  const auto w0 = std::chrono::steady_clock::now();
+  auto cfg = base;
+  cfg.members = n;
+  {
+    sim::RoundSim s(cfg);
+    const int rounds = 10;
+    s.run_until(rounds * cfg.period_s);
+    std::vector<double> lat;
+    for (const auto& r : s.records())
+      if (r.root) lat.push_back(r.seconds);
+    std::sort(lat.begin(), lat.end());
+    if (!lat.empty()) {
+      row.round_median_s = lat[lat.size() / 2];
+      row.round_max_s = lat.back();
+    }
+    std::uint64_t total = 0;
+    for (int m = 0; m < n; ++m) total += s.network().bytes_sent(m);
+    row.bytes_per_member_round = static_cast<double>(total) / n / rounds;
+    row.root_bytes_round = static_cast<double>(s.network().bytes_sent(0)) / rounds;
+  }
+  const double at = 3 * cfg.period_s + 0.0003;  // just after round 3 began
+  if (n >= 3) {
+    sim::RoundSim s(cfg);
+    s.crash(n - 1, at);
+    s.run_until(at + 5 * cfg.period_s);
+    row.crash_detect_s = time_lost(s, n - 1, at);
+  }
+  if (n >= 3) {
+    sim::RoundSim s(cfg);
+    s.crash(0, at);
+    s.run_until(at + 5 * cfg.period_s);
+    row.root_crash_detect_s = time_lost(s, 0, at);
+  }
+  if (n >= 3) {
+    sim::RoundSim s(cfg);
+    const int who = n / 2;
+    const double frozen_s = 3 * cfg.period_s;
+    s.freeze(who, at, frozen_s);
+    s.run_until(at + frozen_s + 6 * cfg.period_s);
+    row.freeze_detect_s = time_lost(s, who, at);
+    for (const auto& r : s.records())
+      if (r.member == 0 && r.started_s >= at + frozen_s && r.complete && r.alive == n) {
+        row.freeze_back_s = r.started_s + r.seconds - (at + frozen_s);
+        break;
+      }
+  }
+  row.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+  return row;
+}
+
+std::vector<int> parse_members(const std::string& v) {
+  std::vector<int> out;
+  std::stringstream ss(v);
+  std::string part;
+  while (std::getline(ss, part, ','))
+    out.push_back(opts::parse_int("--members", part, 1, 100000));
+  if (out.empty()) throw opts::ConfigError("--members: expected a comma-separated list of member counts");
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string members = "8,64,512,4096,12500";
+  sim::RoundSimConfig cfg;
+  cfg.period_s = 1.0;
+  cfg.hop_timeout_s = 0.5;
+  double latency_us = cfg.link.latency_s * 1e6, bandwidth_gbps = cfg.link.bandwidth_Bps * 8 / 1e9;
+  int seed = 1;
+  bool json = false;
+  opts::Table t("scout-sim", "scout-sim [--members N,N,...] [options]",
+                "Runs scoutd's consensus round (libc3 TreeRound, the production code) on N simulated\n"
+                "members over a simulated network and a virtual clock, for each N, and prints the\n"
+                "healthy round's latency and traffic and the time to hold a crashed member, a crashed\n"
+                "root and a frozen member lost. The same options and seed give the same numbers.");
+  t.text("members", "N,N,...", members, "member (node) counts to simulate, each up to 100000");
+  t.seconds("period", cfg.period_s, 0.01, 3600, "a round starts this often on each member");
+  t.seconds("hop-timeout", cfg.hop_timeout_s, 0.001, 60, "TreeRound's budget per tree level and direction");
+  t.number("latency-us", "US", latency_us, 0, 1e7, "microseconds", "one-way latency of one hop");
+  t.number("bandwidth-gbps", "GBPS", bandwidth_gbps, 0.001, 1e4, "Gbit/s", "each member's sending link");
+  t.integer("seed", "N", seed, 0, 1 << 30, "seed of the simulated network (message loss)");
+  t.flag("json", json, "print the rows as JSON");
+  try {
+    if (t.parse(argc, argv) == opts::Table::Outcome::kPrinted) return 0;
+    cfg.link.latency_s = latency_us / 1e6;
+    cfg.link.bandwidth_Bps = bandwidth_gbps * 1e9 / 8;
+    cfg.seed = static_cast<std::uint64_t>(seed);
+    auto ns = parse_members(members);
+    std::vector<Row> rows;
+    if (!json)
+      std::printf("%8s %12s %12s %14s %12s %12s %12s %12s %12s %8s\n", "members", "round_med_ms", "round_max_ms",
+                  "B/member/round", "root_B/round", "crash_s", "root_crash_s", "frozen_s", "back_s", "wall_s");
+    for (int n : ns) {
+      Row r = measure(n, cfg);
+      rows.push_back(r);
+      if (!json)
+        std::printf("%8d %12.3f %12.3f %14.1f %12.1f %12.3f %12.3f %12.3f %12.3f %8.2f\n", r.n,
+                    r.round_median_s * 1e3, r.round_max_s * 1e3, r.bytes_per_member_round, r.root_bytes_round,
+                    r.crash_detect_s, r.root_crash_detect_s, r.freeze_detect_s, r.freeze_back_s, r.wall_s);
+      std::fflush(stdout);
+    }
+    if (json) {
+      nlohmann::json out = nlohmann::json::array();
+      for (const auto& r : rows)
+        out.push_back({{"members", r.n},
+                       {"round_median_s", r.round_median_s},
+                       {"round_max_s", r.round_max_s},
+                       {"bytes_per_member_round", r.bytes_per_member_round},
+                       {"root_bytes_round", r.root_bytes_round},
+                       {"crash_detect_s", r.crash_detect_s},
+                       {"root_crash_detect_s", r.root_crash_detect_s},
+                       {"frozen_detect_s", r.freeze_detect_s},
+                       {"frozen_back_s", r.freeze_back_s},
+                       {"wall_s", r.wall_s}});
+      std::printf("%s\n", out.dump(2).c_str());
+    }
+  } catch (const opts::ConfigError& e) {
+    std::fprintf(stderr, "scout-sim: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}
