@@ -49,9 +49,10 @@ echo "(gather: 256 ranks x 320 B of evidence per observer; loss round: the round
 echo " that detects a SIGKILLed observer, bounded by the hop deadlines)"
 echo
 echo "== consensus rounds at scale: scout-sim (the same TreeRound over a simulated network, docs/scale.md)"
-"$B/sim/scout-sim" --members 8,64,512,4096,12500 --period 2 --hop-timeout 0.1
-echo "(virtual time; B/member/round: every member's bytes sent per round; crash_s, root_crash_s, frozen_s:"
-echo " from the fault until every survivor holds the member lost; back_s: from the thaw until the root decides for all)"
+"$B/sim/scout-sim" --members 8,64,512,4096,12500
+echo "(scoutd's round defaults, virtual time; B/member/round: every member's bytes sent per round; crash_s,"
+echo " root_crash_s, frozen_s: from the fault until every survivor holds the member lost; back_s: from the"
+echo " thaw until the root decides for all; baseline: 8 members, the same code)"
 echo
 echo "== ledger durability: cost per verdict commit, synchronous=FULL vs NORMAL"
 "$B/tests/integration/ledger_writer" bench "$(mktemp -d)/durability.db" 2000

@@ -113,8 +113,9 @@ void RoundSim::step(int m) {
   rec.alive = static_cast<int>(mb.tree->alive().size());
   records_.push_back(rec);
   if (on_record) on_record(records_.back());
+  // As scoutd does: the next round starts a period after this one ended.
   const auto period = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(cfg_.period_s));
-  net_.at(mb.round_started + period, [this, m] { start_round(m); });
+  net_.at(clock_.now() + period, [this, m] { start_round(m); });
 }
 
 void RoundSim::schedule_wake(int m) {

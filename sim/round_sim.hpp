@@ -1,6 +1,7 @@
 // N members running the real consensus round (libc3 TreeRound, the code
 // scoutd runs) over the simulated network (sim_network.hpp) with a virtual
-// clock: each member starts a round every `period_s`, contributes its own
+// clock: each member starts a round `period_s` after its last one ended (as
+// scoutd's loop does), contributes its own
 // payload, and acts on every message the moment it arrives and on every
 // deadline the moment it passes. Faults are applied at virtual times:
 // a member lost (crash), frozen for a while (SIGSTOP of its scoutd), a
@@ -25,7 +26,7 @@ namespace scout::sim {
 
 struct RoundSimConfig {
   int members = 8;
-  double period_s = 1.0;       // a round starts this often on each member
+  double period_s = 1.0;       // from the end of a member's round to its next one
   double hop_timeout_s = 0.5;  // TreeRound's budget per level and direction
   LinkModel link;
   std::uint64_t seed = 1;

@@ -70,25 +70,30 @@ Row measure(int n, const sim::RoundSimConfig& base) {
     row.bytes_per_member_round = static_cast<double>(total) / n / rounds;
     row.root_bytes_round = static_cast<double>(s.network().bytes_sent(0)) / rounds;
   }
-  const double at = 3 * cfg.period_s + 0.0003;  // just after round 3 began
+  const double at = 3 * cfg.period_s + 0.0003;  // about when round 3 begins
+  // Long enough for the slowest path: a root's children wait for its down
+  // message hop * (tree height + depth + 2), then the next round notices.
+  int height = 0;
+  for (int k = n; k > 1; k /= 2) ++height;
+  const double window = 5 * cfg.period_s + cfg.hop_timeout_s * (2 * height + 4);
   if (n >= 3) {
     sim::RoundSim s(cfg);
     s.crash(n - 1, at);
-    s.run_until(at + 5 * cfg.period_s);
+    s.run_until(at + window);
     row.crash_detect_s = time_lost(s, n - 1, at);
   }
   if (n >= 3) {
     sim::RoundSim s(cfg);
     s.crash(0, at);
-    s.run_until(at + 5 * cfg.period_s);
+    s.run_until(at + window);
     row.root_crash_detect_s = time_lost(s, 0, at);
   }
   if (n >= 3) {
     sim::RoundSim s(cfg);
     const int who = n / 2;
-    const double frozen_s = 3 * cfg.period_s;
+    const double frozen_s = window;  // longer than any deadline: the others go on without it
     s.freeze(who, at, frozen_s);
-    s.run_until(at + frozen_s + 6 * cfg.period_s);
+    s.run_until(at + frozen_s + window);
     row.freeze_detect_s = time_lost(s, who, at);
     for (const auto& r : s.records())
       if (r.member == 0 && r.started_s >= at + frozen_s && r.complete && r.alive == n) {
@@ -114,9 +119,9 @@ std::vector<int> parse_members(const std::string& v) {
 
 int main(int argc, char** argv) {
   std::string members = "8,64,512,4096,12500";
-  sim::RoundSimConfig cfg;
-  cfg.period_s = 1.0;
-  cfg.hop_timeout_s = 0.5;
+  sim::RoundSimConfig cfg;  // scoutd's defaults
+  cfg.period_s = 0.5;
+  cfg.hop_timeout_s = 1.0;
   double latency_us = cfg.link.latency_s * 1e6, bandwidth_gbps = cfg.link.bandwidth_Bps * 8 / 1e9;
   int seed = 1;
   bool json = false;
@@ -126,8 +131,8 @@ int main(int argc, char** argv) {
                 "healthy round's latency and traffic and the time to hold a crashed member, a crashed\n"
                 "root and a frozen member lost. The same options and seed give the same numbers.");
   t.text("members", "N,N,...", members, "member (node) counts to simulate, each up to 100000");
-  t.seconds("period", cfg.period_s, 0.01, 3600, "a round starts this often on each member");
-  t.seconds("hop-timeout", cfg.hop_timeout_s, 0.001, 60, "TreeRound's budget per tree level and direction");
+  t.seconds("period", cfg.period_s, 0.01, 3600, "from the end of a member's round to its next (scoutd's --round-period)");
+  t.seconds("hop-timeout", cfg.hop_timeout_s, 0.001, 60, "deadline per tree level and direction (scoutd's --round-timeout)");
   t.number("latency-us", "US", latency_us, 0, 1e7, "microseconds", "one-way latency of one hop");
   t.number("bandwidth-gbps", "GBPS", bandwidth_gbps, 0.001, 1e4, "Gbit/s", "each member's sending link");
   t.integer("seed", "N", seed, 0, 1 << 30, "seed of the simulated network (message loss)");
