@@ -12,6 +12,7 @@ namespace {
 constexpr int kTagUp = 0x5C01;
 constexpr int kTagDown = 0x5C02;
 constexpr int kTagJoin = 0x5C03;  // a member the others lost asks back in
+constexpr int kTagAlive = 0x5C04; // the root still waits: a keep-alive wave (8-byte wave number)
 
 int height_of(int i, int n) {
   int h = 0;
@@ -108,6 +109,22 @@ void TreeRound::take(Received r) {
     if (r.tag == kTagUp) send(r.source, kTagDown, {r.source}, Bytes{});
     return;  // otherwise ignored
   }
+  if (r.tag == kTagAlive) {
+    // A sign of life from above, whatever its round (a member that fell
+    // behind still hears that the path above works); forwarded once per
+    // wave, within this member's round only.
+    std::uint64_t w = 0;
+    if (msg.round > round_ && state_ == State::kDown) heard_ = clock_.now();
+    if (msg.round == round_ && (state_ == State::kUp || state_ == State::kDown) && msg.payload.size() == sizeof w) {
+      std::memcpy(&w, msg.payload.data(), sizeof w);
+      if (w > wave_) {
+        wave_ = w;
+        heard_ = clock_.now();
+        send_alive(w);
+      }
+    }
+    return;
+  }
   if (msg.round < round_) return;  // stale
   inbox_.push_back(std::move(msg));
 }
@@ -138,6 +155,37 @@ std::optional<TreeRound::Msg> TreeRound::find_rejoin() {
   return std::nullopt;
 }
 
+void TreeRound::send_alive(std::uint64_t wave) {
+  Bytes b(sizeof wave);
+  std::memcpy(b.data(), &wave, sizeof wave);
+  for (int k = 0; k < 2; ++k) {
+    const int c = 2 * i_ + 1 + k;
+    if (c >= n_) continue;
+    const int child = alive_[static_cast<std::size_t>(c)];
+    const bool silent = (state_ == State::kUp && k >= child_) ||
+                        std::binary_search(suspects_.begin(), suspects_.end(), child);
+    if (!std::binary_search(suspects_.begin(), suspects_.end(), child)) send(child, kTagAlive, {}, b);
+    // Under a child not heard from (yet), its children may wait on it.
+    if (silent)
+      for (int g : {2 * c + 1, 2 * c + 2})
+        if (g < n_) send(alive_[static_cast<std::size_t>(g)], kTagAlive, {}, b);
+  }
+}
+
+void TreeRound::update_wake() {
+  wake_at_ = deadline_;
+  if (state_ == State::kUp && i_ == 0) wake_at_ = std::min(wake_at_, next_alive_);
+  if (state_ == State::kDown) wake_at_ = std::min(wake_at_, silent_until());
+}
+
+// How long a member waiting for its down message goes without a sign of
+// life from above before it holds its parent lost: two hops (the root sends
+// a wave every half hop), and a quarter hop more per level of depth, so that
+// when the root is lost its children conclude first and their down messages
+// (naming the root) reach the levels below before those conclude too and
+// blame their own, live, parents.
+Clock::time_point TreeRound::silent_until() const { return heard_ + 2 * hop_ + depth_ * (hop_ / 4); }
+
 void TreeRound::finish(Clock::time_point t) {
   res_.seconds = std::chrono::duration<double>(t - t0_).count();
   state_ = State::kIdle;
@@ -151,7 +199,7 @@ void TreeRound::finish(Clock::time_point t) {
 void TreeRound::begin_minority() {
   minority_ = true;
   state_ = State::kMinority;
-  wake_at_ = t0_ + hop_;
+  deadline_ = wake_at_ = t0_ + hop_;
   if (!asked_ || t0_ - last_join_ >= std::chrono::seconds(1)) {
     asked_ = true;
     last_join_ = t0_;
@@ -234,10 +282,13 @@ void TreeRound::begin(const Bytes& up, const Combine& combine, const Decide& dec
   suspects_.clear();
   adopted_.clear();
   child_ = 0;
+  wave_ = 0;
   state_ = State::kUp;
   // Each child's contribution is awaited until this member's height in
   // hops, and half a hop more.
-  wake_at_ = t0_ + hop_ * height_of(i_, n_) + hop_ / 2;
+  deadline_ = t0_ + hop_ * height_of(i_, n_) + hop_ / 2;
+  next_alive_ = t0_ + hop_ / 2;
+  update_wake();
 }
 
 bool TreeRound::advance() {
@@ -248,12 +299,16 @@ bool TreeRound::advance() {
       return true;
     case State::kMinority: {
       auto m = find_rejoin();
-      if (!m && now < wake_at_) return false;
+      if (!m && now < deadline_) return false;
       finish_minority(std::move(m));
       return true;
     }
     case State::kUp:
       // --- up: gather the children's contributions ---------------------------
+      if (i_ == 0 && now >= next_alive_) {  // the root still waits: tell the tree
+        send_alive(++wave_);
+        next_alive_ = now + hop_ / 2;
+      }
       while (child_ < 2) {
         const int c = 2 * i_ + 1 + child_;
         if (c >= n_) {
@@ -264,11 +319,12 @@ bool TreeRound::advance() {
         if (auto m = find(kTagUp, child)) {
           combine_(acc_, m->payload);
           suspects_.insert(suspects_.end(), m->lost.begin(), m->lost.end());
-        } else if (now >= wake_at_) {
+        } else if (now >= deadline_) {
           suspects_.push_back(child);
           for (int g : {2 * c + 1, 2 * c + 2})
             if (g < n_) adopted_.push_back(alive_[static_cast<std::size_t>(g)]);
         } else {
+          update_wake();
           return false;
         }
         ++child_;
@@ -283,8 +339,16 @@ bool TreeRound::advance() {
         finish_down(std::move(m->lost), {});
         return true;
       }
-      if (clock_.now() < wake_at_) return false;
-      // The way down broke at the parent: tell the subtree.
+      // The way down broke at the parent: tell the subtree. Either the
+      // round's whole budget passed, or nothing from above (a down message
+      // or a keep-alive wave) for two hops and a bit (silent_until): the root
+      // sends a wave every half hop while it waits, so the path above is
+      // broken.
+      const auto t = clock_.now();
+      if (t < deadline_ && t < silent_until()) {
+        update_wake();
+        return false;
+      }
       finish_down({alive_[static_cast<std::size_t>((i_ - 1) / 2)]}, {});
       return true;
     }
@@ -298,7 +362,9 @@ void TreeRound::finish_up() {
   if (i_ != 0) {
     send(alive_[static_cast<std::size_t>((i_ - 1) / 2)], kTagUp, suspects_, acc_);
     state_ = State::kDown;
-    wake_at_ = t0_ + hop_ * (tree_height_ + depth_ + 2);
+    deadline_ = t0_ + hop_ * (tree_height_ + depth_ + 2);
+    heard_ = clock_.now();
+    update_wake();
     return;
   }
   // --- the root decides ------------------------------------------------------

@@ -6,7 +6,12 @@
 // traffic per node. Every wait has a deadline: a silent child is suspected,
 // its children are adopted by their grandparent for the way down, and the
 // root's list of lost members is applied by every survivor, so the survivors
-// keep completing rounds. Must never block without a deadline.
+// keep completing rounds. While the root waits for a slow subtree it sends a
+// keep-alive wave down the tree every half hop; a member waiting for its
+// down message that hears no sign of life from above for two hops (and a
+// quarter hop per level of depth) holds its parent lost: a lost root costs
+// two hops, not the whole round's budget.
+// Must never block without a deadline.
 #pragma once
 
 #include <mpi.h>
@@ -102,6 +107,9 @@ class TreeRound {
   void finish_up();
   void finish_down(std::vector<int> lost, const std::vector<int>& rejoining);
   void finish(Clock::time_point t);
+  void send_alive(std::uint64_t wave);  // to the children, and to the grandchildren under a silent child
+  void update_wake();
+  Clock::time_point silent_until() const;
   int index_of(int world) const;
 
   std::unique_ptr<RoundTransport> owned_transport_;
@@ -127,6 +135,10 @@ class TreeRound {
   Combine combine_;
   Decide decide_;
   Clock::time_point t0_{}, wake_at_{};
+  Clock::time_point deadline_{};    // the state's own deadline
+  Clock::time_point next_alive_{};  // root: when the next keep-alive wave leaves
+  Clock::time_point heard_{};       // waiting down: the last sign of life from above
+  std::uint64_t wave_ = 0;          // the last keep-alive wave sent or forwarded
   Clock::duration hop_{};
   int n_ = 0, i_ = 0, tree_height_ = 0, depth_ = 0;
   int child_ = 0;  // 0, 1: the child whose contribution is awaited; 2: done

@@ -83,8 +83,23 @@ TEST_CASE("the root lost mid-round: the survivors name it lost and the next root
   // Mid-round: the members have started a round and wait on the root.
   double next = 0;
   for (const auto& r : s.records()) next = std::max(next, r.started_s + r.seconds);
-  s.crash(0, next + 0.5 + 0.0002);
+  const double t_crash = next + 0.5 + 0.0002;
+  s.crash(0, t_crash);
   s.run_until(12.0);
+  // Held lost by every survivor two hops and a quarter after the crash (no
+  // keep-alive wave came down; the root's children, at depth 1, conclude
+  // first), not after the round's whole budget (hop * (6 + depth + 2) at 64
+  // members).
+  double by = 0;
+  int holding = 0;
+  for (const auto& r : s.records())
+    for (int w : r.newly_lost)
+      if (w == 0) {
+        ++holding;
+        by = std::max(by, r.started_s + r.seconds);
+      }
+  CHECK(holding == 63);
+  CHECK(by - t_crash <= 2.25 + 0.01);
   for (int m = 1; m < 64; ++m) {
     const auto& a = s.member(m).alive();
     CHECK_FALSE(std::binary_search(a.begin(), a.end(), 0));
