@@ -1,6 +1,7 @@
 // Members running the real TreeRound over the simulated network (round_sim.hpp).
 #include "sim/round_sim.hpp"
 
+#include <chrono>
 #include <cstring>
 
 namespace scout::sim {
@@ -17,7 +18,9 @@ void put_u64(Bytes& b, std::size_t at, std::uint64_t v) {
 }
 }  // namespace
 
-RoundSim::RoundSim(RoundSimConfig cfg) : cfg_(cfg), net_(cfg.members, clock_, cfg.link, cfg.seed) {
+RoundSim::RoundSim(RoundSimConfig cfg, PayloadModel model)
+    : cfg_(cfg), model_(std::move(model)), net_(cfg.members, clock_, cfg.link, cfg.seed) {
+  costs_.resize(static_cast<std::size_t>(cfg_.members));
   epoch_ = Clock::time_point{} + std::chrono::hours(1);
   clock_.set(epoch_);
   members_.resize(static_cast<std::size_t>(cfg_.members));
@@ -74,6 +77,25 @@ void RoundSim::start_round(int m) {
   auto& mb = members_[static_cast<std::size_t>(m)];
   if (mb.crashed || frozen(m) || mb.tree->in_round()) return;  // a frozen member starts again when it thaws
   mb.round_started = clock_.now();
+  if (model_.up) {
+    using host = std::chrono::steady_clock;
+    auto& cost = costs_[static_cast<std::size_t>(m)];
+    auto combine = [this, &cost](Bytes& acc, const Bytes& child) {
+      const auto t = host::now();
+      cost.bytes_in += child.size();
+      model_.combine(acc, child);
+      cost.combine_s += std::chrono::duration<double>(host::now() - t).count();
+    };
+    auto decide = [this, &cost](const Bytes& acc, const std::vector<int>& lost) {
+      const auto t = host::now();
+      Bytes d = model_.decide(acc, lost);
+      cost.decide_s += std::chrono::duration<double>(host::now() - t).count();
+      return d;
+    };
+    mb.tree->begin(model_.up(m), combine, decide);
+    step(m);
+    return;
+  }
   Bytes up;
   put_u64(up, 0, 1);  // one contributor: this member
   auto combine = [](Bytes& acc, const Bytes& child) { put_u64(acc, 0, read_u64(acc, 0) + read_u64(child, 0)); };
@@ -104,7 +126,7 @@ void RoundSim::step(int m) {
   rec.root = r.root;
   rec.minority = r.minority;
   rec.expelled = r.expelled;
-  if (r.complete && r.down.size() >= 16) {
+  if (!model_.up && r.complete && r.down.size() >= 16) {
     rec.contributors = read_u64(r.down, 0);
     rec.decided_by = static_cast<int>(read_u64(r.down, 8));
   }

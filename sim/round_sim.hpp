@@ -32,6 +32,23 @@ struct RoundSimConfig {
   std::uint64_t seed = 1;
 };
 
+// What the members send up and how it is merged: by default each member
+// contributes a count (8 bytes, summed) and the root's decision is that count
+// and its rank. A model replaces the three (scout-sim's gather: scoutd's own
+// evidence encoding, concat_gathers and detectors).
+struct PayloadModel {
+  std::function<Bytes(int member)> up;
+  c3::TreeRound::Combine combine;
+  c3::TreeRound::Decide decide;
+};
+
+// What a member's rounds cost it on the host (not in virtual time).
+struct MemberCost {
+  std::uint64_t bytes_in = 0;  // payload bytes received from its children
+  double combine_s = 0;        // host CPU seconds merging them
+  double decide_s = 0;         // host CPU seconds deciding (the root)
+};
+
 struct RoundRecord {
   int member = -1;
   std::uint64_t round = 0;          // the member's round number after the round
@@ -45,7 +62,7 @@ struct RoundRecord {
 
 class RoundSim {
  public:
-  explicit RoundSim(RoundSimConfig cfg);
+  explicit RoundSim(RoundSimConfig cfg, PayloadModel model = {});
 
   // Faults at virtual time t (seconds from the start).
   void crash(int member, double t);                 // lost for good
@@ -60,6 +77,7 @@ class RoundSim {
   double now_s() const;
 
   const std::vector<RoundRecord>& records() const noexcept { return records_; }
+  const MemberCost& cost(int m) const { return costs_[static_cast<std::size_t>(m)]; }
   std::function<void(const RoundRecord&)> on_record;  // each record as it is made
   const c3::TreeRound& member(int m) const { return *members_[static_cast<std::size_t>(m)].tree; }
   bool crashed(int m) const { return members_[static_cast<std::size_t>(m)].crashed; }
@@ -82,6 +100,8 @@ class RoundSim {
   Clock::time_point at_s(double t) const;
 
   RoundSimConfig cfg_;
+  PayloadModel model_;
+  std::vector<MemberCost> costs_;
   VirtualClock clock_;
   SimNetwork net_;
   std::vector<Member> members_;

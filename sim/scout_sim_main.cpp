@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "libc3/options.hpp"
+#include "sim/gather_model.hpp"
 #include "sim/round_sim.hpp"
 
 using namespace scout;
@@ -105,6 +106,43 @@ Row measure(int n, const sim::RoundSimConfig& base) {
   return row;
 }
 
+struct GatherRow {
+  int n = 0, ranks = 0;
+  double root_bytes_in = 0, root_combine_s = 0, root_decide_s = 0, round_s = 0, wall_s = 0;
+  std::uint64_t bytes_total = 0;
+  std::string named;
+};
+
+// One evidence gather as scoutd does it today (sim/gather_model.cpp): every
+// member's ranks' JSON evidence concatenated up the tree, parsed at the root
+// and handed to the progress detector; one rank stopped.
+GatherRow measure_gather(int n, int per, const sim::RoundSimConfig& base) {
+  GatherRow row;
+  row.n = n;
+  row.ranks = n * per;
+  const auto w0 = std::chrono::steady_clock::now();
+  auto cfg = base;
+  cfg.members = n;
+  std::vector<std::vector<int>> named;
+  sim::GatherModelOptions go;
+  go.ranks_per_member = per;
+  go.stopped_rank = std::min(5, row.ranks - 1);
+  sim::RoundSim s(cfg, sim::gather_model(go, &named));
+  s.run_until(cfg.period_s * 0.9);  // the first round only
+  row.root_bytes_in = static_cast<double>(s.cost(0).bytes_in);
+  row.root_combine_s = s.cost(0).combine_s;
+  row.root_decide_s = s.cost(0).decide_s;
+  for (const auto& r : s.records())
+    if (r.root) row.round_s = r.seconds;
+  for (int m = 0; m < n; ++m) row.bytes_total += s.network().bytes_sent(m);
+  if (!named.empty()) {
+    for (int r : named.front()) row.named += (row.named.empty() ? "" : ",") + std::to_string(r);
+  }
+  if (row.named.empty()) row.named = "-";
+  row.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+  return row;
+}
+
 std::vector<int> parse_members(const std::string& v) {
   std::vector<int> out;
   std::stringstream ss(v);
@@ -125,6 +163,7 @@ int main(int argc, char** argv) {
   double latency_us = cfg.link.latency_s * 1e6, bandwidth_gbps = cfg.link.bandwidth_Bps * 8 / 1e9;
   int seed = 1;
   bool json = false;
+  int per = 8;
   opts::Table t("scout-sim", "scout-sim [--members N,N,...] [options]",
                 "Runs scoutd's consensus round (libc3 TreeRound, the production code) on N simulated\n"
                 "members over a simulated network and a virtual clock, for each N, and prints the\n"
@@ -136,6 +175,7 @@ int main(int argc, char** argv) {
   t.number("latency-us", "US", latency_us, 0, 1e7, "microseconds", "one-way latency of one hop");
   t.number("bandwidth-gbps", "GBPS", bandwidth_gbps, 0.001, 1e4, "Gbit/s", "each member's sending link");
   t.integer("seed", "N", seed, 0, 1 << 30, "seed of the simulated network (message loss)");
+  t.integer("ranks-per-node", "N", per, 1, 1024, "ranks whose evidence each member gathers");
   t.flag("json", json, "print the rows as JSON");
   try {
     if (t.parse(argc, argv) == opts::Table::Outcome::kPrinted) return 0;
@@ -156,6 +196,19 @@ int main(int argc, char** argv) {
                     r.crash_detect_s, r.root_crash_detect_s, r.freeze_detect_s, r.freeze_back_s, r.wall_s);
       std::fflush(stdout);
     }
+    std::vector<GatherRow> grows;
+    if (!json)
+      std::printf("\n%8s %8s %14s %14s %12s %12s %12s %8s %8s\n", "members", "ranks", "root_bytes_in",
+                  "all_bytes", "root_merge_ms", "root_decide_ms", "round_ms", "named", "wall_s");
+    for (int n : ns) {
+      GatherRow g = measure_gather(n, per, cfg);
+      grows.push_back(g);
+      if (!json)
+        std::printf("%8d %8d %14.0f %14llu %12.1f %12.1f %12.3f %8s %8.2f\n", g.n, g.ranks, g.root_bytes_in,
+                    static_cast<unsigned long long>(g.bytes_total), g.root_combine_s * 1e3, g.root_decide_s * 1e3,
+                    g.round_s * 1e3, g.named.c_str(), g.wall_s);
+      std::fflush(stdout);
+    }
     if (json) {
       nlohmann::json out = nlohmann::json::array();
       for (const auto& r : rows)
@@ -169,7 +222,18 @@ int main(int argc, char** argv) {
                        {"frozen_detect_s", r.freeze_detect_s},
                        {"frozen_back_s", r.freeze_back_s},
                        {"wall_s", r.wall_s}});
-      std::printf("%s\n", out.dump(2).c_str());
+      nlohmann::json gathers = nlohmann::json::array();
+      for (const auto& g : grows)
+        gathers.push_back({{"members", g.n},
+                           {"ranks", g.ranks},
+                           {"root_bytes_in", g.root_bytes_in},
+                           {"all_bytes", g.bytes_total},
+                           {"root_merge_s", g.root_combine_s},
+                           {"root_decide_s", g.root_decide_s},
+                           {"round_s", g.round_s},
+                           {"named", g.named},
+                           {"wall_s", g.wall_s}});
+      std::printf("%s\n", nlohmann::json{{"rounds", out}, {"gathers", gathers}}.dump(2).c_str());
     }
   } catch (const opts::ConfigError& e) {
     std::fprintf(stderr, "scout-sim: %s\n", e.what());

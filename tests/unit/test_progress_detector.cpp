@@ -57,6 +57,26 @@ TEST_CASE("running rank behind the majority: hang") {
   CHECK(d[0].ranks == std::vector<int>{2});
 }
 
+// A stopped rank that is continued runs behind the others for a moment
+// before it catches up: a gather then must not open a second incident.
+TEST_CASE("a stopped rank continued but not caught up yet: the same incident as its stall") {
+  auto v = job(8, 41, true, 3.0);
+  v[5].seq = 40;
+  v[5].in_collective = false;
+  v[5].state = 'T';
+  auto stopped = detect_progress(v, opt());
+  v[5].state = 'R';  // SIGCONT: running, still behind
+  auto running = detect_progress(v, opt());
+  REQUIRE(stopped.size() == 1);
+  REQUIRE(running.size() == 1);
+  CHECK(stopped[0].kind == c3::VerdictKind::kStall);
+  CHECK(running[0].kind == c3::VerdictKind::kHang);
+  CHECK(running[0].key == stopped[0].key);
+  // Behind somewhere else: another incident.
+  v[5].seq = 39;
+  CHECK(detect_progress(v, opt())[0].key != stopped[0].key);
+}
+
 TEST_CASE("below the stall threshold or nobody waiting: no verdict") {
   auto v = job(4, 10, true, 1.0);
   v[2].seq = 9;
@@ -431,4 +451,89 @@ TEST_CASE("NCCL: per communicator, a tensor-parallel group's stopped GPU is name
   // something a moment ago): nobody is named a GPU hang.
   v[4].gpu.idle_s = 0.3;
   for (auto& x : detect_progress(v, opt())) CHECK(x.kind != c3::VerdictKind::kGpuHang);
+}
+
+// --- at scale: every rank waits for every other -----------------------------
+// 20,000 ranks in an any-source receive (a master/worker or irregular code
+// where every rank takes work from anyone) and one stopped rank: a graph of
+// rank x rank edges would be 4 * 10^8 entries; through one node per group it
+// is O(ranks). The verdict is a ledger row of kilobytes: culprits in full,
+// the ranks around them bounded, with their counts.
+TEST_CASE("20,000 ranks waiting for any source: the stopped one named, the evidence bounded") {
+  const int n = 20000;
+  auto v = job(n, 5, false, 3.0);
+  for (auto& e : v) {
+    e.p2p_call = "MPI_Recv";
+    e.p2p_peers = {-1};
+    e.p2p_any_comm = 0xC0;
+    e.p2p_wait_s = 3.0;
+  }
+  outside(v[12345], 'T');
+  auto d = detect_progress(v, opt());
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].kind == c3::VerdictKind::kStall);
+  CHECK(d[0].ranks == std::vector<int>{12345});
+  CHECK(d[0].evidence["waiting_count"] == n - 1);
+  CHECK(d[0].evidence["waiting"].size() == 64);
+  CHECK(d[0].evidence["chain_count"] == n);
+  REQUIRE(d[0].evidence["chain"].size() == 64);
+  CHECK(d[0].evidence["chain"][0] == "rank 12345 is outside MPI, process stopped (T)");  // the culprit's line kept
+  CHECK(d[0].evidence["waited_by_count"]["12345"] == n - 1);
+  CHECK(d[0].evidence["waited_by"]["12345"].size() == 64);
+  CHECK(d[0].evidence.dump().size() < 16384);
+}
+
+TEST_CASE("an any-source receive on a communicator of itself alone waits for nobody") {
+  auto v = ring(5, 3.0);
+  v[0].p2p_peers = {-1};
+  v[0].p2p_any_comm = 0xD0;
+  v[0].comm_members[0xD0] = {0};
+  outside(v[3], 'T');
+  auto d = detect_progress(v, opt());
+  REQUIRE(!d.empty());
+  // Rank 0 leads nowhere: it is a sink waiting itself (not a culprit), and
+  // the others still lead to the stopped rank.
+  CHECK(d[0].ranks == std::vector<int>{3});
+}
+
+TEST_CASE("100,000 ranks in a collective, one stopped behind: named, evidence bounded") {
+  const int n = 100000;
+  auto v = job(n, 4200, true, 12.0);
+  v[77777].seq = 4199;
+  v[77777].in_collective = false;
+  v[77777].state = 'T';
+  v[77777].state_s = 12.0;
+  auto d = detect_progress(v, opt());
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].kind == c3::VerdictKind::kStall);
+  CHECK(d[0].ranks == std::vector<int>{77777});
+  CHECK(d[0].evidence["waiting_count"] == n - 1);
+  CHECK(d[0].evidence.dump().size() < 16384);
+}
+
+TEST_CASE("12,500 tensor-parallel groups of GPUs, one GPU stopped: named through its group") {
+  const int n = 100000;
+  auto v = job(n, 900, false, 5.0);
+  for (int r = 0; r < n; ++r) {
+    auto& e = v[r];
+    e.gpu.present = e.gpu.tracking = true;
+    e.seq = 900;
+    e.gpu.done = 899;
+    e.gpu.started = 900;  // inside operation 900
+    RankEvidence::Gpu::CommOps c;
+    c.id = 0x1000 + static_cast<std::uint64_t>(r / 8);
+    c.issued = 50;
+    c.begun = 50;
+    c.done = 49;
+    e.gpu.comms.push_back(c);
+  }
+  auto& bad = v[40003];
+  bad.gpu.started = bad.gpu.done = 899;  // issued 900, began none
+  bad.gpu.idle_s = 5.0;
+  bad.gpu.comms[0].begun = bad.gpu.comms[0].done = 48;
+  auto d = detect_progress(v, opt());
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].kind == c3::VerdictKind::kGpuHang);
+  CHECK(d[0].ranks == std::vector<int>{40003});
+  CHECK(d[0].evidence.dump().size() < 16384);
 }

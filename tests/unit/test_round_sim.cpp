@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "sim/gather_model.hpp"
 #include "sim/round_sim.hpp"
 
 using namespace scout;
@@ -178,4 +179,21 @@ TEST_CASE("a frozen member is declared lost, then asks back in and is taken back
   // Thawed at 8.0: back within 3 rounds of its own.
   s.run_until(8.0 + 3 * (0.5 + 3.0));
   settled(s, 64, 0);
+}
+
+// scoutd's evidence gather as it is today (sim/gather_model.cpp: its JSON
+// evidence, concat_gathers, the progress detector at the root), at 64
+// members of 8 ranks: the stopped rank is named, and the root takes in the
+// evidence of every rank but its own (the cost issue 22 part 3 removes).
+TEST_CASE("a gather through the tree: the root's detector names the stopped rank among 512") {
+  std::vector<std::vector<int>> named;
+  sim::GatherModelOptions go;
+  go.ranks_per_member = 8;
+  go.stopped_rank = 300;
+  RoundSim s(config(64), sim::gather_model(go, &named));
+  s.run_until(0.4);
+  REQUIRE(named.size() == 1);
+  CHECK(named.front() == std::vector<int>{300});
+  const auto one = sim::gather_model(go, nullptr).up(0).size();
+  CHECK(s.cost(0).bytes_in >= 63 * (one - 64));  // every other member's evidence, concatenated
 }
