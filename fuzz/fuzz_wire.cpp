@@ -29,24 +29,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     w::combine_triggers(acc, payload);
   }
   (void)w::decode_doubles(payload, w::Kind::kLearnUp);
-  auto j = w::decode_json(payload, w::Kind::kGatherUp);
-  if (j) {
-    c3::Bytes acc = w::encode_json(w::Kind::kGatherUp, nlohmann::json::array());
-    w::concat_gathers(acc, payload);
+  if (w::decode_json(payload, w::Kind::kGatherUp)) {
+    c3::Bytes acc = w::encode_gather(w::Gather{});
+    w::combine_gathers(acc, payload);
   }
-  if (j && j->is_array()) {
-    std::vector<scoutd::RankEvidence> ev;
-    for (auto& e : *j) {
-      try {
-        ev.push_back(e.get<scoutd::RankEvidence>());
-      } catch (const std::exception&) {
-        // dropped and counted by the deciding scoutd
-      }
-    }
+  if (auto g = w::decode_gather(payload)) {
     scoutd::DetectorOptions opt;
-    (void)scoutd::detect_crash(ev, opt);
-    (void)scoutd::detect_progress(ev, opt);
+    (void)scoutd::detect_crash(g->ranks, opt);
+    (void)scoutd::detect_progress(g->ranks, opt);
   }
-  (void)w::decode_json(payload, w::Kind::kDecisionDown);
+  (void)w::decode_down(payload);
   return 0;
 }

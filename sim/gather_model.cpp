@@ -14,7 +14,8 @@ namespace w = scoutd::wire;
 PayloadModel gather_model(GatherModelOptions opt, std::vector<std::vector<int>>* named) {
   PayloadModel m;
   m.up = [opt](int member) {
-    nlohmann::json ev = nlohmann::json::array();
+    w::Gather g;
+    auto& ev = g.ranks;
     for (int k = 0; k < opt.ranks_per_member; ++k) {
       scoutd::RankEvidence e;
       e.rank = member * opt.ranks_per_member + k;
@@ -38,20 +39,17 @@ PayloadModel gather_model(GatherModelOptions opt, std::vector<std::vector<int>>*
       e.comm_wait[1] = 0.05;
       ev.push_back(e);
     }
-    return w::encode_json(w::Kind::kGatherUp, ev);
+    return w::encode_gather(g);
   };
-  m.combine = w::concat_gathers;
+  m.combine = w::combine_gathers;
   m.decide = [named](const Bytes& acc, const std::vector<int>&) {
-    const auto all = w::decode_json(acc, w::Kind::kGatherUp).value_or(nlohmann::json::array());
-    std::vector<scoutd::RankEvidence> ev;
-    ev.reserve(all.size());
-    for (const auto& j : all) ev.push_back(j.get<scoutd::RankEvidence>());
+    auto ev = w::decode_gather(acc).value_or(w::Gather{}).ranks;
     scoutd::DetectorOptions dopt;
     std::vector<int> ranks;
     for (const auto& d : scoutd::detect_progress(ev, dopt))
       if (d.status == c3::VerdictStatus::kAttributed) ranks.insert(ranks.end(), d.ranks.begin(), d.ranks.end());
     if (named) named->push_back(ranks);
-    return w::encode_json(w::Kind::kDecisionDown, nlohmann::json{{"named", ranks}});
+    return w::encode_down(w::Down{});
   };
   return m;
 }

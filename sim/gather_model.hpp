@@ -1,6 +1,6 @@
 // scoutd's evidence gather as it is today, for the simulator: each member
 // contributes the JSON evidence of its ranks (scoutd's own RankEvidence
-// encoding), the tree merges with scoutd's wire::concat_gathers, and the
+// encoding), the tree merges with scoutd's wire::combine_gathers, and the
 // root parses everything and runs scoutd's progress detector. One rank is
 // stopped (behind the collective position the others reached, state T);
 // the decision names what the detector named. This measures what a gather

@@ -35,7 +35,7 @@ struct RoundSimConfig {
 // What the members send up and how it is merged: by default each member
 // contributes a count (8 bytes, summed) and the root's decision is that count
 // and its rank. A model replaces the three (scout-sim's gather: scoutd's own
-// evidence encoding, concat_gathers and detectors).
+// evidence encoding, combine_gathers and detectors).
 struct PayloadModel {
   std::function<Bytes(int member)> up;
   c3::TreeRound::Combine combine;

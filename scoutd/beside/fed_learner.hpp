@@ -29,6 +29,7 @@
 
 #include "learn/aggregate.hpp"
 #include "learn/memae.hpp"
+#include "scoutd/beside/anomaly_flag.hpp"
 #include "scoutd/detect/verdict_draft.hpp"
 #include "scoutd/observe/telemetry.hpp"
 
@@ -53,19 +54,6 @@ struct LearnOptions {
 };
 
 inline constexpr int kScoreBins = 64;  // log-spaced, 1e-4 .. 1e4
-
-struct AnomalyFlag {
-  int rank = -1;
-  std::string node;
-  double score = 0, threshold = 0;
-  int consecutive = 0;
-  long round = 0;
-  std::vector<std::pair<std::string, double>> top;  // feature, share of the error
-};
-void to_json(nlohmann::json& j, const AnomalyFlag& f);
-void from_json(const nlohmann::json& j, AnomalyFlag& f);
-// The advisory telemetry_anomaly verdict a flag stands for (never drains).
-VerdictDraft telemetry_anomaly_draft(const AnomalyFlag& f);
 
 class FedClient {
  public:

@@ -1,6 +1,7 @@
 // scoutd peer messages (see peer_messages.hpp).
 #include "common/untrusted_json.hpp"
 #include "scoutd/wire/peer_messages.hpp"
+#include "libc3/json_num.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -154,15 +155,158 @@ std::optional<json> decode_json(const Bytes& msg, Kind kind) {
   return j;
 }
 
-void concat_gathers(Bytes& acc, const Bytes& child) {
+namespace {
+
+template <class T>
+void decode_section(const json& obj, const char* name, std::vector<T>& out, std::size_t& refused) {
+  auto it = obj.find(name);
+  if (it == obj.end()) return;
+  if (!it->is_array()) {
+    ++refused;
+    return;
+  }
+  out.reserve(it->size());
+  for (auto& x : *it) {
+    try {
+      out.push_back(x.get<T>());
+    } catch (const std::exception&) {
+      ++refused;  // a malformed entry from a peer is skipped, never trusted
+    }
+  }
+}
+
+}  // namespace
+
+Bytes encode_gather(const Gather& g) {
+  json replay = json::array();
+  for (auto& r : g.replay) replay.push_back({{"observer", r.observer}, {"report", r.report}});
+  json j = {{"ranks", g.ranks}, {"replay", std::move(replay)}, {"telemetry", g.telemetry},
+            {"gpu_health", g.gpu_health}};
+  return encode_json(Kind::kGatherUp, j);
+}
+
+std::optional<Gather> decode_gather(const Bytes& msg) {
+  auto j = decode_json(msg, Kind::kGatherUp);
+  if (!j) return std::nullopt;
+  if (!j->is_object()) {
+    ++stats().malformed;
+    return std::nullopt;
+  }
+  Gather g;
+  decode_section(*j, "ranks", g.ranks, g.refused);
+  decode_section(*j, "telemetry", g.telemetry, g.refused);
+  std::vector<json> replay;
+  decode_section(*j, "replay", replay, g.refused);
+  for (auto& r : replay) {
+    try {
+      if (!r.is_object() || !r.contains("report")) throw std::invalid_argument("replay entry");
+      g.replay.push_back({c3::json_int_or(r, "observer", -1), r.at("report").get<replay::Report>()});
+    } catch (const std::exception&) {
+      ++g.refused;
+    }
+  }
+  std::vector<json> gpu;
+  decode_section(*j, "gpu_health", gpu, g.refused);
+  for (auto& f : gpu) {
+    if (f.is_object()) g.gpu_health.push_back(std::move(f));
+    else ++g.refused;
+  }
+  return g;
+}
+
+void combine_gathers(Bytes& acc, const Bytes& child) {
   auto a = decode_json(acc, Kind::kGatherUp);
   auto c = decode_json(child, Kind::kGatherUp);
-  json out = a && a->is_array() ? *a : json::array();
-  if (c && c->is_array())
-    for (auto& x : *c) out.push_back(std::move(x));
-  else if (c)
+  json out = json::object();
+  for (const char* name : kGatherSections) out[name] = json::array();
+  if (a && a->is_object())
+    for (const char* name : kGatherSections)
+      if (auto it = a->find(name); it != a->end() && it->is_array()) out[name] = std::move(*it);
+  if (c && c->is_object()) {
+    for (const char* name : kGatherSections)
+      if (auto it = c->find(name); it != c->end() && it->is_array())
+        for (auto& x : *it) out[name].push_back(std::move(x));
+  } else if (c) {
     ++stats().malformed;
+  }
   acc = encode_json(Kind::kGatherUp, out);
+}
+
+Bytes encode_down(const Down& d) {
+  json j = {{"stop", d.stop}, {"gather", d.gather}, {"events", d.events}};
+  if (d.learn) j["learn"] = true;
+  if (d.deaths_pending) j["deaths_pending"] = true;
+  if (d.book_digest) j["book_digest"] = *d.book_digest;
+  if (d.book) j["book"] = *d.book;
+  if (d.median_compute_s) j["median_compute_s"] = *d.median_compute_s;
+  if (d.replay_start) j["replay_start"] = *d.replay_start;
+  if (!d.replay_rerun.empty()) {
+    json rr = json::array();
+    for (auto& r : d.replay_rerun)
+      rr.push_back({{"observer", r.observer}, {"cycle", r.cycle}, {"device", r.device}, {"recipe", r.recipe},
+                    {"times", r.times}});
+    j["replay_rerun"] = std::move(rr);
+  }
+  return encode_json(Kind::kDecisionDown, j);
+}
+
+std::optional<Down> decode_down(const Bytes& msg, std::string* why) {
+  auto j = decode_json(msg, Kind::kDecisionDown);
+  if (!j) {
+    if (why) *why = "a JSON decision message";
+    return std::nullopt;
+  }
+  auto refuse = [&](const std::string& what) -> std::optional<Down> {
+    ++stats().malformed;
+    if (why) *why = what;
+    return std::nullopt;
+  };
+  if (!j->is_object()) return refuse("a JSON object");
+  Down d;
+  auto flag = [&](const char* name, bool& out) {
+    auto it = j->find(name);
+    if (it == j->end()) return true;
+    if (!it->is_boolean()) return false;
+    out = it->get<bool>();
+    return true;
+  };
+  for (auto [name, out] : {std::pair<const char*, bool*>{"stop", &d.stop}, {"gather", &d.gather},
+                           {"learn", &d.learn}, {"deaths_pending", &d.deaths_pending}})
+    if (!flag(name, *out)) return refuse(fmt::format("\"{}\": a boolean", name));
+  if (auto it = j->find("events"); it != j->end()) {
+    if (!it->is_array()) return refuse("\"events\": an array");
+    d.events = std::move(*it);
+  }
+  if (auto it = j->find("book_digest"); it != j->end()) {
+    if (!it->is_array() || it->size() != 2 || !(*it)[0].is_number_unsigned() || !(*it)[1].is_number_unsigned())
+      return refuse("\"book_digest\": two unsigned counts");
+    d.book_digest = std::array<std::uint64_t, 2>{(*it)[0].get<std::uint64_t>(), (*it)[1].get<std::uint64_t>()};
+  }
+  if (auto it = j->find("book"); it != j->end()) {
+    if (!it->is_array()) return refuse("\"book\": an array of events");
+    d.book = std::move(*it);
+  }
+  if (auto it = j->find("median_compute_s"); it != j->end()) {
+    if (!it->is_number()) return refuse("\"median_compute_s\": a number");
+    d.median_compute_s = it->get<double>();
+  }
+  if (auto it = j->find("replay_start"); it != j->end()) {
+    if (!it->is_number_integer()) return refuse("\"replay_start\": an integer cycle");
+    d.replay_start = it->get<long>();
+  }
+  if (auto it = j->find("replay_rerun"); it != j->end()) {
+    if (!it->is_array()) return refuse("\"replay_rerun\": an array");
+    for (auto& r : *it) {
+      if (!r.is_object() || !r.value("observer", json()).is_number_integer() ||
+          !r.value("cycle", json()).is_number_integer() || !r.value("device", json()).is_string() ||
+          !r.value("recipe", json()).is_string() || !r.value("times", json()).is_number_integer())
+        return refuse("\"replay_rerun\": objects of observer, cycle, device, recipe and times");
+      d.replay_rerun.push_back({c3::json_int_or(r, "observer", -1), r["cycle"].get<long>(),
+                                r["device"].get<std::string>(), r["recipe"].get<std::string>(),
+                                std::clamp(c3::json_int_or(r, "times", 1), 1, 100)});
+    }
+  }
+  return d;
 }
 
 Bytes encode_doubles(Kind kind, const std::vector<double>& v) {

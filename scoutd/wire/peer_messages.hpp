@@ -6,6 +6,7 @@
 // trusted. Nothing here touches MPI: libc3's TreeRound moves the bytes.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <optional>
@@ -14,6 +15,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "scoutd/beside/anomaly_flag.hpp"
+#include "scoutd/beside/replay_coordinator.hpp"
+#include "scoutd/observe/rank_evidence.hpp"
 #include "scoutd/observe/rank_watcher.hpp"
 
 namespace scout::scoutd::wire {
@@ -21,15 +25,15 @@ namespace scout::scoutd::wire {
 using Bytes = std::vector<std::uint8_t>;
 
 inline constexpr std::uint32_t kMagic = 0x57544353;  // "SCTW" little-endian
-inline constexpr std::uint8_t kVersion = 1;
+inline constexpr std::uint8_t kVersion = 2;  // 2: sectioned Gather, typed Down
 inline constexpr std::size_t kHeaderBytes = 12;
 inline constexpr std::size_t kMaxPayload = std::size_t{1} << 30;
 
 enum class Kind : std::uint8_t {
   kHello = 1,     // start-up allgather: who observes what (Hello)
   kTriggerUp,     // each period, reduced up the tree (Trigger)
-  kDecisionDown,  // the root's decision after a trigger or gather (JSON object)
-  kGatherUp,      // the full evidence, concatenated up the tree (JSON array)
+  kDecisionDown,  // the root's decision after a trigger or gather (Down)
+  kGatherUp,      // the evidence, section by section, combined up the tree (Gather)
   kLearnUp,       // federated learning contributions (doubles)
   kLearnDown,     // the new global model (doubles)
 };
@@ -85,8 +89,55 @@ void combine_triggers(Bytes& acc, const Bytes& child);
 Bytes encode_json(Kind kind, const nlohmann::json& j);
 // The parsed payload, or nullopt when the message or its JSON is malformed.
 std::optional<nlohmann::json> decode_json(const Bytes& msg, Kind kind);
-// Gathers: the accumulator and each child are JSON arrays, concatenated.
-void concat_gathers(Bytes& acc, const Bytes& child);
+
+// --- Gather: the evidence, one typed section per concern --------------------
+// Every observer adds its part; interior members combine sections by
+// appending (combine_gathers); the deciding observer decodes each entry with
+// its type's decoder. An entry that does not decode is counted in `refused`
+// and skipped, never guessed at. On the wire: a JSON object with one array
+// per section (names from kGatherSections); unknown sections are dropped.
+struct ReplayUp {
+  int observer = -1;
+  replay::Report report;
+};
+struct Gather {
+  std::vector<RankEvidence> ranks;           // every observed rank (detect/)
+  std::vector<ReplayUp> replay;              // finished replay cycles and re-runs
+  std::vector<AnomalyFlag> telemetry;        // the learner's anomaly flags
+  std::vector<nlohmann::json> gpu_health;    // GPU health findings (GpuHealthWatch)
+  std::size_t refused = 0;                   // decode only: entries dropped
+};
+inline constexpr const char* kGatherSections[] = {"ranks", "replay", "telemetry", "gpu_health"};
+Bytes encode_gather(const Gather& g);
+// nullopt when the message, its JSON or its shape is malformed (counted).
+std::optional<Gather> decode_gather(const Bytes& msg);
+// Appends the child's sections to the accumulator's. A child that does not
+// decode adds nothing (counted in stats()); nothing is parsed into types here.
+void combine_gathers(Bytes& acc, const Bytes& child);
+
+// --- Down: the deciding observer's decision, to every observer --------------
+struct ReplayRerun {
+  int observer = -1;
+  long cycle = 0;
+  std::string device, recipe;
+  int times = 1;
+};
+struct Down {
+  bool stop = false;            // the job is ending: every observer stops
+  bool gather = false;          // a gather round follows
+  bool learn = false;           // a federated learning round follows
+  bool deaths_pending = false;  // gather: deaths not named yet; keep reporting them
+  nlohmann::json events = nlohmann::json::array();  // incident-book events (decide/)
+  std::optional<std::array<std::uint64_t, 2>> book_digest;  // the root's book: verdicts, resolved
+  std::optional<nlohmann::json> book;                       // the whole book, for observers behind
+  std::optional<double> median_compute_s;                   // gather: for the ranks' scores
+  std::optional<long> replay_start;                         // a replay cycle to start
+  std::vector<ReplayRerun> replay_rerun;                    // devices to re-run
+};
+Bytes encode_down(const Down& d);
+// nullopt when the message is malformed or a field has the wrong type
+// (counted; `why` names the field and what was expected).
+std::optional<Down> decode_down(const Bytes& msg, std::string* why = nullptr);
 
 // --- doubles (federated learning) -------------------------------------------
 Bytes encode_doubles(Kind kind, const std::vector<double>& v);

@@ -5,6 +5,8 @@
 
 #include <cstring>
 
+#include <fmt/format.h>
+
 #include "libc3/round_message.hpp"
 #include "scoutd/wire/peer_messages.hpp"
 
@@ -39,7 +41,7 @@ TEST_CASE("wire: a trigger round-trips; wrong size, magic, version or kind is re
   newer[4] = wire::kVersion + 1;
   std::string why;
   CHECK_FALSE(wire::decode(newer, wire::Kind::kTriggerUp, &why));
-  CHECK(why.find("expected 1") != std::string::npos);
+  CHECK(why.find(fmt::format("expected {}", wire::kVersion)) != std::string::npos);
   CHECK(wire::stats().wrong_version.load() == version0 + 1);
   // A huge length field is compared, never added: no overflow, refused.
   auto huge = b;
@@ -80,19 +82,92 @@ TEST_CASE("wire: hello strings must be terminated inside their field") {
   CHECK_FALSE(wire::decode_hello(wire::encode(wire::Kind::kHello, &raw, sizeof raw)));
 }
 
-TEST_CASE("wire: gathers concatenate; a child that is not a JSON array adds nothing") {
-  auto acc = wire::encode_json(wire::Kind::kGatherUp, json::array({1}));
-  wire::concat_gathers(acc, wire::encode_json(wire::Kind::kGatherUp, json::array({2, 3})));
-  wire::concat_gathers(acc, wire::encode_json(wire::Kind::kGatherUp, json::object()));
-  wire::concat_gathers(acc, wire::Bytes{0xde, 0xad});
-  auto j = wire::decode_json(acc, wire::Kind::kGatherUp);
-  REQUIRE(j);
-  CHECK(*j == json::array({1, 2, 3}));
+TEST_CASE("wire: gathers combine section by section; a child that is not a gather adds nothing") {
+  auto rank = [](int r) {
+    RankEvidence e;
+    e.rank = r;
+    e.node = "n" + std::to_string(r);
+    e.attached = true;
+    return e;
+  };
+  wire::Gather a, b;
+  a.ranks = {rank(0), rank(1)};
+  b.ranks = {rank(2)};
+  b.telemetry.push_back(AnomalyFlag{2, "n2", 9.5, 1.0, 3, 7, {{"cpu_util", 0.75}}});
+  b.gpu_health.push_back(json{{"bus_id", "0000:17:00.0"}, {"metric", "xid"}});
+  auto acc = wire::encode_gather(a);
+  wire::combine_gathers(acc, wire::encode_gather(b));
+  wire::combine_gathers(acc, wire::encode_json(wire::Kind::kGatherUp, json::array({2, 3})));  // the old shape
+  wire::combine_gathers(acc, wire::Bytes{0xde, 0xad});
+  auto g = wire::decode_gather(acc);
+  REQUIRE(g);
+  REQUIRE(g->ranks.size() == 3);
+  CHECK(g->ranks[2].rank == 2);
+  CHECK(g->ranks[2].node == "n2");
+  REQUIRE(g->telemetry.size() == 1);
+  CHECK(g->telemetry[0].score == 9.5);
+  CHECK(g->gpu_health.size() == 1);
+  CHECK(g->refused == 0);
+  // Entries that do not decode as their section's type are counted, not guessed at.
+  auto bad = wire::encode_json(wire::Kind::kGatherUp,
+                               json{{"ranks", json::array({json{{"rank", "zero"}}, rank(4)})},
+                                    {"replay", json::array({json{{"observer", 1}}})},
+                                    {"gpu_health", json::array({3})}});
+  auto gb = wire::decode_gather(bad);
+  REQUIRE(gb);
+  CHECK(gb->ranks.size() == 1);
+  CHECK(gb->refused == 3);
+  CHECK_FALSE(wire::decode_gather(wire::encode_json(wire::Kind::kGatherUp, json::array())));
   auto doubles = wire::encode_doubles(wire::Kind::kLearnUp, {1.0, 2.0});
   wire::concat_doubles(doubles, wire::encode_doubles(wire::Kind::kLearnUp, {3.0}));
   CHECK(wire::decode_doubles(doubles, wire::Kind::kLearnUp) == std::vector<double>{1.0, 2.0, 3.0});
   std::uint8_t odd[3] = {1, 2, 3};
   CHECK_FALSE(wire::decode_doubles(wire::encode(wire::Kind::kLearnDown, odd, 3), wire::Kind::kLearnDown));
+}
+
+TEST_CASE("wire: the down message is typed; a field of the wrong type refuses the message and says which") {
+  wire::Down d;
+  d.stop = true;
+  d.gather = true;
+  d.events = json::array({json{{"type", "resolve"}, {"key", "hang:1"}}});
+  d.book_digest = std::array<std::uint64_t, 2>{3, 1};
+  d.median_compute_s = 0.25;
+  d.replay_start = 7;
+  d.replay_rerun.push_back({2, 7, "cpu3", "gemm", 3});
+  auto back = wire::decode_down(wire::encode_down(d));
+  REQUIRE(back);
+  CHECK(back->stop);
+  CHECK(back->gather);
+  CHECK_FALSE(back->learn);
+  CHECK(back->events == d.events);
+  CHECK(back->book_digest == d.book_digest);
+  CHECK_FALSE(back->book);
+  CHECK(back->median_compute_s == 0.25);
+  CHECK(back->replay_start == 7);
+  REQUIRE(back->replay_rerun.size() == 1);
+  CHECK(back->replay_rerun[0].device == "cpu3");
+  CHECK(back->replay_rerun[0].times == 3);
+  const auto before = wire::stats().malformed.load();
+  std::string why;
+  for (auto bad : {json{{"stop", 1}}, json{{"events", json::object()}}, json{{"book_digest", json::array({1})}},
+                   json{{"replay_start", "7"}}, json{{"replay_rerun", json::array({json{{"observer", 1}}})}},
+                   json::array()}) {
+    CHECK_FALSE(wire::decode_down(wire::encode_json(wire::Kind::kDecisionDown, bad), &why));
+    CHECK_FALSE(why.empty());
+  }
+  CHECK(wire::stats().malformed.load() == before + 6);
+  wire::decode_down(wire::encode_json(wire::Kind::kDecisionDown, json{{"stop", "yes"}}), &why);
+  CHECK(why == "\"stop\": a boolean");
+  // Unknown fields (a later version's) are ignored; times is clamped.
+  auto later = wire::decode_down(wire::encode_json(
+      wire::Kind::kDecisionDown,
+      json{{"gather", true},
+           {"future", 1},
+           {"replay_rerun", json::array({json{{"observer", 0}, {"cycle", 1}, {"device", "cpu0"},
+                                              {"recipe", "gemm"}, {"times", 100000}}})}}));
+  REQUIRE(later);
+  CHECK(later->gather);
+  CHECK(later->replay_rerun.at(0).times == 100);
 }
 
 // The round layer under the typed messages: a peer's header lengths are

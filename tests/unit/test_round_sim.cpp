@@ -182,7 +182,7 @@ TEST_CASE("a frozen member is declared lost, then asks back in and is taken back
 }
 
 // scoutd's evidence gather as it is today (sim/gather_model.cpp: its JSON
-// evidence, concat_gathers, the progress detector at the root), at 64
+// evidence, combine_gathers, the progress detector at the root), at 64
 // members of 8 ranks: the stopped rank is named, and the root takes in the
 // evidence of every rank but its own (the cost issue 22 part 3 removes).
 TEST_CASE("a gather through the tree: the root's detector names the stopped rank among 512") {

@@ -1,0 +1,174 @@
+// The incidents desk (see incidents.hpp).
+#include "scoutd/round/incidents.hpp"
+
+#include <fmt/format.h>
+
+#include "sql/ledger.hpp"
+
+namespace scout::scoutd {
+
+using nlohmann::json;
+
+Incidents::Incidents(RoundContext& ctx, VerdictSink& sink, const std::string& vkey_prefix,
+                     std::unique_ptr<Forwarder> forwarder)
+    : ctx_(ctx), forwarder_(std::move(forwarder)) {
+  decider_ = std::make_unique<Decider>(ctx_.cfg.job_id, ctx_.cfg.step_id, vkey_prefix, book_, sink,
+                                       Decider::Hooks{[] { return sql::now_iso8601(); },
+                                                      [this](const std::string& m) { ctx_.log(m); }});
+  replicas_ = std::make_unique<ReplicaWriter>(sink, vkey_prefix, [this](const std::string& m) { ctx_.log(m); });
+}
+
+Incidents::~Incidents() = default;
+
+void Incidents::draft(VerdictDraft d) { drafts_.push_back(std::move(d)); }
+
+void Incidents::draft_all(std::vector<VerdictDraft> drafts) {
+  for (auto& d : drafts) drafts_.push_back(std::move(d));
+}
+
+void Incidents::propose(VerdictDraft d) { proposals_.push_back(std::move(d)); }
+
+void Incidents::resolve(const std::string& key) {
+  std::lock_guard lk(mu_);
+  decider_->resolve(key);
+}
+
+void Incidents::progress_resumed() {
+  std::lock_guard lk(mu_);
+  decider_->progress_resumed();
+}
+
+std::set<std::string> Incidents::open_or_queued(const std::string& prefix) const {
+  std::lock_guard lk(mu_);
+  return decider_->open_or_queued(prefix);
+}
+
+void Incidents::forward(const json& events) {
+  if (!forwarder_) return;
+  if (!forwarded_book_) {  // a new deciding observer: everything it knows, once (idempotent)
+    forwarded_book_ = true;
+    forwarder_->take(book_.snapshot());
+  }
+  forwarder_->take(events);
+}
+
+void Incidents::seal(wire::Down& down, const wire::Trigger* t) {
+  std::lock_guard lk(mu_);
+  if (!t) decider_->propose_all(drafts_);  // a gather's drafts, debounced as one
+  for (auto& d : proposals_) decider_->propose(d);
+  drafts_.clear();
+  proposals_.clear();
+  decider_->flush(down.events);
+  forward(down.events);
+  if (!t) return;
+  // Every observer checks its book against this digest; one that missed a
+  // down message (it fell behind a round) gets the whole book next time.
+  const auto d = book_.digest();
+  down.book_digest = std::array<std::uint64_t, 2>{d.verdicts, d.resolved};
+  if (t->book_behind > 0) down.book = book_.snapshot();
+}
+
+void Incidents::final_flush() {
+  // The deciding observer commits what is still queued (the others' queues
+  // are empty); there is no round left to tell the others.
+  std::lock_guard lk(mu_);
+  if (replicas_ && replicas_->pending()) {
+    const auto n = replicas_->flush();
+    ctx_.log(fmt::format("at stop: {} replicated verdict(s) or resolution(s) committed, {} not", n,
+                         replicas_->pending()));
+  }
+  if (decider_->pending() == 0) return;
+  json events = json::array();
+  const auto n = decider_->flush(events);
+  ctx_.log(fmt::format("at stop: {} queued verdict(s) or resolution(s) committed, {} not", n, decider_->pending()));
+}
+
+void Incidents::note_lost(const std::vector<int>& newly_lost) {
+  std::lock_guard lk(mu_);
+  ++rounds_;
+  for (int w : newly_lost) {
+    book_.note_lost(w);
+    ctx_.log(fmt::format("observer {} ({}) lost", w, ctx_.observers[static_cast<std::size_t>(w)].node));
+  }
+}
+
+// Observers the majority took back (a frozen or cut-off scoutd that came
+// back): their ranks are observed again, and their loss is resolved.
+void Incidents::note_membership(const c3::RoundResult& r) {
+  std::lock_guard lk(mu_);
+  const auto& tree = *ctx_.tree;
+  if (r.minority) {
+    if (!in_minority_)
+      ctx_.log(fmt::format("sees {} of {} observers, no strict majority: deciding nothing and asking to rejoin",
+                           tree.alive().size(), ctx_.size));
+    in_minority_ = true;
+    return;
+  }
+  for (int w : r.rejoined) {
+    if (w == ctx_.me) {
+      ctx_.log(fmt::format("rejoined the observers at round {} ({} of {} alive)", tree.round(), tree.alive().size(),
+                           ctx_.size));
+      in_minority_ = false;
+      continue;
+    }
+    book_.note_returned(w);
+    ctx_.log(fmt::format("observer {} ({}) rejoined", w, ctx_.observers[static_cast<std::size_t>(w)].node));
+    if (tree.is_root()) decider_->resolve(fmt::format("observer_lost:{}", w));
+  }
+}
+
+std::size_t Incidents::drain_forwarder(double seconds) {
+  if (!forwarder_) return 0;
+  const auto left = forwarder_->drain(seconds);
+  forwarder_.reset();
+  return left;
+}
+
+json Incidents::verdicts_json() const {
+  std::lock_guard lk(mu_);
+  return json(book_.verdicts());
+}
+
+void Incidents::add_trigger(wire::Trigger& t) {
+  std::lock_guard lk(mu_);
+  t.book_behind = book_behind_ ? 1u : 0u;
+}
+
+bool Incidents::decide_trigger(const TriggerIn& in, wire::Down&) {
+  std::set<int> to_record;
+  {
+    std::lock_guard lk(mu_);
+    to_record = book_.lost_unrecorded();
+  }
+  to_record.insert(in.lost.begin(), in.lost.end());
+  for (int w : to_record) {
+    const auto& o = ctx_.observers[static_cast<std::size_t>(w)];
+    std::vector<int> ranks;
+    for (int r = o.first_rank; r <= o.last_rank; ++r) ranks.push_back(r);
+    propose(observer_lost_draft({w, o.node, o.pid, ranks}, ctx_.cfg.round_timeout_s));
+  }
+  return false;
+}
+
+void Incidents::apply_down(const wire::Down& down) {
+  std::lock_guard lk(mu_);
+  book_.apply(down.events);
+  replicas_->take(down.events);
+  if (down.book) {  // catching up after a missed round
+    book_.apply(*down.book);
+    replicas_->take(*down.book);
+  }
+  if (down.book_digest) {
+    const IncidentBook::Digest root{static_cast<std::size_t>((*down.book_digest)[0]),
+                                    static_cast<std::size_t>((*down.book_digest)[1])};
+    book_behind_ = !(book_.digest() == root);
+  }
+  replicas_->flush();  // also retries what an earlier round could not commit
+}
+
+void Incidents::status(json& st) const {
+  std::lock_guard lk(mu_);
+  st["round"] = rounds_;
+}
+
+}  // namespace scout::scoutd

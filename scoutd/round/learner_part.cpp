@@ -1,0 +1,115 @@
+// Federated telemetry outlier detection as a round participant (see
+// parts.hpp): every node cuts its telemetry into windows and trains its
+// MemAE on them (beside/fed_learner); the deciding observer calls a learn
+// round every learn period (its own round: the contributions go up, the
+// new global model comes down), and the nodes' anomaly flags ride on a
+// gather as advisory telemetry_anomaly verdicts.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "libc3/gpu_health.hpp"
+#include "scoutd/beside/fed_learner.hpp"
+#include "scoutd/observe/telemetry.hpp"
+#include "scoutd/round/parts.hpp"
+
+namespace scout::scoutd {
+
+namespace {
+
+LearnOptions learn_options(const ScoutdConfig& cfg) {
+  LearnOptions o;
+  o.on = cfg.learn;
+  o.window_s = cfg.learn_window_s;
+  o.round_s = cfg.learn_round_s;
+  o.warmup_rounds = cfg.learn_warmup;
+  o.consecutive = cfg.learn_consecutive;
+  o.quantile = cfg.learn_quantile;
+  o.margin = cfg.learn_margin;
+  o.seed = static_cast<std::uint64_t>(cfg.learn_seed);
+  learn::parse_aggregation(cfg.learn_aggregation, o.aggregation);  // validated when parsed
+  return o;
+}
+
+const learn::MemAEShape kShape{kTelemetryFeatures, 32, 8, 20};
+
+class Learner final : public Participant {
+ public:
+  Learner(RoundContext& ctx, Incidents& desk)
+      : ctx_(ctx), desk_(desk), client_(std::make_unique<FedClient>(learn_options(ctx.cfg), kShape)) {
+    gpus_ = std::make_unique<c3::GpuHealth>();
+    if (!gpus_->available()) gpus_.reset();  // no NVML: the GPU features stay 0
+  }
+
+  void add_trigger(wire::Trigger& t) override { t.learn_pending = static_cast<std::uint32_t>(client_->pending_flags()); }
+
+  bool decide_trigger(const TriggerIn& in, wire::Down& down) override {
+    if (ctx_.now() - last_learn_s_ >= ctx_.cfg.learn_round_s) {
+      last_learn_s_ = ctx_.now();
+      down.learn = true;
+    }
+    return in.t.learn_pending > 0;
+  }
+
+  void add_gather(wire::Gather& g) override {
+    for (auto& f : client_->take_flags()) g.telemetry.push_back(std::move(f));
+  }
+
+  void decide_gather(const wire::Gather& g, wire::Down&) override {
+    for (auto& f : g.telemetry) desk_.draft(telemetry_anomaly_draft(f));
+  }
+
+  void end_period(bool complete, const wire::Down& down) override {
+    if (ctx_.now() - last_window_s_ >= ctx_.cfg.learn_window_s) {
+      last_window_s_ = ctx_.now();
+      const auto ev = ctx_.watcher->evidence();
+      std::vector<c3::GpuTelemetry> gpus;
+      if (gpus_ && std::any_of(ev.begin(), ev.end(), [](auto& e) { return e.gpu.present; }))
+        gpus = gpus_->telemetry();
+      client_->add_windows(sampler_.sample(ev, ctx_.now(), gpus));
+    }
+    if (complete && down.learn) learn_round();
+  }
+
+  void status(nlohmann::json& st) const override { st["learn"] = client_->status(); }
+
+ private:
+  void learn_round() {
+    std::vector<double> rec;
+    append_record(rec, client_->contribution());
+    auto lr = ctx_.round(wire::encode_doubles(wire::Kind::kLearnUp, rec), wire::concat_doubles,
+                         [this](const wire::Bytes& acc, const std::vector<int>&) { return decide(acc); });
+    client_->apply_global(wire::decode_doubles(lr.down, wire::Kind::kLearnDown).value_or(std::vector<double>{}));
+    if (client_->round() != logged_round_) {
+      logged_round_ = client_->round();
+      ctx_.log(fmt::format("learn round {} applied: model {:016x}", logged_round_, client_->model_signature()));
+    }
+  }
+
+  wire::Bytes decide(const wire::Bytes& acc) {
+    if (!server_) server_.emplace(learn_options(ctx_.cfg), kShape);
+    const auto all = wire::decode_doubles(acc, wire::Kind::kLearnUp).value_or(std::vector<double>{});
+    std::string summary;
+    auto down = server_->round(split_records(all), summary);
+    ctx_.log(fmt::format("learn round: {}; {} bytes in, {} bytes out", summary, acc.size(),
+                         down.size() * sizeof(double)));
+    return wire::encode_doubles(wire::Kind::kLearnDown, down);
+  }
+
+  RoundContext& ctx_;
+  Incidents& desk_;
+  std::unique_ptr<FedClient> client_;
+  std::optional<FedServer> server_;          // deciding observer
+  std::unique_ptr<c3::GpuHealth> gpus_;      // NVML for the GPU features (null: none)
+  TelemetrySampler sampler_;
+  double last_window_s_ = 0, last_learn_s_ = 0;
+  long logged_round_ = -1;
+};
+
+}  // namespace
+
+std::unique_ptr<Participant> make_learner(RoundContext& ctx, Incidents& desk) {
+  return std::make_unique<Learner>(ctx, desk);
+}
+
+}  // namespace scout::scoutd

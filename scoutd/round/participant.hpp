@@ -1,0 +1,83 @@
+// The round engine's participants. Each period scoutd runs a trigger round
+// (a fixed-size reduction, wire::Trigger); when the deciding observer asks
+// for it, a gather round (wire::Gather); its decision goes down to every
+// observer (wire::Down). Each concern that takes part (incidents, progress
+// and crashes, stragglers and late senders, output signatures, replay,
+// checkpoints, GPU health, the learner) is a Participant: what it adds to
+// the trigger and to a gather, what it decides at the deciding observer,
+// and what it reads from the down message. The daemon only runs the list
+// (daemon/rounds.cpp); a participant never calls another one: what they
+// share is the RoundContext (the configuration, the observers, the clock,
+// this period's local summary, two flags between concerns) and the
+// Incidents desk where drafts become verdicts.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "libc3/tree_round.hpp"
+#include "scoutd/daemon/config.hpp"
+#include "scoutd/observe/rank_watcher.hpp"
+#include "scoutd/wire/peer_messages.hpp"
+
+namespace scout::scoutd {
+
+struct ObserverInfo {
+  std::string node;
+  int first_rank = 0, last_rank = -1;
+  int pid = 0;
+};
+
+struct RoundContext {
+  explicit RoundContext(const ScoutdConfig& c) : cfg(c) {}
+  const ScoutdConfig& cfg;
+  int me = 0, size = 0;
+  std::vector<ObserverInfo> observers;
+  RankWatcher* watcher = nullptr;
+  c3::TreeRound* tree = nullptr;
+  std::function<double()> now;                    // seconds since start (steady)
+  std::function<void(const std::string&)> log;
+  // One more round over the observers (the learner's), losses noted.
+  std::function<c3::RoundResult(const c3::Bytes&, const c3::TreeRound::Combine&, const c3::TreeRound::Decide&)>
+      round;
+  LocalSummary summary;                           // this period's, taken once
+  std::atomic<bool> replay_demand{false};         // scoutctl replay (control thread, any observer)
+  bool compute_straggler_confirmed = false;       // deciding observer: is its core computing wrong?
+};
+
+// What the deciding observer reads after a trigger round.
+struct TriggerIn {
+  const wire::Trigger& t;
+  bool decoded;                 // false: the reduction did not decode (compared in full)
+  const std::vector<int>& lost; // observers lost in this round
+};
+
+class Participant {
+ public:
+  virtual ~Participant() = default;
+  // Every observer, each period: its part of the trigger.
+  virtual void add_trigger(wire::Trigger&) {}
+  // The deciding observer: its part of the decision; true asks for a gather.
+  virtual bool decide_trigger(const TriggerIn&, wire::Down&) { return false; }
+  // The deciding observer, after a trigger decision's verdicts are
+  // committed (what reads the ledger's verdicts sees this round's).
+  virtual void after_commit() {}
+  // Every observer, in a gather round: its part of the evidence.
+  virtual void add_gather(wire::Gather&) {}
+  // The deciding observer: the gathered evidence (ranks sorted by rank).
+  virtual void decide_gather(const wire::Gather&, wire::Down&) {}
+  // Every observer: the down message of a trigger or gather round.
+  virtual void apply_down(const wire::Down&) {}
+  // Every observer, after its gather round (complete: the decision arrived).
+  virtual void gather_done(bool /*complete*/, const wire::Down&) {}
+  // Every observer, at the end of the period (after any gather).
+  virtual void end_period(bool /*complete*/, const wire::Down&) {}
+  // `scoutctl status`: adds its fields (control thread: thread-safe).
+  virtual void status(nlohmann::json&) const {}
+};
+
+}  // namespace scout::scoutd

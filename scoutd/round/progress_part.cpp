@@ -1,0 +1,76 @@
+// Progress and crashes as a round participant (see parts.hpp): the trigger
+// carries the longest stall, the waiting ranks, deaths and direct evidence
+// (stopped ranks, end events); the deciding observer asks for the evidence
+// when any of them is set and names what the progress detector finds.
+#include <fmt/format.h>
+
+#include "scoutd/detect/progress_detector.hpp"
+#include "scoutd/round/parts.hpp"
+
+namespace scout::scoutd {
+
+namespace {
+
+class Progress final : public Participant {
+ public:
+  Progress(RoundContext& ctx, Incidents& desk) : ctx_(ctx), desk_(desk) {
+    opt_.stall_threshold_s = ctx.cfg.stall_threshold_s;
+    // Under Slurm, a step that is cancelled (its srun killed, scancel) has
+    // every task SIGKILLed by each node's slurmstepd, spread over a moment,
+    // and its companion stopped: a death without a fatal-signal record is
+    // named only once the other ranks outlived it by a second. Elsewhere (the
+    // launcher kills the job only after a rank died) it is named at once.
+    opt_.death_confirm_s = ctx.cfg.slurm ? 1.0 : 0.0;
+  }
+
+  void add_trigger(wire::Trigger& t) override {
+    const LocalSummary& s = ctx_.summary;
+    t.max_stall_s = s.max_stall_s;
+    t.waiting = s.waiting;
+    t.attached = s.attached;
+    t.finalized = s.finalized;
+    t.deaths = s.unreported_deaths;
+    t.min_seq = s.min_seq;
+    t.max_seq = s.max_seq;
+    t.suspects += (s.max_stopped_s >= ctx_.cfg.stall_threshold_s ? 1u : 0u) + s.ended;
+  }
+
+  bool decide_trigger(const TriggerIn& in, wire::Down&) override {
+    const auto& t = in.t;
+    // Progress resumed everywhere: open progress incidents are resolved.
+    if (in.decoded && t.attached > 0 && t.max_stall_s < ctx_.cfg.stall_threshold_s && t.deaths == 0)
+      desk_.progress_resumed();
+    return (t.max_stall_s >= ctx_.cfg.stall_threshold_s && t.waiting > 0) || t.deaths > 0 || t.suspects > 0;
+  }
+
+  void add_gather(wire::Gather& g) override {
+    dead_.clear();
+    for (auto& e : g.ranks)
+      if (e.attached && !e.alive) dead_.push_back(e.rank);
+  }
+
+  void decide_gather(const wire::Gather& g, wire::Down& down) override {
+    bool deaths_pending = false;
+    if (auto c = detect_crash(g.ranks, opt_, &deaths_pending)) desk_.draft(*c);
+    if (deaths_pending) down.deaths_pending = true;  // the deaths stay unreported: gathered again
+    else desk_.draft_all(detect_progress(g.ranks, opt_));
+  }
+
+  void gather_done(bool complete, const wire::Down& down) override {
+    if (complete && !down.deaths_pending) ctx_.watcher->mark_deaths_reported(dead_);
+  }
+
+ private:
+  RoundContext& ctx_;
+  Incidents& desk_;
+  DetectorOptions opt_;
+  std::vector<int> dead_;  // this observer's dead ranks in the last gather
+};
+
+}  // namespace
+
+std::unique_ptr<Participant> make_progress(RoundContext& ctx, Incidents& desk) {
+  return std::make_unique<Progress>(ctx, desk);
+}
+
+}  // namespace scout::scoutd

@@ -1,0 +1,114 @@
+// Stragglers as a round participant (see parts.hpp): the trigger carries
+// histograms of the ranks' compute times and collective durations; the
+// deciding observer asks for the evidence when the slowest stands out from
+// the merged median, while a straggler incident is open (re-checked each
+// gather), and every half output-signature period while ranks exchange
+// point-to-point messages (late senders).
+#include <algorithm>
+#include <atomic>
+
+#include "scoutd/detect/late_sender.hpp"
+#include "scoutd/detect/straggler_detector.hpp"
+#include "scoutd/round/parts.hpp"
+
+namespace scout::scoutd {
+
+namespace {
+
+// Whether the largest value stands out from an upper estimate of the median
+// of a merged histogram by both thresholds.
+bool stands_out(const std::uint32_t* hist, double max, double abs_s, double rel) {
+  std::uint64_t total = 0, cum = 0;
+  for (int b = 0; b < kComputeBins; ++b) total += hist[b];
+  if (total < 3) return false;
+  for (int b = 0; b < kComputeBins; ++b) {
+    cum += hist[b];
+    if (2 * cum >= total) {
+      const double median_upper = compute_bin_upper(b);
+      // The same guard as the detectors: it scales with the median.
+      return max > median_upper * rel && max > median_upper + absolute_guard(abs_s, median_upper);
+    }
+  }
+  return false;
+}
+
+class Stragglers final : public Participant {
+ public:
+  Stragglers(RoundContext& ctx, Incidents& desk)
+      : ctx_(ctx),
+        desk_(desk),
+        compute_({ctx.cfg.straggler_absolute_s, ctx.cfg.straggler_relative, ctx.cfg.straggler_confirmations, 4}),
+        comm_({ctx.cfg.straggler_absolute_s, ctx.cfg.straggler_relative, ctx.cfg.straggler_confirmations, 4}) {}
+
+  void add_trigger(wire::Trigger& t) override {
+    const LocalSummary& s = ctx_.summary;
+    t.max_compute_s = s.max_compute_s;
+    t.max_comm_s = s.max_comm_s;
+    std::copy(std::begin(s.compute_hist), std::end(s.compute_hist), t.compute_hist);
+    std::copy(std::begin(s.comm_hist), std::end(s.comm_hist), t.comm_hist);
+    t.p2p_active = s.p2p_active;
+  }
+
+  bool decide_trigger(const TriggerIn& in, wire::Down&) override {
+    const auto& t = in.t;
+    const auto& cfg = ctx_.cfg;
+    bool trouble = !desk_.open_or_queued("straggler").empty();  // re-checked each gather
+    // The slowest rank's compute time against an upper estimate of the
+    // median from the merged histogram.
+    if (stands_out(t.compute_hist, t.max_compute_s, cfg.straggler_absolute_s, cfg.straggler_relative) ||
+        stands_out(t.comm_hist, t.max_comm_s, cfg.straggler_absolute_s, cfg.straggler_relative))
+      trouble = true;
+    // Point-to-point traffic: late senders are compared every outsig period.
+    if (t.p2p_active > 0 && ctx_.now() - last_p2p_gather_s_ >= cfg.outsig_period_s / 2) {
+      last_p2p_gather_s_ = ctx_.now();
+      trouble = true;
+    }
+    return trouble;
+  }
+
+  void decide_gather(const wire::Gather& g, wire::Down& down) override {
+    const auto open = desk_.open_or_queued("straggler");
+    auto st = compute_.update(g.ranks, open);
+    if (!st.verdicts.empty() && ctx_.cfg.replay) ctx_.compute_straggler_confirmed = true;
+    auto ct = comm_.update(g.ranks, open);
+    auto lt = late_.update(g.ranks, ctx_.now(), open);
+    if (st.compared) down.median_compute_s = st.median_compute_s;
+    for (auto* keys : {&st.resolved, &ct.resolved, &lt.resolved})
+      for (auto& key : *keys) desk_.resolve(key);
+    desk_.draft_all(std::move(st.verdicts));
+    desk_.draft_all(std::move(lt.verdicts));
+    desk_.draft_all(std::move(ct.verdicts));
+  }
+
+  void apply_down(const wire::Down& down) override {
+    if (down.median_compute_s) median_compute_s_ = *down.median_compute_s;
+  }
+
+  // Each rank's score: its compute time over the job's median.
+  void status(nlohmann::json& st) const override {
+    const double median = median_compute_s_;
+    st["median_compute_s"] = median;
+    if (!st.contains("ranks")) return;
+    for (auto& r : st["ranks"]) {
+      const int steps = r.value("steps", 0);
+      r["score"] = median > 0 && steps > 0 ? r.value("compute_s", 0.0) / median : 0.0;
+    }
+  }
+
+ private:
+  RoundContext& ctx_;
+  Incidents& desk_;
+  StragglerTracker compute_;
+  CommTracker comm_;
+  LateSenderTracker late_;
+  double last_p2p_gather_s_ = 0;
+  std::atomic<double> median_compute_s_{0};  // from the last gather, for scores
+};
+
+}  // namespace
+
+std::unique_ptr<Participant> make_stragglers(RoundContext& ctx, Incidents& desk) {
+  return std::make_unique<Stragglers>(ctx, desk);
+}
+
+}  // namespace scout::scoutd
