@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "libc3/options.hpp"
+#include "sim/engine_sim.hpp"
 #include "sim/gather_model.hpp"
 #include "sim/round_sim.hpp"
 
@@ -143,6 +144,88 @@ GatherRow measure_gather(int n, int per, const sim::RoundSimConfig& base) {
   return row;
 }
 
+struct VerdictRow {
+  int n = 0, ranks = 0;
+  double stop_s = -1, crash_s = -1, straggler_s = -1;  // from the fault to the committed verdict
+  double healthy_bytes_node_period = 0;                // bytes each node sends per period, healthy
+  double healthy_s = 0;
+  int false_verdicts = 0;
+  double root_bytes_in = 0, root_cpu_ms = 0;           // the largest gather of the stop case
+  double wall_s = 0;
+};
+
+// Runs `s` until a verdict of `kind` naming `rank` is committed (or `until`);
+// the seconds from `at` to it, or -1.
+double until_named(sim::EngineSim& s, const std::string& kind, int rank, double at, double until) {
+  for (double t = at; t <= until; t += 0.25) {
+    s.run_until(t);
+    for (const auto& v : s.verdicts())
+      if (v.kind == kind && v.ranks == std::vector<int>{rank}) return v.at_s - at;
+  }
+  return -1;
+}
+
+// scoutd's round engine (participants, detectors, decider) on every
+// simulated node, with a synchronous job's evidence (sim/engine_sim.hpp).
+VerdictRow measure_verdicts(int n, int per, double healthy_s, const sim::RoundSimConfig& base) {
+  VerdictRow row;
+  row.n = n;
+  row.ranks = n * per;
+  const auto w0 = std::chrono::steady_clock::now();
+  auto config = [&] {
+    sim::EngineSimConfig c;
+    c.members = n;
+    c.link = base.link;
+    c.seed = base.seed;
+    c.work.ranks_per_member = per;
+    c.work.seed = base.seed;
+    return c;
+  };
+  const double at = 10;
+  const int victim = row.ranks * 3 / 5;  // a rank far from the root
+  {
+    auto c = config();
+    sim::EngineSim s(c);
+    s.run_until(healthy_s);
+    row.healthy_s = healthy_s;
+    row.false_verdicts = static_cast<int>(s.verdicts().size());
+    std::uint64_t bytes = 0, periods = 0;
+    for (int m = 0; m < n; ++m) {
+      bytes += s.bytes_sent(m);
+      periods += s.periods(m);
+    }
+    row.healthy_bytes_node_period = periods ? static_cast<double>(bytes) / static_cast<double>(periods) : 0;
+  }
+  {
+    auto c = config();
+    c.work.stopped_rank = victim;
+    c.work.stop_at_s = at;
+    sim::EngineSim s(c);
+    row.stop_s = until_named(s, "stall", victim, at, at + c.scoutd.stall_threshold_s + 10);
+    for (const auto& g : s.gathers()) {
+      row.root_bytes_in = std::max(row.root_bytes_in, static_cast<double>(g.root_bytes_in));
+      row.root_cpu_ms = std::max(row.root_cpu_ms, g.root_cpu_s * 1e3);
+    }
+  }
+  {
+    auto c = config();
+    c.work.crashed_rank = victim;
+    c.work.crash_at_s = at;
+    sim::EngineSim s(c);
+    row.crash_s = until_named(s, "crash", victim, at, at + 10);
+  }
+  {
+    auto c = config();
+    c.work.slow_rank = victim;
+    c.work.slow_at_s = at;
+    c.work.slow_factor = 2;
+    sim::EngineSim s(c);
+    row.straggler_s = until_named(s, "straggler", victim, at, at + 30);
+  }
+  row.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+  return row;
+}
+
 std::vector<int> parse_members(const std::string& v) {
   std::vector<int> out;
   std::stringstream ss(v);
@@ -164,6 +247,8 @@ int main(int argc, char** argv) {
   int seed = 1;
   bool json = false;
   int per = 8;
+  double healthy_s = 600;
+  std::string engine_members = "8,64,512,4096";
   opts::Table t("scout-sim", "scout-sim [--members N,N,...] [options]",
                 "Runs scoutd's consensus round (libc3 TreeRound, the production code) on N simulated\n"
                 "members over a simulated network and a virtual clock, for each N, and prints the\n"
@@ -176,6 +261,9 @@ int main(int argc, char** argv) {
   t.number("bandwidth-gbps", "GBPS", bandwidth_gbps, 0.001, 1e4, "Gbit/s", "each member's sending link");
   t.integer("seed", "N", seed, 0, 1 << 30, "seed of the simulated network (message loss)");
   t.integer("ranks-per-node", "N", per, 1, 1024, "ranks whose evidence each member gathers");
+  t.text("engine-members", "N,N,...", engine_members,
+         "member counts for the third table (scoutd's round engine on every member; 12500 takes minutes)");
+  t.seconds("healthy", healthy_s, 1, 86400, "virtual seconds of healthy jittered work for false verdicts and traffic");
   t.flag("json", json, "print the rows as JSON");
   try {
     if (t.parse(argc, argv) == opts::Table::Outcome::kPrinted) return 0;
@@ -209,6 +297,19 @@ int main(int argc, char** argv) {
                     g.round_s * 1e3, g.named.c_str(), g.wall_s);
       std::fflush(stdout);
     }
+    std::vector<VerdictRow> vrows;
+    if (!json)
+      std::printf("\n%8s %8s %8s %8s %11s %14s %9s %14s %12s %8s\n", "members", "ranks", "stop_s", "crash_s",
+                  "straggler_s", "B/node/period", "false", "root_bytes_in", "root_cpu_ms", "wall_s");
+    for (int n : parse_members(engine_members)) {
+      VerdictRow v = measure_verdicts(n, per, healthy_s, cfg);
+      vrows.push_back(v);
+      if (!json)
+        std::printf("%8d %8d %8.3f %8.3f %11.3f %14.1f %4d/%-4.0f %14.0f %12.1f %8.2f\n", v.n, v.ranks, v.stop_s,
+                    v.crash_s, v.straggler_s, v.healthy_bytes_node_period, v.false_verdicts, v.healthy_s,
+                    v.root_bytes_in, v.root_cpu_ms, v.wall_s);
+      std::fflush(stdout);
+    }
     if (json) {
       nlohmann::json out = nlohmann::json::array();
       for (const auto& r : rows)
@@ -233,7 +334,21 @@ int main(int argc, char** argv) {
                            {"round_s", g.round_s},
                            {"named", g.named},
                            {"wall_s", g.wall_s}});
-      std::printf("%s\n", nlohmann::json{{"rounds", out}, {"gathers", gathers}}.dump(2).c_str());
+      nlohmann::json verdicts = nlohmann::json::array();
+      for (const auto& v : vrows)
+        verdicts.push_back({{"members", v.n},
+                            {"ranks", v.ranks},
+                            {"stop_s", v.stop_s},
+                            {"crash_s", v.crash_s},
+                            {"straggler_s", v.straggler_s},
+                            {"healthy_bytes_node_period", v.healthy_bytes_node_period},
+                            {"healthy_s", v.healthy_s},
+                            {"false_verdicts", v.false_verdicts},
+                            {"root_bytes_in", v.root_bytes_in},
+                            {"root_cpu_ms", v.root_cpu_ms},
+                            {"wall_s", v.wall_s}});
+      std::printf("%s\n",
+                  nlohmann::json{{"rounds", out}, {"gathers", gathers}, {"verdicts", verdicts}}.dump(2).c_str());
     }
   } catch (const opts::ConfigError& e) {
     std::fprintf(stderr, "scout-sim: %s\n", e.what());

@@ -30,8 +30,12 @@ Daemon::Daemon(ScoutdConfig cfg) : cfg_(std::move(cfg)), ctx_(cfg_) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
   ctx_.log = [this](const std::string& m) { log(m); };
+  ctx_.now_iso = [] { return sql::now_iso8601(); };
+  ctx_.stopping = [] { return g_stop_signal != 0; };
   ctx_.round = [this](const c3::Bytes& up, const c3::TreeRound::Combine& c, const c3::TreeRound::Decide& d) {
-    return round(up, c, d);
+    auto r = tree_->run(up, c, d);
+    engine_->note(r);
+    return r;
   };
 }
 
@@ -116,7 +120,7 @@ void Daemon::init_watcher() {
     watcher_ = std::make_unique<RankWatcher>(cfg_.job_id, cfg_.step_id, mine.first_rank,
                                              mine.last_rank, mine.node, cfg_.tick_s, "", step_kind);
   tree_ = std::make_unique<c3::TreeRound>(MPI_COMM_WORLD, c3::TreeRound::Options{cfg_.round_timeout_s});
-  ctx_.watcher = watcher_.get();
+  ctx_.ranks = watcher_.get();
   ctx_.tree = tree_.get();
 }
 
@@ -126,19 +130,16 @@ void Daemon::init_watcher() {
 // start may follow a straggler confirmed in this decision's gather).
 void Daemon::init_participants() {
   const std::string vkey_prefix = fmt::format("{}.{}.o{}.{}", cfg_.job_id, cfg_.step_id, ctx_.me, getpid());
-  auto desk = std::make_unique<Incidents>(ctx_, *sink_, vkey_prefix, make_forwarder());
-  incidents_ = desk.get();
-  parts_.push_back(std::move(desk));
-  auto add = [this](std::unique_ptr<Participant> p) {
-    if (p) parts_.push_back(std::move(p));
-  };
-  if (cfg_.learn) add(make_learner(ctx_, *incidents_));
-  if (cfg_.gpu_health_interval_s > 0) add(make_gpu_health(ctx_, *incidents_));
-  add(make_progress(ctx_, *incidents_));
-  add(make_outputs(ctx_, *incidents_));
-  add(make_stragglers(ctx_, *incidents_));
-  if (cfg_.replay) add(make_replay(ctx_, *incidents_, *ledger_));
-  if (!cfg_.ckpt_dir.empty()) add(make_checkpoints(ctx_, *ledger_));
+  engine_ = std::make_unique<RoundEngine>(
+      ctx_, std::make_unique<Incidents>(ctx_, *sink_, vkey_prefix, make_forwarder()));
+  auto& desk = engine_->desk();
+  if (cfg_.learn) engine_->add(make_learner(ctx_, desk));
+  if (cfg_.gpu_health_interval_s > 0) engine_->add(make_gpu_health(ctx_, desk));
+  engine_->add(make_progress(ctx_, desk));
+  engine_->add(make_outputs(ctx_, desk));
+  engine_->add(make_stragglers(ctx_, desk));
+  if (cfg_.replay) engine_->add(make_replay(ctx_, desk, *ledger_));
+  if (!cfg_.ckpt_dir.empty()) engine_->add(make_checkpoints(ctx_, *ledger_));
 }
 
 void Daemon::init_control() {
@@ -147,7 +148,7 @@ void Daemon::init_control() {
   std::error_code ec;
   std::filesystem::create_directories(job_dir, ec);
   ::chmod(job_dir.c_str(), 0700);
-  ControlProviders providers{[this] { return status_json(); }, [this] { return incidents_->verdicts_json(); },
+  ControlProviders providers{[this] { return status_json(); }, [this] { return engine_->desk().verdicts_json(); },
                              cfg_.job_id, watcher_->node(), {}};
   if (cfg_.replay)
     providers.replay = [this] {
@@ -200,7 +201,7 @@ json Daemon::status_json() {
              {"stall_threshold_s", cfg_.stall_threshold_s}, {"median_compute_s", 0.0},
              {"ranks", std::move(ranks)},
              {"wire_refused", wire::stats().malformed + wire::stats().wrong_version}};
-  for (auto& p : parts_) p->status(st);
+  engine_->status(st);
   return st;
 }
 
@@ -212,6 +213,13 @@ void Daemon::announce_ranks() {
       log(e.what());
     }
   }
+}
+
+bool Daemon::period() {
+  announce_ranks();
+  for (std::optional<RoundEngine::Round> r = engine_->begin_period(); r;)
+    r = engine_->finished(tree_->run(r->up, r->combine, r->decide));
+  return engine_->go_on();
 }
 
 int Daemon::run() {
@@ -240,17 +248,16 @@ int Daemon::run() {
     if (!period()) break;
   }
   log("stopping");
-  incidents_->final_flush();
+  engine_->desk().final_flush();
   fini();
   return 0;
 }
 
 void Daemon::fini() {
-  if (const auto left = incidents_->drain_forwarder(5.0))
+  if (const auto left = engine_->desk().drain_forwarder(5.0))
     log(fmt::format("ledgerd: {} verdict(s) not forwarded; the epilog forwards them from the spool", left));
   if (server_) server_->stop();  // before the participants its status reads go
-  incidents_ = nullptr;
-  parts_.clear();
+  engine_.reset();
   watcher_->stop();
   watcher_->unlink_records();
   const auto tree_lost = tree_->lost().size();

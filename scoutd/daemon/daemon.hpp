@@ -1,10 +1,11 @@
 // scoutd's daemon: it only wires the parts together. Every round period a
 // small trigger reduction runs over the observer world (wire/, libc3's
-// TreeRound); when someone reports trouble, the evidence gather runs; each
-// concern that takes part in rounds is a participant (round/participant.hpp)
-// and the daemon runs their list: what each adds to the trigger and the
-// gather, what the deciding observer decides, what every observer reads from
-// the down message. The incidents desk (round/incidents.hpp) commits the
+// TreeRound); when someone reports trouble, the evidence gather runs. Each
+// concern that takes part in rounds is a participant (round/participant.hpp);
+// the round engine (round/engine.hpp) runs their list: what each adds to the
+// trigger and the gather, what the deciding observer decides, what every
+// observer reads from the down message. The daemon builds them and runs the
+// engine's rounds over MPI. The incidents desk (round/incidents.hpp) commits the
 // verdicts to the ledger before they go out on the down message; every
 // observer applies the down message to its incident book, so a new root
 // carries on where a lost one stopped.
@@ -26,7 +27,7 @@
 #include "scoutd/daemon/config.hpp"
 #include "scoutd/daemon/ledger_sink.hpp"
 #include "scoutd/observe/rank_watcher.hpp"
-#include "scoutd/round/incidents.hpp"
+#include "scoutd/round/engine.hpp"
 #include "scoutd/round/participant.hpp"
 #include "scoutd/wire/peer_messages.hpp"
 #include "sql/ledger.hpp"
@@ -58,14 +59,8 @@ class Daemon {
   void announce_ranks();
   void log(const std::string& msg) const;
 
-  // rounds.cpp: one period's rounds; decide_* at the deciding observer.
-  bool period();  // false: stop
-  void gather_round();
-  c3::RoundResult round(const c3::Bytes& up, const c3::TreeRound::Combine& combine,
-                        const c3::TreeRound::Decide& decide);
-  wire::Bytes decide_trigger(const wire::Bytes& acc, const std::vector<int>& lost);
-  wire::Bytes decide_gather(const wire::Bytes& acc);
-  void apply_down(const wire::Down& down);
+  // One period's rounds (round/engine.hpp) over MPI; false: stop.
+  bool period();
 
   ScoutdConfig cfg_;
   RoundContext ctx_;                               // what the participants share
@@ -73,8 +68,7 @@ class Daemon {
   std::unique_ptr<c3::TreeRound> tree_;
   std::optional<sql::Ledger> ledger_;
   std::unique_ptr<LedgerSink> sink_;
-  Incidents* incidents_ = nullptr;                 // the first participant
-  std::vector<std::unique_ptr<Participant>> parts_;  // in the order they run
+  std::unique_ptr<RoundEngine> engine_;            // the participants and their rounds
   std::unique_ptr<ControlServer> server_;
   bool peers_lost_ = false;
 };

@@ -45,7 +45,21 @@ struct LocalSummary {
 int compute_bin(double seconds);
 double compute_bin_upper(int bin);
 
-class RankWatcher {
+// What the rounds read of a node's ranks: RankWatcher in scoutd (the
+// records and /proc), a workload model in the simulator (sim/).
+class RankSource {
+ public:
+  virtual ~RankSource() = default;
+  virtual const std::string& node() const noexcept = 0;
+  virtual LocalSummary summary() const = 0;
+  // Full evidence for each local rank. `for_gather`: the output signatures
+  // read so far count as delivered.
+  virtual std::vector<RankEvidence> evidence(bool for_gather = false) const = 0;
+  // Deaths included in an evidence gather that completed are reported.
+  virtual void mark_deaths_reported(const std::vector<int>& ranks) = 0;
+};
+
+class RankWatcher final : public RankSource {
  public:
   // With a non-empty match_host, the ranks are discovered from the records
   // of the step present in /dev/shm, and only those whose host field equals
@@ -60,17 +74,15 @@ class RankWatcher {
   void start();
   void stop();
 
-  LocalSummary summary() const;
+  LocalSummary summary() const override;
   // Full evidence for each local rank, /proc state included.
-  // `for_gather`: the output signatures read so far count as delivered.
-  std::vector<RankEvidence> evidence(bool for_gather = false) const;
-  // Deaths included in an evidence gather that completed are reported.
-  void mark_deaths_reported(const std::vector<int>& ranks);
+  std::vector<RankEvidence> evidence(bool for_gather = false) const override;
+  void mark_deaths_reported(const std::vector<int>& ranks) override;
   // Ranks seen for the first time since the last call (for the ledger).
   std::vector<std::pair<int, int>> take_new_attachments();
   // Removes the shm names of this node's ranks (crashed ranks leave theirs).
   void unlink_records();
-  const std::string& node() const noexcept { return node_; }
+  const std::string& node() const noexcept override { return node_; }
   int first_rank() const noexcept { return first_; }
   int last_rank() const noexcept { return last_; }
 

@@ -24,7 +24,7 @@ class GpuHealthPart final : public Participant {
     if (ctx_.summary.attached > 0 && ctx_.now() - last_poll_s_ >= ctx_.cfg.gpu_health_interval_s) {
       last_poll_s_ = ctx_.now();
       std::set<std::string> buses;
-      for (auto& e : ctx_.watcher->evidence())
+      for (auto& e : ctx_.ranks->evidence())
         if (e.gpu.present && !e.gpu.bus_id.empty()) buses.insert(c3::normalise_bus_id(e.gpu.bus_id));
       if (std::size_t n = watch_->poll(buses); n > 0) ctx_.log(fmt::format("GPU health: {} new finding(s)", n));
     }
@@ -63,7 +63,7 @@ class GpuHealthPart final : public Participant {
 }  // namespace
 
 std::unique_ptr<Participant> make_gpu_health(RoundContext& ctx, Incidents& desk) {
-  auto watch = std::make_unique<GpuHealthWatch>(ctx.watcher->node());
+  auto watch = std::make_unique<GpuHealthWatch>(ctx.ranks->node());
   if (!watch->available()) {
     ctx.log(fmt::format("GPU health not watched: {}", watch->why_unavailable()));
     return nullptr;

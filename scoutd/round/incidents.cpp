@@ -3,7 +3,6 @@
 
 #include <fmt/format.h>
 
-#include "sql/ledger.hpp"
 
 namespace scout::scoutd {
 
@@ -13,7 +12,7 @@ Incidents::Incidents(RoundContext& ctx, VerdictSink& sink, const std::string& vk
                      std::unique_ptr<Forwarder> forwarder)
     : ctx_(ctx), forwarder_(std::move(forwarder)) {
   decider_ = std::make_unique<Decider>(ctx_.cfg.job_id, ctx_.cfg.step_id, vkey_prefix, book_, sink,
-                                       Decider::Hooks{[] { return sql::now_iso8601(); },
+                                       Decider::Hooks{[this] { return ctx_.now_iso(); },
                                                       [this](const std::string& m) { ctx_.log(m); }});
   replicas_ = std::make_unique<ReplicaWriter>(sink, vkey_prefix, [this](const std::string& m) { ctx_.log(m); });
 }

@@ -62,7 +62,7 @@ class Learner final : public Participant {
   void end_period(bool complete, const wire::Down& down) override {
     if (ctx_.now() - last_window_s_ >= ctx_.cfg.learn_window_s) {
       last_window_s_ = ctx_.now();
-      const auto ev = ctx_.watcher->evidence();
+      const auto ev = ctx_.ranks->evidence();
       std::vector<c3::GpuTelemetry> gpus;
       if (gpus_ && std::any_of(ev.begin(), ev.end(), [](auto& e) { return e.gpu.present; }))
         gpus = gpus_->telemetry();

@@ -37,9 +37,11 @@ struct RoundContext {
   const ScoutdConfig& cfg;
   int me = 0, size = 0;
   std::vector<ObserverInfo> observers;
-  RankWatcher* watcher = nullptr;
+  RankSource* ranks = nullptr;                    // this node's ranks
   c3::TreeRound* tree = nullptr;
   std::function<double()> now;                    // seconds since start (steady)
+  std::function<std::string()> now_iso;           // wall-clock stamp for verdicts
+  std::function<bool()> stopping;                 // the job is ending (a signal)
   std::function<void(const std::string&)> log;
   // One more round over the observers (the learner's), losses noted.
   std::function<c3::RoundResult(const c3::Bytes&, const c3::TreeRound::Combine&, const c3::TreeRound::Decide&)>

@@ -57,7 +57,7 @@ class Progress final : public Participant {
   }
 
   void gather_done(bool complete, const wire::Down& down) override {
-    if (complete && !down.deaths_pending) ctx_.watcher->mark_deaths_reported(dead_);
+    if (complete && !down.deaths_pending) ctx_.ranks->mark_deaths_reported(dead_);
   }
 
  private:

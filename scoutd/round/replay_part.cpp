@@ -48,7 +48,7 @@ class Replay final : public Participant {
       }
     }
 #endif
-    runner_ = std::make_unique<replay::ReplayRunner>(ctx.watcher->node(), ro, std::move(faults));
+    runner_ = std::make_unique<replay::ReplayRunner>(ctx.ranks->node(), ro, std::move(faults));
   }
 
   void add_trigger(wire::Trigger& t) override {
