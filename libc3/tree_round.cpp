@@ -102,6 +102,16 @@ void TreeRound::take(Received r) {
     return;
   }
   if (from_lost) {
+    // A contribution to a later round than this member's may come from a
+    // member the root took back in the round this one is still finishing:
+    // the root tells a rejoining member directly, so when a round follows
+    // at once (scoutd's gather after its trigger) its contribution can
+    // arrive before the down message that takes it back here. Kept until
+    // that message is applied (finish_down), then accepted or refused.
+    if (r.tag == kTagUp && msg.round > round_) {
+      inbox_.push_back(std::move(msg));
+      return;
+    }
     // A member the others hold lost still runs rounds of its old view (it
     // was frozen, or cut off and back): it would wait out every deadline
     // and lose its view one parent per round, O(members) rounds. Told at
@@ -430,6 +440,16 @@ void TreeRound::finish_down(std::vector<int> lost, const std::vector<int>& rejoi
   for (int w = 0; w < size_; ++w)
     if (!is_lost_[static_cast<std::size_t>(w)] && !(res_.expelled && w == me_)) alive_.push_back(w);
   join_requests_.clear();
+  // Contributions kept for a later round from members still held lost: the
+  // member was not taken back; it is told (see take()).
+  for (auto it = inbox_.begin(); it != inbox_.end();) {
+    if (it->tag == kTagUp && it->source >= 0 && it->source < size_ && is_lost_[static_cast<std::size_t>(it->source)]) {
+      send(it->source, kTagDown, {it->source}, Bytes{});
+      it = inbox_.erase(it);
+    } else {
+      ++it;
+    }
+  }
   // Drop what is left of this round.
   inbox_.erase(std::remove_if(inbox_.begin(), inbox_.end(), [&](const Msg& m) { return m.round <= round_; }),
                inbox_.end());

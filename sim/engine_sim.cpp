@@ -128,6 +128,19 @@ void EngineSim::freeze(int m, double t, double for_s) {
   });
 }
 
+void EngineSim::partition(std::vector<int> side_of_member, double t) {
+  net_.at(at_s(t), [this, s = std::move(side_of_member)] { net_.set_sides(s); });
+}
+
+void EngineSim::heal(double t) {
+  net_.at(at_s(t), [this] { net_.set_sides({}); });
+}
+
+void EngineSim::slow(int m, double latency_factor) { net_.set_slow(m, latency_factor); }
+void EngineSim::loss(double p) { net_.set_loss(p); }
+
+std::size_t EngineSim::alive_seen_by(int m) const { return members_[static_cast<std::size_t>(m)]->tree->alive().size(); }
+
 void EngineSim::run_until(double t) { net_.run_until(at_s(t)); }
 
 void EngineSim::start_period(int m) {
@@ -167,6 +180,7 @@ void EngineSim::step(int m) {
   }
   const c3::RoundResult& res = mb.tree->result();
   if (mb.gather && res.root) gathers_.push_back({now_s(), mb.bytes_in, mb.cpu_s, m});
+  if (on_round) on_round(now_s(), m, mb.gather, res);
   if (auto next = mb.engine->finished(res)) {
     begin(m, std::move(*next), true);
     return;

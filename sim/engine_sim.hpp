@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -55,6 +56,10 @@ class EngineSim {
 
   void crash(int member, double t);                 // a scoutd lost for good
   void freeze(int member, double t, double for_s);  // a scoutd stopped, then resumed
+  void partition(std::vector<int> side_of_member, double t);  // messages cross no side
+  void heal(double t);
+  void slow(int member, double latency_factor);     // its links' latency multiplied
+  void loss(double probability);                    // each message lost with it
   void run_until(double t);
   double now_s() const;
 
@@ -62,8 +67,12 @@ class EngineSim {
   const std::vector<GatherCost>& gathers() const noexcept { return gathers_; }
   std::uint64_t bytes_sent(int m) const { return net_.bytes_sent(m); }
   std::uint64_t periods(int m) const;
+  // The members member m sees alive (after its last round).
+  std::size_t alive_seen_by(int m) const;
   const Workload& workload() const noexcept { return work_; }
   std::uint64_t trace_digest() const;
+  // Each round a member completes (virtual time, member, a gather round?).
+  std::function<void(double, int, bool, const c3::RoundResult&)> on_round;
 
  private:
   struct Member;

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <set>
 
 #include "sim/engine_sim.hpp"
 
@@ -30,8 +31,7 @@ std::vector<SimVerdict> of_kind(const EngineSim& s, const std::string& kind) {
 TEST_CASE("engine sim: 64 scoutds of a healthy jittered job for 2 virtual minutes commit no verdict") {
   EngineSim s(config(64));
   s.run_until(120);
-  for (auto& v : s.verdicts()) MESSAGE(v.kind << " " << v.status << " " << v.key);
-  CHECK(s.verdicts().empty());
+  for (auto& v : s.verdicts()) CHECK_MESSAGE(false, "false verdict: " << v.kind << " " << v.status << " " << v.key);
   CHECK(s.periods(0) > 100);
   CHECK(s.periods(63) > 100);
 }
@@ -111,4 +111,76 @@ TEST_CASE("engine sim: the same seed gives the same trace; another seed another 
   EngineSim d(c);
   d.run_until(25);
   CHECK(d.trace_digest() != a.trace_digest());
+}
+
+TEST_CASE("engine sim: a partition during a stop: the majority side names it, the minority decides nothing, all rejoin") {
+  auto c = config(40);
+  c.work.stopped_rank = 100;  // observed by scoutd 12, on the majority side
+  c.work.stop_at_s = 10;
+  EngineSim s(c);
+  std::vector<int> side(40, 0);
+  for (int m = 24; m < 40; ++m) side[static_cast<std::size_t>(m)] = 1;  // 16 of 40 cut off
+  s.partition(side, 5);
+  s.heal(35);
+  s.run_until(60);
+  auto named = of_kind(s, "stall");
+  REQUIRE(named.size() == 1);
+  CHECK(named[0].ranks == std::vector<int>{100});
+  for (auto& v : s.verdicts()) CHECK(v.by < 24);  // the minority side committed nothing
+  // The cut-off observers were recorded lost, each once, and no verdict twice.
+  std::set<std::string> keys;
+  for (auto& v : s.verdicts()) CHECK_MESSAGE(keys.insert(v.key).second, v.key << " twice, at " << v.at_s);
+  CHECK(of_kind(s, "observer_lost").size() == 16);
+  for (int m = 0; m < 40; ++m) CHECK(s.alive_seen_by(m) == 40);
+}
+
+TEST_CASE("engine sim: the root's scoutd lost in the middle of a gather round; the successor names the stop") {
+  auto c = config(32);
+  c.work.stopped_rank = 200;
+  c.work.stop_at_s = 4;
+  EngineSim s(c);
+  s.run_until(14.05);  // past the threshold: gather rounds run every period
+  REQUIRE(s.gathers().size() + of_kind(s, "stall").size() > 0);
+  s.crash(0, 14.0501);
+  s.run_until(30);
+  REQUIRE(of_kind(s, "observer_lost").size() == 1);
+  auto named = of_kind(s, "stall");
+  REQUIRE(named.size() == 1);  // named once, by whichever root committed it first
+  CHECK(named[0].ranks == std::vector<int>{200});
+}
+
+TEST_CASE("engine sim: cascading loss of 10% of the scoutds: each loss recorded once, no other verdict") {
+  auto c = config(60);
+  EngineSim s(c);
+  for (int k = 0; k < 6; ++k) s.crash(10 + 7 * k, 5 + 0.7 * k);
+  s.run_until(60);
+  auto lost = of_kind(s, "observer_lost");
+  CHECK(lost.size() == 6);
+  CHECK(lost.size() == s.verdicts().size());
+  std::set<std::vector<int>> who;
+  for (auto& v : lost) CHECK(who.insert(v.ranks).second);
+  for (int m = 0; m < 60; ++m)
+    if (m < 10 || m > 45 || (m - 10) % 7 != 0) CHECK(s.alive_seen_by(m) == 54);
+}
+
+TEST_CASE("engine sim: 1% of the scoutds on slow links (10x latency): no verdict in a healthy job") {
+  auto c = config(300);
+  EngineSim s(c);
+  for (int m = 7; m < 300; m += 100) s.slow(m, 10);
+  s.run_until(60);
+  for (auto& v : s.verdicts()) CHECK_MESSAGE(false, "false verdict: " << v.kind << " " << v.status << " " << v.key);
+}
+
+TEST_CASE("engine sim: a straggler among 4,096 scoutds is named, and only it") {
+  auto c = config(4096);
+  c.work.ranks_per_member = 1;  // 4,096 ranks: the tree of 4,096 scoutds at a few seconds' cost
+  c.work.slow_rank = 3000;
+  c.work.slow_at_s = 5;
+  c.work.slow_factor = 2;
+  EngineSim s(c);
+  s.run_until(12);
+  auto named = of_kind(s, "straggler");
+  REQUIRE(!named.empty());
+  CHECK(named[0].ranks == std::vector<int>{3000});
+  CHECK(named.size() == s.verdicts().size());
 }
