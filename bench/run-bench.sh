@@ -48,7 +48,7 @@ done
 echo "(gather: 256 ranks x 320 B of evidence per observer; loss round: the round"
 echo " that detects a SIGKILLed observer, bounded by the hop deadlines)"
 echo
-echo "== consensus rounds at scale: scout-sim (the same TreeRound over a simulated network, docs/scale.md)"
+echo "== consensus rounds and verdicts at scale: scout-sim (TreeRound and scoutd's round engine over a simulated network, docs/scale.md)"
 "$B/sim/scout-sim" --members 8,64,512,4096,12500
 echo "(scoutd's round defaults, virtual time; B/member/round: every member's bytes sent per round; crash_s,"
 echo " root_crash_s, frozen_s: from the fault until every survivor holds the member lost; back_s: from the"

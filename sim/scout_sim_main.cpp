@@ -1,10 +1,12 @@
 // scout-sim: the consensus round scoutd runs (libc3 TreeRound), run by N
 // simulated members in one process over a simulated network and a virtual
-// clock (sim/), for each N given. Prints one row per N: the healthy round's
-// latency and traffic, and how long the survivors take to hold a crashed
-// member, a crashed root and a frozen member lost (and to take the frozen one
-// back). Deterministic: the same options and seed print the same numbers
-// (but the wall-clock column).
+// clock (sim/), for each N given. Three tables: the healthy round's latency
+// and traffic, and how long the survivors take to hold a crashed member, a
+// crashed root and a frozen member lost (and to take the frozen one back);
+// one evidence gather of every rank; and scoutd's round engine on every
+// member (sim/engine_sim): fault-to-verdict times, healthy traffic, false
+// verdicts, the root's cost per gather. Deterministic: the same options and
+// seed print the same numbers (but the host CPU and wall-clock columns).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -251,9 +253,13 @@ int main(int argc, char** argv) {
   std::string engine_members = "8,64,512,4096";
   opts::Table t("scout-sim", "scout-sim [--members N,N,...] [options]",
                 "Runs scoutd's consensus round (libc3 TreeRound, the production code) on N simulated\n"
-                "members over a simulated network and a virtual clock, for each N, and prints the\n"
-                "healthy round's latency and traffic and the time to hold a crashed member, a crashed\n"
-                "root and a frozen member lost. The same options and seed give the same numbers.");
+                "members over a simulated network and a virtual clock, for each N, and prints three\n"
+                "tables: the healthy round's latency and traffic and the time to hold a crashed member,\n"
+                "a crashed root and a frozen member lost; one evidence gather of every rank as scoutd\n"
+                "does it; and scoutd's round engine (participants, detectors, decider) on every member\n"
+                "with a synchronous job: the time from a stop, a crash and a 2x straggler to the\n"
+                "committed verdict, healthy traffic, false verdicts and the root's cost per gather.\n"
+                "The same options and seed give the same numbers (but the host's CPU and wall columns).");
   t.text("members", "N,N,...", members, "member (node) counts to simulate, each up to 100000");
   t.seconds("period", cfg.period_s, 0.01, 3600, "from the end of a member's round to its next (scoutd's --round-period)");
   t.seconds("hop-timeout", cfg.hop_timeout_s, 0.001, 60, "deadline per tree level and direction (scoutd's --round-timeout)");
