@@ -55,7 +55,7 @@ std::optional<RoundEngine::Round> RoundEngine::finished(const c3::RoundResult& r
       return std::nullopt;
     }
     trigger_complete_ = r.complete;
-    down_ = wire::decode_down(r.down).value_or(wire::Down{});
+    down_ = decode(r.down);
     apply_down(down_);
     if (r.complete && down_.gather) {
       phase_ = Phase::kGather;
@@ -66,12 +66,21 @@ std::optional<RoundEngine::Round> RoundEngine::finished(const c3::RoundResult& r
                    [this](const wire::Bytes& acc, const std::vector<int>&) { return decide_gather(acc); }};
     }
   } else if (phase_ == Phase::kGather) {
-    const wire::Down gd = wire::decode_down(r.down).value_or(wire::Down{});
+    const wire::Down gd = decode(r.down);
     apply_down(gd);
     for (auto* p : order_) p->gather_done(r.complete, gd);
   }
   end_period();
   return std::nullopt;
+}
+
+// A decision that does not decode is dropped whole (counted in the wire
+// stats and logged): nothing in it is trusted.
+wire::Down RoundEngine::decode(const wire::Bytes& msg) {
+  std::string why;
+  if (auto d = wire::decode_down(msg, &why)) return *d;
+  if (!msg.empty()) ctx_.log(fmt::format("wire: a decision message was refused: expected {}", why));
+  return wire::Down{};
 }
 
 void RoundEngine::end_period() {

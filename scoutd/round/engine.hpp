@@ -57,6 +57,7 @@ class RoundEngine {
   wire::Bytes decide_trigger(const wire::Bytes& acc, const std::vector<int>& lost);
   wire::Bytes decide_gather(const wire::Bytes& acc);
   void apply_down(const wire::Down& down);
+  wire::Down decode(const wire::Bytes& msg);
   void end_period();
 
   RoundContext& ctx_;

@@ -53,9 +53,11 @@ void Incidents::forward(const json& events) {
 
 void Incidents::seal(wire::Down& down, const wire::Trigger* t) {
   std::lock_guard lk(mu_);
-  if (!t) decider_->propose_all(drafts_);  // a gather's drafts, debounced as one
+  if (!t) {  // a gather's drafts, debounced as one (none are drafted in a trigger decision)
+    decider_->propose_all(drafts_);
+    drafts_.clear();
+  }
   for (auto& d : proposals_) decider_->propose(d);
-  drafts_.clear();
   proposals_.clear();
   decider_->flush(down.events);
   forward(down.events);
@@ -134,17 +136,16 @@ void Incidents::add_trigger(wire::Trigger& t) {
 }
 
 bool Incidents::decide_trigger(const TriggerIn& in, wire::Down&) {
-  std::set<int> to_record;
-  {
-    std::lock_guard lk(mu_);
-    to_record = book_.lost_unrecorded();
-  }
+  std::lock_guard lk(mu_);
+  std::set<int> to_record = book_.lost_unrecorded();
   to_record.insert(in.lost.begin(), in.lost.end());
   for (int w : to_record) {
     const auto& o = ctx_.observers[static_cast<std::size_t>(w)];
     std::vector<int> ranks;
     for (int r = o.first_rank; r <= o.last_rank; ++r) ranks.push_back(r);
-    propose(observer_lost_draft({w, o.node, o.pid, ranks}, ctx_.cfg.round_timeout_s));
+    // Queued at once: the desk decides first, so losses go before what the
+    // others resolve or propose in this decision.
+    decider_->propose(observer_lost_draft({w, o.node, o.pid, ranks}, ctx_.cfg.round_timeout_s));
   }
   return false;
 }

@@ -5,8 +5,8 @@
 // and crashes, stragglers and late senders, output signatures, replay,
 // checkpoints, GPU health, the learner) is a Participant: what it adds to
 // the trigger and to a gather, what it decides at the deciding observer,
-// and what it reads from the down message. The daemon only runs the list
-// (daemon/rounds.cpp); a participant never calls another one: what they
+// and what it reads from the down message. The round engine (engine.hpp)
+// runs the list; a participant never calls another one: what they
 // share is the RoundContext (the configuration, the observers, the clock,
 // this period's local summary, two flags between concerns) and the
 // Incidents desk where drafts become verdicts.
