@@ -108,7 +108,7 @@ std::vector<scoutd::RankEvidence> Workload::evidence(int member, double t) const
   return out;
 }
 
-SimRanks::SimRanks(const Workload& w, int member, std::function<double()> now, double /*stall_threshold_s*/)
+SimRanks::SimRanks(const Workload& w, int member, std::function<double()> now)
     : w_(w), member_(member), node_("n" + std::to_string(member + 1)), now_(std::move(now)) {}
 
 std::vector<scoutd::RankEvidence> SimRanks::evidence(bool) const { return w_.evidence(member_, now_()); }

@@ -59,7 +59,7 @@ class Workload {
 
 class SimRanks final : public scoutd::RankSource {
  public:
-  SimRanks(const Workload& w, int member, std::function<double()> now, double stall_threshold_s);
+  SimRanks(const Workload& w, int member, std::function<double()> now);
   const std::string& node() const noexcept override { return node_; }
   scoutd::LocalSummary summary() const override;
   std::vector<scoutd::RankEvidence> evidence(bool for_gather = false) const override;

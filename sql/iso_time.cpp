@@ -21,6 +21,11 @@ std::string now_iso8601() {
   return fmt::format("{}.{:03d}Z", buf, static_cast<int>(ms));
 }
 
+std::int64_t now_unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 std::int64_t iso_to_unix_ms(const std::string& iso) {
   std::tm tm{};
   int ms = 0;

@@ -96,6 +96,7 @@ inline constexpr int kSchemaVersion = 9;
 // ISO-8601 UTC with milliseconds, e.g. 2026-11-29T17:39:29.123Z
 std::string now_iso8601();
 // ISO-8601 UTC with milliseconds <-> Unix milliseconds (0 for what does not parse).
+std::int64_t now_unix_ms();  // wall clock, Unix milliseconds
 std::int64_t iso_to_unix_ms(const std::string& iso);
 std::string unix_ms_to_iso(std::int64_t ms);
 

@@ -4,7 +4,6 @@
 // written meanwhile; paths already in the ledger are not added twice) and
 // certifies a candidate once a clean replay cycle covered it, or refuses it
 // after an SDC verdict.
-#include <chrono>
 
 #include <fmt/format.h>
 
@@ -15,11 +14,6 @@
 namespace scout::scoutd {
 
 namespace {
-
-std::int64_t wall_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 class Checkpoints final : public Participant {
  public:
@@ -46,7 +40,7 @@ class Checkpoints final : public Participant {
     start_watcher();  // a no-op unless this observer just took over
     try {
       if (watcher_)
-        for (auto& c : watcher_->poll(wall_ms())) {
+        for (auto& c : watcher_->poll(sql::now_unix_ms())) {
           sql::CheckpointRow row;
           row.job_id = job;
           row.path = c.path;

@@ -4,7 +4,6 @@
 // straggler was confirmed), collects the reports from gathers, asks a
 // disagreeing device to re-run, and names what stays in the minority.
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -17,11 +16,6 @@
 namespace scout::scoutd {
 
 namespace {
-
-std::int64_t wall_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 class Replay final : public Participant {
  public:
@@ -107,7 +101,7 @@ class Replay final : public Participant {
 
   void evaluate(wire::Down& down) {
     std::set<int> live(ctx_.tree->alive().begin(), ctx_.tree->alive().end());
-    auto step = coordinator_.evaluate(ctx_.now(), live, wall_ms());
+    auto step = coordinator_.evaluate(ctx_.now(), live, sql::now_unix_ms());
     for (auto& r : step.reruns) {
       down.replay_rerun.push_back({r.observer, r.cycle, r.device, r.recipe, r.times});
       ctx_.log(fmt::format("replay cycle {}: {} {} {} disagrees with the majority; re-running it {} times", r.cycle,
