@@ -34,6 +34,7 @@ std::optional<ld::SiteConfig> configured_ledgerd(const Args& a) {
 // The job's verdicts from scout-ledgerd, or nullopt when none is configured
 // or it cannot be reached (then the local files answer, with a warning).
 std::optional<json> query_ledgerd(const Args& a) {
+  if (!a.ledger.empty()) return std::nullopt;  // --ledger names the file to read
   const auto ep = configured_ledgerd(a);
   if (!ep) return std::nullopt;
   try {

@@ -47,17 +47,6 @@ using namespace scout::cli;
 
 namespace {
 
-// Ledger columns may come from a user's spool: parsed within bounds.
-json verdict_json(const sq::VerdictRow& v) {
-  using scout::common::column_or;
-  return {{"id", v.id}, {"job", v.job_id}, {"step", v.step}, {"kind", v.kind},
-          {"status", v.status}, {"ranks", column_or(v.ranks, scout::common::kListLimits, json::array())},
-          {"hosts", column_or(v.hosts, scout::common::kListLimits, json::array())},
-          {"evidence", column_or(v.evidence, scout::common::kEvidenceLimits, json::object())},
-          {"detected_at", v.detected_at},
-          {"resolved_at", v.resolved_at ? json(*v.resolved_at) : json(nullptr)}};
-}
-
 // The ledger holding a job: the site/local ledger, or under Slurm the job's
 // spool ledger while the job runs. Dies with the documented exit codes.
 sq::Ledger open_job_ledger(const Args& a) {
@@ -133,14 +122,15 @@ int cmd_query(const Args& a) {
   std::optional<json> remote;
   if (spool_db.empty() || ::access(spool_db.c_str(), R_OK) != 0) remote = query_ledgerd(a);
   if (remote) {
+    // The service's answer, read with the same codec (one form, whichever
+    // ledger answers); what does not read as a verdict is said, not shown.
     for (auto& v : *remote) {
-      v.erase("origin");
-      v.erase("vkey");
-      out.push_back(v);
+      std::string why;
+      if (auto d = scout::common::verdict_from_json(v, &why)) out.push_back(scout::common::to_json(*d));
+      else std::fprintf(stderr, "scoutctl: query: warning: scout-ledgerd sent a malformed verdict: %s\n", why.c_str());
     }
   } else {
-    auto l = open_job_ledger(a);
-    for (auto& v : l.verdicts(a.job)) out.push_back(verdict_json(v));
+    out = sq::verdicts_json(open_job_ledger(a).verdicts(a.job));
   }
   if (a.json) {
     std::puts(out.dump(2).c_str());
@@ -152,12 +142,6 @@ int cmd_query(const Args& a) {
       std::puts("(* resolved: progress resumed)");
   }
   return kExitOk;
-}
-
-json gating_json(const sq::GatingRow& g) {
-  return {{"job", g.job_id.empty() ? json(nullptr) : json(g.job_id)}, {"node", g.node}, {"decision", g.decision},
-          {"reason", g.reason}, {"decided_by", g.decided_by}, {"decided_at", g.decided_at},
-          {"evidence", scout::common::column_or(g.evidence, scout::common::kEvidenceLimits, json::object())}};
 }
 
 // One line of what root checked for a decision: "replay pass, d_state pass,
@@ -202,8 +186,8 @@ int cmd_node(const Args& a) {
     decisions = (*r)["decisions"];
   } else {
     auto l = open_site_ledger(a, sq::Ledger::Mode::kReadOnly);
-    for (auto& v : l.open_verdicts_on(a.node, {})) open.push_back(verdict_json(v));
-    for (auto& g : l.node_gating(a.node)) decisions.push_back(gating_json(g));
+    open = sq::verdicts_json(l.open_verdicts_on(a.node, {}));
+    for (auto& g : l.node_gating(a.node)) decisions.push_back(sq::gating_json(g));
   }
   if (a.json) {
     std::puts(json{{"node", a.node}, {"open_verdicts", open}, {"decisions", decisions}}.dump(2).c_str());
@@ -282,9 +266,7 @@ int cmd_clear(const Args& a) {
     die(kExitLedger, fmt::format("clear: {} (the site ledger is written by root)", e.what()));
   }
   if (a.json) {
-    json o = json::array();
-    for (auto& v : open) o.push_back(verdict_json(v));
-    std::puts(json{{"node", a.node}, {"cleared", o}, {"reason", a.reason}, {"decided_by", who}}.dump(2).c_str());
+    std::puts(json{{"node", a.node}, {"cleared", sq::verdicts_json(open)}, {"reason", a.reason}, {"decided_by", who}}.dump(2).c_str());
   } else {
     std::printf("node %s: cleared %zu open verdict(s)%s\n", a.node.c_str(), open.size(),
                 closed.empty() ? "" : (" (" + closed + ")").c_str());

@@ -36,20 +36,6 @@ std::string text(const json& o, const char* k) {
   return o.contains(k) && o[k].is_string() ? o[k].get<std::string>() : std::string();
 }
 
-// A ledger column a user may have written (spool imports), for a reply:
-// parsed within limits, never passed on as it is.
-json verdict_json(const sql::VerdictRow& v) {
-  using common::column_or;
-  return {{"id", v.id}, {"job", v.job_id}, {"step", v.step}, {"kind", v.kind}, {"status", v.status},
-          {"ranks", column_or(v.ranks, common::kListLimits, json::array())},
-          {"hosts", column_or(v.hosts, common::kListLimits, json::array())},
-          {"evidence", column_or(v.evidence, common::kEvidenceLimits, json::object())},
-          {"detected_at", v.detected_at},
-          {"resolved_at", v.resolved_at ? json(*v.resolved_at) : json(nullptr)},
-          {"origin", v.origin ? json(*v.origin) : json(nullptr)}, {"vkey", v.vkey ? json(*v.vkey) : json(nullptr)},
-          {"confirmation", v.confirmation ? json(*v.confirmation) : json(nullptr)}};
-}
-
 // Per request, so per thread: handle() runs one request on one thread, and
 // releases the service's lock while Slurm answers, so these cannot be
 // members (another request would overwrite them meanwhile).
@@ -220,44 +206,33 @@ json Service::submit(const Identity& who, const json& req) {
   std::vector<sql::VerdictRow> rows;
   for (auto& v : req["verdicts"]) {
     if (!v.is_object()) return refuse("malformed", "submit: each verdict must be an object");
-    sql::VerdictRow row;
-    row.job_id = job;
-    row.step = text(v, "step");
-    row.kind = text(v, "kind");
-    row.status = text(v, "status");
-    const std::string vkey = text(v, "vkey");
-    if (vkey.empty() || vkey.size() > 128 || vkey.rfind(job + ".", 0) != 0)
-      return refuse("malformed", fmt::format("submit: expected \"vkey\": the verdict's key, starting with '{}.'", job));
-    if (!c3::verdict_kind_from(row.kind) || !c3::verdict_status_from(row.status))
-      return refuse("malformed", fmt::format("submit: kind '{}' status '{}'; expected one of scout's verdict kinds "
-                                             "and statuses", row.kind.substr(0, 40), row.status.substr(0, 40)));
-    if (!c3::valid_step_id(row.step)) return refuse("malformed", "submit: expected \"step\": a step id");
-    std::vector<std::int64_t> ranks;
-    std::vector<std::string> hosts;
+    // The one codec reads it; the job is the request's.
+    json o = v;
+    o["job"] = job;
+    if (!o.contains("detected_at") || o["detected_at"].is_null()) o["detected_at"] = sql::now_iso8601();
     std::string why;
-    if (!common::read_ranks(v.value("ranks", json::array()), ranks, 65536, &why) ||
-        !common::read_hosts(v.value("hosts", json::array()), hosts,
-                            privileged ? std::size_t{100000} : info->nodes.size(), &why))
-      return refuse("malformed", "submit: " + why);
+    auto d = common::verdict_from_json(o, &why);
+    if (!d) return refuse(why.find("evidence of") != std::string::npos ? "too_large" : "malformed", "submit: " + why);
+    const std::string vkey = d->key.value_or("");
+    if (vkey.empty() || vkey.rfind(job + ".", 0) != 0)
+      return refuse("malformed", fmt::format("submit: expected \"vkey\": the verdict's key, starting with '{}.'", job));
+    if (!c3::valid_step_id(d->step)) return refuse("malformed", "submit: expected \"step\": a step id");
     if (!privileged) {
+      if (d->hosts.size() > info->nodes.size())
+        return refuse("malformed", fmt::format("submit: verdict {} names {} hosts; job {} has {} node(s)", vkey,
+                                               d->hosts.size(), job, info->nodes.size()));
       const std::set<std::string> alloc(info->nodes.begin(), info->nodes.end());
-      for (auto& h : hosts)
+      for (auto& h : d->hosts)
         if (!alloc.count(h))
           return refuse("not_allocated", fmt::format("submit: verdict {} names {}, which is not in job {}'s "
                                                      "allocation", vkey, h, job));
     }
-    const json evidence = v.value("evidence", json::object());
-    if (!evidence.is_object()) return refuse("malformed", "submit: expected \"evidence\": an object");
-    row.ranks = json(ranks).dump();
-    row.hosts = json(hosts).dump();
-    row.evidence = evidence.dump();  // the request's depth bound holds for it
-    if (row.evidence.size() > kMaxEvidenceBytes)
-      return refuse("too_large", fmt::format("submit: evidence of {} bytes; expected at most {}", row.evidence.size(),
-                                             kMaxEvidenceBytes));
-    row.detected_at = text(v, "detected_at").substr(0, 40);
-    if (row.detected_at.empty()) row.detected_at = sql::now_iso8601();
-    if (const std::string r = text(v, "resolved_at"); !r.empty()) row.resolved_at = r.substr(0, 40);
-    row.vkey = vkey;
+    // What the submitter says of provenance, confirmation and row id is not
+    // taken: the service stamps its own.
+    d->id = 0;
+    d->origin.reset();
+    d->confirmation.reset();
+    sql::VerdictRow row = sql::to_row(*d);
     rows.push_back(std::move(row));
   }
   if (!privileged &&
@@ -321,23 +296,18 @@ json Service::query(const Identity& who, const json& req) {
     if (*owner != who.uid)
       return refuse("not_owner", fmt::format("query: job {} belongs to uid {}, not to uid {}", job, *owner, who.uid));
   }
-  json out = json::array();
-  for (auto& v : ledger_.verdicts(job)) out.push_back(verdict_json(v));
-  return {{"ok", true}, {"job", job}, {"known", ledger_.job(job).has_value()}, {"verdicts", out}};
+  return {{"ok", true}, {"job", job}, {"known", ledger_.job(job).has_value()},
+          {"verdicts", sql::verdicts_json(ledger_.verdicts(job))}};
 }
 
 json Service::node(const Identity& who, const json& req) {
   if (!admin(who.uid)) return refuse("not_admin", "node: for root and administrators");
   const std::string n = text(req, "node");
   if (!common::valid_node_name(n)) return refuse("malformed", "node: expected \"node\": a node name");
-  json open = json::array(), decisions = json::array();
-  for (auto& v : ledger_.open_verdicts_on(n, {})) open.push_back(verdict_json(v));
-  for (auto& g : ledger_.node_gating(n))
-    decisions.push_back({{"job", g.job_id.empty() ? json(nullptr) : json(g.job_id)}, {"node", g.node},
-                         {"decision", g.decision}, {"reason", g.reason}, {"decided_by", g.decided_by},
-                         {"evidence", common::column_or(g.evidence, common::kEvidenceLimits, json::object())},
-                         {"decided_at", g.decided_at}});
-  return {{"ok", true}, {"node", n}, {"open_verdicts", open}, {"decisions", decisions}};
+  json decisions = json::array();
+  for (auto& g : ledger_.node_gating(n)) decisions.push_back(sql::gating_json(g));
+  return {{"ok", true}, {"node", n}, {"open_verdicts", sql::verdicts_json(ledger_.open_verdicts_on(n, {}))},
+          {"decisions", decisions}};
 }
 
 json Service::gating(const Identity& who, const json& req) {
@@ -379,9 +349,7 @@ json Service::clear(const Identity& who, const json& req) {
   const std::string by = fmt::format("scout-ledgerd for uid {} ({})", who.uid, user_name(who.uid));
   ledger_.insert_gating({"", n, "clear", reason.substr(0, 4096) + (closed.empty() ? "" : " [closes " + closed + "]"),
                          by, ""});
-  json o = json::array();
-  for (auto& v : open) o.push_back(verdict_json(v));
-  return {{"ok", true}, {"node", n}, {"cleared", o}, {"decided_by", by}};
+  return {{"ok", true}, {"node", n}, {"cleared", sql::verdicts_json(open)}, {"decided_by", by}};
 }
 
 json Service::nodes(const Identity& who) {

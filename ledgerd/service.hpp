@@ -38,7 +38,7 @@ namespace scout::ledgerd {
 inline constexpr int kProtocolVersion = 2;
 inline constexpr std::size_t kMaxRequestBytes = std::size_t{1} << 20;  // one line
 inline constexpr std::size_t kMaxVerdictsPerSubmit = 1000;
-inline constexpr std::size_t kMaxEvidenceBytes = 64 * 1024;
+using common::kMaxEvidenceBytes;  // a verdict's or a decision's evidence
 
 struct Identity {
   uid_t uid = 0;

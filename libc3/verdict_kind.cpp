@@ -1,23 +1,56 @@
 // The verdict kinds and statuses (see verdict_kind.hpp).
 #include "libc3/verdict_kind.hpp"
 
+#include <iterator>
+
 namespace scout::c3 {
 
+namespace {
+// The one table of kinds: name and the evidence root needs to act on it.
+struct KindRow {
+  VerdictKind kind;
+  const char* name;
+  EvidenceClass evidence;
+};
+constexpr KindRow kKinds[] = {
+    {VerdictKind::kHang, "hang", EvidenceClass::kSuspect},
+    {VerdictKind::kStall, "stall", EvidenceClass::kSuspect},
+    {VerdictKind::kCrash, "crash", EvidenceClass::kSuspect},
+    {VerdictKind::kDivergence, "divergence", EvidenceClass::kSuspect},
+    {VerdictKind::kStraggler, "straggler", EvidenceClass::kNone},
+    {VerdictKind::kSdc, "sdc", EvidenceClass::kReproduce},
+    {VerdictKind::kObserverLost, "observer_lost", EvidenceClass::kNone},
+    {VerdictKind::kTelemetryAnomaly, "telemetry_anomaly", EvidenceClass::kNone},
+    {VerdictKind::kTransient, "transient", EvidenceClass::kNone},
+    {VerdictKind::kAbort, "abort", EvidenceClass::kNone},
+    {VerdictKind::kDeadlock, "deadlock", EvidenceClass::kNone},
+    {VerdictKind::kGpuHang, "gpu_hang", EvidenceClass::kSuspect},
+    {VerdictKind::kGpuHealth, "gpu_health", EvidenceClass::kSuspect},
+};
+static_assert(std::size(kKinds) == kAllVerdictKinds.size(), "every verdict kind has a row");
+
+const KindRow* row(VerdictKind k) noexcept {
+  for (auto& r : kKinds)
+    if (r.kind == k) return &r;
+  return nullptr;
+}
+}  // namespace
+
 const char* to_string(VerdictKind k) noexcept {
-  switch (k) {
-    case VerdictKind::kHang: return "hang";
-    case VerdictKind::kStall: return "stall";
-    case VerdictKind::kCrash: return "crash";
-    case VerdictKind::kDivergence: return "divergence";
-    case VerdictKind::kStraggler: return "straggler";
-    case VerdictKind::kSdc: return "sdc";
-    case VerdictKind::kObserverLost: return "observer_lost";
-    case VerdictKind::kTelemetryAnomaly: return "telemetry_anomaly";
-    case VerdictKind::kTransient: return "transient";
-    case VerdictKind::kAbort: return "abort";
-    case VerdictKind::kDeadlock: return "deadlock";
-    case VerdictKind::kGpuHang: return "gpu_hang";
-    case VerdictKind::kGpuHealth: return "gpu_health";
+  const KindRow* r = row(k);
+  return r ? r->name : "?";
+}
+
+EvidenceClass evidence_class(VerdictKind k) noexcept {
+  const KindRow* r = row(k);
+  return r ? r->evidence : EvidenceClass::kNone;
+}
+
+const char* to_string(EvidenceClass c) noexcept {
+  switch (c) {
+    case EvidenceClass::kNone: return "none";
+    case EvidenceClass::kReproduce: return "reproduce";
+    case EvidenceClass::kSuspect: return "suspect";
   }
   return "?";
 }
@@ -43,18 +76,7 @@ std::optional<VerdictStatus> verdict_status_from(std::string_view name) noexcept
   return std::nullopt;
 }
 
-bool drainable(VerdictKind k) noexcept {
-  switch (k) {
-    case VerdictKind::kStall:
-    case VerdictKind::kCrash:
-    case VerdictKind::kSdc:
-    case VerdictKind::kHang:
-    case VerdictKind::kDivergence:
-    case VerdictKind::kGpuHang:
-    case VerdictKind::kGpuHealth: return true;
-    default: return false;
-  }
-}
+bool drainable(VerdictKind k) noexcept { return evidence_class(k) != EvidenceClass::kNone; }
 
 std::string drainable_kinds_text() {
   std::string out;

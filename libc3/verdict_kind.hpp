@@ -41,8 +41,17 @@ const char* to_string(VerdictStatus s) noexcept;
 std::optional<VerdictKind> verdict_kind_from(std::string_view name) noexcept;
 std::optional<VerdictStatus> verdict_status_from(std::string_view name) noexcept;
 
+// What root needs before it acts on a verdict of a kind (gate/policy.hpp):
+//   kNone       never acted on (advisories, the observer, the application's own bug)
+//   kReproduce  root re-runs what the verdict names (sdc)
+//   kSuspect    root's own node check, or blame from many jobs and users
+enum class EvidenceClass { kNone, kReproduce, kSuspect };
+EvidenceClass evidence_class(VerdictKind k) noexcept;
+const char* to_string(EvidenceClass c) noexcept;
+
 // Kinds the epilog and prolog may act on (drain_kinds, prolog_kinds): the
-// ones that name a failing node rather than an advisory or the observer.
+// ones that name a failing node rather than an advisory or the observer
+// (evidence_class != kNone).
 bool drainable(VerdictKind k) noexcept;
 // "hang, stall, crash, divergence, sdc, gpu_hang or gpu_health": for error messages.
 std::string drainable_kinds_text();

@@ -24,27 +24,18 @@ json request(const ledgerd::SiteConfig& ep, const json& req, std::string& why) {
   return json::object();
 }
 
-sql::VerdictRow row_of(const json& v) {
-  sql::VerdictRow r;
-  r.id = v.value("id", std::int64_t{0});
-  r.job_id = v.value("job", "");
-  r.step = v.value("step", "");
-  r.kind = v.value("kind", "");
-  r.status = v.value("status", "");
-  // The reply was read within depth bounds (LedgerdClient): these are safe
-  // to serialise.
-  auto field = [&](const char* k, json fallback) {
-    return v.contains(k) && v[k].type() == fallback.type() ? v[k].dump() : fallback.dump();
-  };
-  r.ranks = field("ranks", json::array());
-  r.hosts = field("hosts", json::array());
-  r.evidence = field("evidence", json::object());
-  r.detected_at = v.value("detected_at", "");
-  if (v.contains("resolved_at") && v["resolved_at"].is_string()) r.resolved_at = v["resolved_at"].get<std::string>();
-  if (v.contains("origin") && v["origin"].is_string()) r.origin = v["origin"].get<std::string>();
-  if (v.contains("vkey") && v["vkey"].is_string()) r.vkey = v["vkey"].get<std::string>();
-  if (v.contains("confirmation") && v["confirmation"].is_string()) r.confirmation = v["confirmation"].get<std::string>();
-  return r;
+// The service's verdicts, read with the one codec; a malformed one is said
+// (in `why`) and left out, never guessed at.
+void read_verdicts(const json& list, std::vector<common::Verdict>& out, std::string& why) {
+  if (!list.is_array()) {
+    why = "scout-ledgerd: malformed reply: expected a list of verdicts";
+    return;
+  }
+  for (auto& v : list) {
+    std::string w;
+    if (auto d = common::verdict_from_json(v, &w)) out.push_back(std::move(*d));
+    else if (why.empty()) why = "scout-ledgerd: malformed verdict left out: " + w;
+  }
 }
 }  // namespace
 
@@ -54,18 +45,13 @@ std::optional<EpilogLedgerd> EpilogLedgerd::from_site_config() {
   return EpilogLedgerd(site);
 }
 
-std::string EpilogLedgerd::submit(const std::string& job, const std::vector<sql::VerdictRow>& verdicts) {
+std::string EpilogLedgerd::submit(const std::string& job, const std::vector<common::Verdict>& verdicts) {
   json batch = json::array();
   std::string why;
   for (auto& v : verdicts) {
-    if (!v.vkey) continue;  // written before stable keys: the local site ledger keeps it
-    // Columns from a user's spool: read within bounds.
-    json o = {{"vkey", *v.vkey}, {"step", v.step}, {"kind", v.kind}, {"status", v.status},
-              {"ranks", common::column_or(v.ranks, common::kListLimits, json::array())},
-              {"hosts", common::column_or(v.hosts, common::kListLimits, json::array())},
-              {"evidence", common::column_or(v.evidence, common::kEvidenceLimits, json::object())},
-              {"detected_at", v.detected_at}};
-    if (v.resolved_at) o["resolved_at"] = *v.resolved_at;
+    if (!v.key) continue;  // written before stable keys: the local site ledger keeps it
+    json o = common::to_json(v);
+    for (const char* k : {"id", "origin", "confirmation"}) o.erase(k);  // the service stamps its own
     batch.push_back(std::move(o));
     if (batch.size() == 500) {
       request(site_, {{"op", "submit"}, {"job", job}, {"verdicts", batch}}, why);
@@ -86,22 +72,21 @@ std::string EpilogLedgerd::gating(const sql::GatingRow& g) {
   return why;
 }
 
-std::string EpilogLedgerd::job_verdicts(const std::string& job, std::vector<sql::VerdictRow>& out) {
+std::string EpilogLedgerd::job_verdicts(const std::string& job, std::vector<common::Verdict>& out) {
   std::string why;
   json r = request(site_, {{"op", "query"}, {"job", job}}, why);
   if (!why.empty()) return why;
-  for (auto& v : r.value("verdicts", json::array())) out.push_back(row_of(v));
-  return {};
+  read_verdicts(r.value("verdicts", json::array()), out, why);
+  return why;
 }
 
-std::string EpilogLedgerd::node_state(const std::string& node, std::vector<sql::VerdictRow>& open,
+std::string EpilogLedgerd::node_state(const std::string& node, std::vector<common::Verdict>& open,
                                       std::vector<sql::GatingRow>& clears) {
   std::string why;
   json r = request(site_, {{"op", "node"}, {"node", node}}, why);
   if (!why.empty()) return why;
   if (!r.contains("open_verdicts") || !r["open_verdicts"].is_array()) return "scout-ledgerd: node: malformed reply";
-  for (auto& v : r["open_verdicts"])
-    if (v.is_object()) open.push_back(row_of(v));
+  read_verdicts(r["open_verdicts"], open, why);
   if (r.contains("decisions") && r["decisions"].is_array())
     for (auto& d : r["decisions"]) {
       if (!d.is_object() || d.value("decision", "") != "clear" || d.value("node", "") != node) continue;
@@ -113,7 +98,7 @@ std::string EpilogLedgerd::node_state(const std::string& node, std::vector<sql::
       g.decided_at = d.value("decided_at", "");
       if (!g.decided_at.empty()) clears.push_back(std::move(g));
     }
-  return {};
+  return why;
 }
 
 }  // namespace scout::spank

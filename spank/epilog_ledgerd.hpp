@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/verdict.hpp"
 #include "ledgerd/site_config.hpp"
 #include "sql/ledger.hpp"
 
@@ -22,13 +23,13 @@ class EpilogLedgerd {
   const ledgerd::Endpoint& endpoint() const { return site_.ledgerd; }
 
   // Each returns "" on success, otherwise why it failed.
-  std::string submit(const std::string& job, const std::vector<sql::VerdictRow>& verdicts);
+  std::string submit(const std::string& job, const std::vector<common::Verdict>& verdicts);
   std::string gating(const sql::GatingRow& g);
-  std::string job_verdicts(const std::string& job, std::vector<sql::VerdictRow>& out);
+  std::string job_verdicts(const std::string& job, std::vector<common::Verdict>& out);
   // A node's open verdicts (each with the confirmation recorded for that
   // node) and its 'clear' decisions (an administrator's clear through the
   // service must reach the node-local ledger the prolog reads).
-  std::string node_state(const std::string& node, std::vector<sql::VerdictRow>& open,
+  std::string node_state(const std::string& node, std::vector<common::Verdict>& open,
                          std::vector<sql::GatingRow>& clears);
 
  private:

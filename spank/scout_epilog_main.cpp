@@ -37,6 +37,8 @@
 #include "libc3/rank_record.hpp"
 #include "libc3/log.hpp"
 #include "libc3/options.hpp"
+#include "common/verdict.hpp"
+#include "gate/policy.hpp"
 #include "spank/epilog_ledgerd.hpp"
 #include "spank/node_check.hpp"
 #include "spank/plugin_config.hpp"
@@ -82,23 +84,6 @@ std::string job_nodelist(const std::string& scontrol, const std::string& job) {
   if (!from_env.empty()) return from_env;
   auto j = scout::common::slurm_job(scontrol, job, 30, nullptr, false);  // expanded by the caller
   return j ? j->nodelist : std::string();
-}
-
-// Every host a verdict names lies in the job's allocation.
-// The hosts column is the user's text: read as a flat array of node names,
-// anything else names no node.
-bool within(const sq::VerdictRow& v, const std::set<std::string>& nodes) {
-  std::vector<std::string> hosts;
-  if (!scout::common::read_hosts(v.hosts, hosts, 100000)) return false;
-  for (auto& h : hosts)
-    if (!nodes.count(h)) return false;
-  return true;
-}
-
-bool names_host(const sq::VerdictRow& v, const std::string& node) {
-  std::vector<std::string> hosts;
-  if (!scout::common::read_hosts(v.hosts, hosts, 100000)) return false;
-  return std::find(hosts.begin(), hosts.end(), node) != hosts.end();
 }
 
 // The prolog check: false refuses the node (drained here, and the prolog's
@@ -155,12 +140,61 @@ std::string remembered_allocation(const sp::PluginConfig& cfg, const std::string
   return out.find_first_of(" \n\t") == std::string::npos ? out : std::string();
 }
 
+// The policy's settings, from the plugstack line and the command line.
+scout::gate::Settings settings(const sp::PluginConfig& cfg, const Args& a) {
+  scout::gate::Settings s;
+  s.drain_kinds = cfg.drain_kinds;
+  s.prolog_kinds = cfg.prolog_kinds;
+  s.blame_jobs = cfg.blame_jobs;
+  s.blame_users = cfg.blame_users;
+  s.blame_window_days = cfg.blame_window_days;
+  s.gate = cfg.gate;
+  s.dry_run = a.dry_run;
+  return s;
+}
+
+// Root's own checks on this node, run when the policy asks for them.
+class NodeChecks final : public scout::gate::RootChecks {
+ public:
+  NodeChecks(const sp::PluginConfig& cfg, const Args& a, sq::Ledger& site) : cfg_(cfg), site_(site) {
+    nco_.node = a.node;
+    nco_.dstate_wait_s = cfg.dstate_wait;
+    nco_.fault_file = site_dir(cfg) + "/node-check-fault";  // test builds only (see node_check.hpp)
+  }
+  scout::gate::NodeCheckResult node_check() override {
+    sp::NodeCheck nc;
+    if (cfg_.node_check) nc = sp::run_node_check(nco_, &site_);
+    else nc.checks.push_back({"node_check", "unavailable", "node_check=off in the plugstack"});
+    return {nc.failed(), nc.failures(), nc.to_json()};
+  }
+  scout::gate::CheckResult reproduce(const scout::gate::ReplayTarget& t) override {
+    const sp::CheckResult r = sp::reproduce_sdc(nco_, &site_, t.recipe, t.core, t.cycle);
+    return {r.check, r.result, r.detail};
+  }
+  scout::gate::Blame blame(const std::vector<std::string>& kinds) override {
+    const auto now = std::chrono::system_clock::now();
+    const std::time_t since_t = std::chrono::system_clock::to_time_t(
+        now - std::chrono::seconds(static_cast<long long>(cfg_.blame_window_days * 86400)));
+    char since[32];
+    std::tm tmv{};
+    gmtime_r(&since_t, &tmv);
+    std::strftime(since, sizeof since, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+    const auto b = site_.node_blame(nco_.node, kinds, since);
+    return {b.jobs, b.users};
+  }
+
+ private:
+  const sp::PluginConfig& cfg_;
+  sq::Ledger& site_;
+  sp::NodeCheckOptions nco_;
+};
+
 bool prolog(const sp::PluginConfig& cfg, const Args& a, const std::string& who) {
   remember_allocation(cfg, a);
   // The site ledger service first: an administrator's clear recorded there
   // must reach this node's ledger before it is read.
   auto service = sp::EpilogLedgerd::from_site_config();
-  std::vector<sq::VerdictRow> remote;
+  std::vector<scout::common::Verdict> remote;
   std::vector<sq::GatingRow> remote_clears;
   std::string service_error;
   if (service) service_error = service->node_state(a.node, remote, remote_clears);
@@ -175,12 +209,13 @@ bool prolog(const sp::PluginConfig& cfg, const Args& a, const std::string& who) 
         scout::log::info("{}: clear of {} by {} taken from scout-ledgerd", a.node, g.decided_at, g.decided_by);
       }
   }
-  std::vector<sq::VerdictRow> open;
+  std::vector<scout::common::Verdict> open;
   try {
     // Only verdicts root confirmed (reproduced) on this node refuse it: an
     // unchecked verdict is its job user's word.
     // An older schema (no epilog here since an upgrade) is migrated first.
-    open = sq::Ledger::open(cfg.ledger, sq::Ledger::Mode::kReadCurrent).open_verdicts_on(a.node, cfg.prolog_kinds, true);
+    open = sq::to_verdicts(
+        sq::Ledger::open(cfg.ledger, sq::Ledger::Mode::kReadCurrent).open_verdicts_on(a.node, cfg.prolog_kinds, true));
   } catch (const sq::LedgerError& e) {
     if (e.code() != sq::LedgerError::Code::kMissing) throw;
   }
@@ -190,35 +225,26 @@ bool prolog(const sp::PluginConfig& cfg, const Args& a, const std::string& who) 
     scout::log::error("scout-ledgerd: {}; deciding from this node's ledger ({} confirmed verdict(s) here){}",
                       service_error, open.size(), open.empty() ? ": admitting the job" : "");
   }
-  std::set<std::string> kinds(cfg.prolog_kinds.begin(), cfg.prolog_kinds.end());
-  std::set<std::string> have;
-  for (auto& v : open) have.insert(sq::Ledger::confirmation_key(v));
-  // The service's rows carry the confirmation recorded for this node.
-  for (auto& v : remote)
-    if ((kinds.empty() || kinds.count(v.kind)) && v.confirmation && *v.confirmation == "confirmed" && v.vkey &&
-        !have.count(*v.vkey) && names_host(v, a.node))
-      open.push_back(v);
-  if (open.empty()) return true;
+  const scout::gate::Decision d =
+      scout::gate::decide_prolog(scout::gate::prolog_open(std::move(open), remote, a.node, settings(cfg, a)), a.node,
+                                 settings(cfg, a));
+  if (d.decision.empty()) return true;
   auto site = sq::Ledger::open(cfg.ledger, sq::Ledger::Mode::kReadWrite);
   auto record = [&](const sq::GatingRow& g) {
     site.insert_gating(g);
     if (service)
       if (auto why = service->gating(g); !why.empty()) scout::log::error("scout-ledgerd: decision not recorded: {}", why);
   };
-  const auto& v = open.back();
-  std::string reason = fmt::format("scout: open {} verdict {} job {}", v.kind, v.id, v.job_id);
-  if (open.size() > 1) reason += fmt::format(" (+{} more)", open.size() - 1);
-  reason += fmt::format("; scoutctl clear {} after repair", a.node);
-  if (!cfg.gate || a.dry_run) {
-    record({a.job, a.node, "keep", reason + (a.dry_run ? " [dry run]" : " [gating off]"), who, ""});
-    std::printf("scout-prolog: would refuse %s: %s\n", a.node.c_str(), reason.c_str());
+  if (d.action != scout::gate::Action::kDrain) {
+    record({a.job, a.node, d.decision, d.reason, who, ""});
+    std::printf("scout-prolog: would refuse %s: %s\n", a.node.c_str(), d.node_reason.c_str());
     return true;
   }
   std::string err;
-  if (drain_node(cfg, a.node, reason, err) != 0)
-    record({a.job, a.node, "error", reason + "; drain failed: " + err, who, ""});
-  record({a.job, a.node, "refuse", reason, who, ""});
-  scout::log::warning("refused {} for job {}: {}", a.node, a.job, reason);
+  if (drain_node(cfg, a.node, d.node_reason, err) != 0)
+    record({a.job, a.node, "error", d.reason + "; drain failed: " + err, who, ""});
+  record({a.job, a.node, d.decision, d.reason, who, ""});
+  scout::log::warning("refused {} for job {}: {}", a.node, a.job, d.reason);
   return false;
 }
 
@@ -365,12 +391,14 @@ int main(int argc, char** argv) {
         // job's allocation are not taken into the site ledger.
         const auto& nodes = allocation;
         int refused = 0;
-        std::vector<sq::VerdictRow> kept;
+        std::vector<scout::common::Verdict> kept;
         // Every node's spool holds the job's verdicts: the origin names the
-        // node, and the verdict's stable key makes them one site row.
-        int n = site.import_job(from, a.job, "spool:" + a.node + ":" + spool, st.st_uid, [&](const sq::VerdictRow& v) {
-          if (within(v, nodes)) {
-            kept.push_back(v);
+        // node, and the verdict's stable key makes them one site row. A row
+        // that does not read as a verdict (the user's file) is refused too.
+        int n = site.import_job(from, a.job, "spool:" + a.node + ":" + spool, st.st_uid, [&](const sq::VerdictRow& r) {
+          auto v = sq::to_verdict(r);
+          if (v && v->within(nodes)) {
+            kept.push_back(std::move(*v));
             return true;
           }
           ++refused;
@@ -384,166 +412,33 @@ int main(int argc, char** argv) {
                                           "not imported", refused, spool, nodelist), who, ""});
       }
     }
-    // --- policy: drain on attributed verdicts of the drainable kinds -----
-    std::set<std::string> kinds(cfg.drain_kinds.begin(), cfg.drain_kinds.end());
-    std::vector<sq::VerdictRow> verdicts = site.verdicts(a.job);
-    if (service) {  // also what other nodes forwarded (this node's scoutd may have died)
-      std::vector<sq::VerdictRow> remote;
-      note_service(service->job_verdicts(a.job, remote));
-      std::set<std::string> keys;
-      for (auto& v : verdicts)
-        if (v.vkey) keys.insert(*v.vkey);
-      for (auto& v : remote) {
-        // Only what names nodes of this job's allocation (the service
-        // checks users' submissions; this holds whoever wrote it).
-        if (!v.vkey || keys.count(*v.vkey) || v.vkey->rfind(a.job + ".", 0) != 0) continue;
-        if (!within(v, allocation)) continue;
-        verdicts.push_back(v);
-      }
-    }
-    // --- policy: gating by verified evidence (docs/architecture.md, "Trust
-    // model"). A verdict is the job's user's word; root drains only on what
-    // it checked itself.
+    // --- the decision (gate/policy.hpp): on the job's verdicts in the site
+    // ledger and, with a service, what other nodes forwarded (this node's
+    // scoutd may have died) ---------------------------------------------------
+    std::vector<scout::common::Verdict> remote;
+    if (service) note_service(service->job_verdicts(a.job, remote));
+    NodeChecks checks(cfg, a, site);
+    const auto d = scout::gate::decide_epilog(
+        scout::gate::job_view(sq::to_verdicts(site.verdicts(a.job)), remote, a.job, allocation), a.job, a.node,
+        settings(cfg, a), checks);
     // Root's check is recorded for this node, by the verdict's key: a row
     // from the service has the service's id, which means nothing here.
-    // (Rows from the service always have a key; see above.)
-    auto confirm = [&](const sq::VerdictRow& v, const char* c) {
-      site.confirm(sq::Ledger::confirmation_key(v), a.node, c, who);
-    };
-    std::vector<const sq::VerdictRow*> mine;
-    for (auto& v : verdicts)
-      if (v.status == "attributed" && kinds.count(v.kind) && names_host(v, a.node)) mine.push_back(&v);
-    if (mine.empty()) {
-      record({a.job, a.node, "keep", "no attributed " + fmt::format("{}", fmt::join(cfg.drain_kinds, "/")) +
-                          " verdict on this node", who, ""});
-      return unreachable();
-    }
-    sp::NodeCheckOptions nco;
-    nco.node = a.node;
-    nco.dstate_wait_s = cfg.dstate_wait;
-    nco.fault_file = site_dir(cfg) + "/node-check-fault";  // test builds only (see node_check.hpp)
-    std::optional<sp::NodeCheck> check;
-    auto node_check = [&]() -> const sp::NodeCheck& {
-      if (!check) {
-        if (cfg.node_check) {
-          check = sp::run_node_check(nco, &site);
-        } else {
-          check = sp::NodeCheck{};
-          check->checks.push_back({"node_check", "unavailable", "node_check=off in the plugstack"});
-        }
-      }
-      return *check;
-    };
-    std::vector<std::string> drain_reasons, drain_why, suspect_reasons, kept_reasons;
-    json verdict_ev = json::array(), confirmed = json::array(), unconfirmed = json::array();
-    std::vector<std::string> suspect_kinds;
-    for (auto& k : cfg.drain_kinds)
-      if (k != "sdc") suspect_kinds.push_back(k);
-    const auto now = std::chrono::system_clock::now();
-    const std::time_t since_t = std::chrono::system_clock::to_time_t(
-        now - std::chrono::seconds(static_cast<long long>(cfg.blame_window_days * 86400)));
-    char since[32];
-    std::tm tmv{};
-    gmtime_r(&since_t, &tmv);
-    std::strftime(since, sizeof since, "%Y-%m-%dT%H:%M:%SZ", &tmv);
-    std::optional<sq::Ledger::Blame> blame;
-    for (const sq::VerdictRow* v : mine) {
-      std::vector<std::int64_t> rv;
-      std::string ranks;
-      if (scout::common::read_ranks(v->ranks, rv, 65536))
-        for (auto x : rv) ranks += (ranks.empty() ? "" : ",") + std::to_string(x);
-      const std::string what = fmt::format("{} rank {} job {}", v->kind, ranks.empty() ? "?" : ranks, a.job);
-      json one = {{"verdict", v->id}, {"kind", v->kind}, {"vkey", v->vkey ? json(*v->vkey) : json(nullptr)}};
-      if (v->kind == "sdc") {
-        // Evidence class "reproduce": root re-runs what the verdict names.
-        json e = scout::common::column_or(v->evidence, scout::common::kEvidenceLimits, json::object());
-        sp::CheckResult rr;
-        if (e.is_object() && e.value("source", "") == "replay" && e.contains("core") && e["core"].is_number_integer() &&
-            e.contains("recipe") && e["recipe"].is_string() && e.contains("cycle") && e["cycle"].is_number_integer()) {
-          rr = sp::reproduce_sdc(nco, &site, e["recipe"].get<std::string>(), e["core"].get<int>(),
-                                 e["cycle"].get<long>());
-        } else {
-          rr.result = "unavailable";
-        }
-        if (rr.result == "unavailable") {
-          // Collective outputs (or a device root cannot re-run): every
-          // recipe on every core instead.
-          const auto& nc = node_check();
-          rr = {"reproduce", nc.failed() ? "fail" : "pass",
-                nc.failed() ? "reproduced by root's node check: " + nc.failures()
-                            : "not reproduced: nothing to re-run as named; root's node check passed"};
-        }
-        one["class"] = "reproduce";
-        one["check"] = {{"check", rr.check}, {"result", rr.result}, {"detail", rr.detail}};
-        if (rr.result == "fail") {
-          drain_reasons.push_back(what);
-          drain_why.push_back(rr.detail);
-          if (v->vkey) confirmed.push_back(*v->vkey);
-          confirm(*v, "confirmed");
-        } else {
-          kept_reasons.push_back(what + " not reproduced");
-          if (v->vkey) unconfirmed.push_back(*v->vkey);
-          confirm(*v, "unconfirmed");
-        }
-      } else {
-        // Evidence class "suspect": root's own node check, or many users.
-        const auto& nc = node_check();
-        if (!blame) blame = site.node_blame(a.node, suspect_kinds, since);
-        one["class"] = "suspect";
-        if (nc.failed()) {
-          drain_reasons.push_back(what);
-          drain_why.push_back("root's node check failed: " + nc.failures());
-        } else if (blame->jobs >= cfg.blame_jobs && blame->users >= cfg.blame_users) {
-          drain_reasons.push_back(what);
-          drain_why.push_back(fmt::format("blamed by {} job(s) of {} user(s) in {:g} days (drain at {} of {})",
-                                          blame->jobs, blame->users, cfg.blame_window_days, cfg.blame_jobs,
-                                          cfg.blame_users));
-        } else {
-          suspect_reasons.push_back(what);
-        }
-      }
-      verdict_ev.push_back(std::move(one));
-    }
-    json evidence = {{"verdicts", verdict_ev}};
-    if (check) evidence["node_check"] = check->to_json();
-    if (blame)
-      evidence["blame"] = {{"jobs", blame->jobs}, {"users", blame->users}, {"window_days", cfg.blame_window_days},
-                           {"needs_jobs", cfg.blame_jobs}, {"needs_users", cfg.blame_users}};
-    if (!confirmed.empty()) evidence["confirmed"] = confirmed;
-    if (!unconfirmed.empty()) evidence["unconfirmed"] = unconfirmed;
-    const std::string ev = evidence.dump();
-    auto summary = [](const std::vector<std::string>& rs) {
-      std::string out = "scout: " + rs.front();
-      if (rs.size() > 1) out += fmt::format(" (+{} more)", rs.size() - 1);
-      return out;
-    };
-    if (drain_reasons.empty()) {
-      const bool suspect = !suspect_reasons.empty();
-      std::string reason = suspect ? summary(suspect_reasons) +
-                                         fmt::format("; node suspect: root's node check passed and {} job(s) of {} "
-                                                     "user(s) blamed it in {:g} days (drain needs {} of {})",
-                                                     blame ? blame->jobs : 0, blame ? blame->users : 0,
-                                                     cfg.blame_window_days, cfg.blame_jobs, cfg.blame_users)
-                                   : summary(kept_reasons) + "; kept: root did not reproduce it";
-      record({a.job, a.node, suspect ? "suspect" : "keep", reason, who, "", ev});
-      scout::log::info("{} {}: {}", suspect ? "suspect" : "kept", a.node, reason);
-      return unreachable();
-    }
-    // Slurm's node reason stays short (sinfo); the decision row says why.
-    std::string reason = summary(drain_reasons);
-    const std::string why = reason + "; " + drain_why.front();
-    if (!cfg.gate || a.dry_run) {
-      record({a.job, a.node, "keep", why + (a.dry_run ? " [dry run]" : " [gating off]"), who, "", ev});
-      std::printf("scout-epilog: would drain %s: %s\n", a.node.c_str(), reason.c_str());
+    for (auto& [key, c] : d.confirmations) site.confirm(key, a.node, c, who);
+    const std::string ev = d.evidence.is_null() ? "{}" : d.evidence.dump();
+    if (d.action != scout::gate::Action::kDrain) {
+      record({a.job, a.node, d.decision, d.reason, who, "", ev});
+      if (d.would_act) std::printf("scout-epilog: would drain %s: %s\n", a.node.c_str(), d.node_reason.c_str());
+      else if (d.decision == "suspect") scout::log::info("suspect {}: {}", a.node, d.reason);
+      else if (!d.evidence.is_null()) scout::log::info("kept {}: {}", a.node, d.reason);
       return unreachable();
     }
     std::string err;
-    if (drain_node(cfg, a.node, reason, err) != 0) {
-      record({a.job, a.node, "error", why + "; drain failed: " + err, who, "", ev});
+    if (drain_node(cfg, a.node, d.node_reason, err) != 0) {
+      record({a.job, a.node, "error", d.reason + "; drain failed: " + err, who, "", ev});
       return finish(true, "drain " + a.node + ": " + err);
     }
-    record({a.job, a.node, "drain", why, who, "", ev});
-    scout::log::info("drained {}: {}", a.node, why);
+    record({a.job, a.node, "drain", d.reason, who, "", ev});
+    scout::log::info("drained {}: {}", a.node, d.reason);
     return unreachable();
   } catch (const std::exception& e) {
     // Every decision is recorded, a failed one too (best effort: the site

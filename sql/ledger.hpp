@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "common/verdict.hpp"
+
 namespace scout::sql {
 
 class LedgerError : public std::runtime_error {
@@ -48,6 +50,9 @@ struct NodeRow {
   std::string joined_at;
 };
 
+// A verdict row as stored: the columns as text, which in a user's spool a
+// user may have written. Read it through to_verdict (the one verdict type)
+// before deciding on it or showing it.
 struct VerdictRow {
   std::int64_t id = 0;
   std::string job_id, step, kind, status;
@@ -59,10 +64,26 @@ struct VerdictRow {
   std::optional<std::string> confirmation;  // root's check (schema 6): confirmed, unconfirmed
 };
 
+// The row as the one verdict type (common/verdict.hpp). Columns are read
+// within bounds: a ranks or evidence column that is not of its shape reads
+// as empty; an unknown kind or status, or a hosts column that is not a list
+// of node names, refuses the row (nullopt, with why).
+std::optional<common::Verdict> to_verdict(const VerdictRow& r, std::string* why = nullptr);
+// Every row of `rows` that reads as a verdict; `refused` counts the others.
+std::vector<common::Verdict> to_verdicts(const std::vector<VerdictRow>& rows, std::size_t* refused = nullptr);
+// A verdict as a row to store (the columns encoded from its typed fields).
+VerdictRow to_row(const common::Verdict& v);
+// The same, each as common::to_json: what scoutctl and scout-ledgerd print.
+nlohmann::json verdicts_json(const std::vector<VerdictRow>& rows);
+
 struct GatingRow {
   std::string job_id, node, decision, reason, decided_by, decided_at;
   std::string evidence = "{}";  // what root checked and the result (JSON)
 };
+
+// A decision as scoutctl and scout-ledgerd print it (evidence read within
+// bounds; no job: a node's clear).
+nlohmann::json gating_json(const GatingRow& g);
 
 struct ReplayCycleRow {
   std::string job_id;

@@ -49,6 +49,14 @@ done
 expect_eq "decisions" "$(sqlite3 "$CL/ledgerd.db" "select node||':'||decision from gating where job_id='$J' and decision != 'error' order by node" | tr '\n' ' ')" "n1:keep n2:keep n3:drain "
 expect_eq "stall rows, exactly once" "$(sqlite3 "$CL/ledgerd.db" "select count(*) from verdicts where job_id='$J' and kind='stall'")" 1
 expect_eq "n3 state" "$(node_state n3)" drained
+# One verdict form whichever ledger answers: the service's answer is the
+# same objects as its ledger file read directly.
+"$SCOUTCTL" query "$J" --json > "$T/q_service.json"
+"$SCOUTCTL" query "$J" --json --ledger "$CL/ledgerd.db" > "$T/q_file.json"
+[ "$(jq length "$T/q_service.json")" -gt 0 ] || fail "no verdicts through the service"
+cmp -s "$T/q_service.json" "$T/q_file.json" || fail "query --json differs by ledger: $(diff "$T/q_service.json" "$T/q_file.json" | head -20)"
+expect_eq "keys of a verdict" "$(jq -c '.[0] | keys' "$T/q_service.json")" \
+  '["confirmation","detected_at","evidence","hosts","id","job","kind","origin","ranks","resolved_at","status","step","vkey"]'
 # From the head, for an administrator: n3's decisions (the stall itself was
 # resolved when rank 4 went on, so it is not open).
 expect_eq "n3's drain in the service" "$("$SCOUTCTL" node n3 --json | jq '.decisions | map(select(.decision == "drain" and .job == "'"$J"'")) | length')" 1
