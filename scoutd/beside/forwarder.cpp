@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "common/verdict.hpp"
+
 namespace scout::scoutd {
 
 using nlohmann::json;
@@ -31,13 +33,14 @@ void Forwarder::take(const json& events) {
     if (!e.is_object() || !e.contains("op") || !e["op"].is_string()) continue;
     const std::string op = e["op"].get<std::string>();
     if (op == "new" && e.contains("verdict") && e["verdict"].is_object()) {
-      const json& v = e["verdict"];
-      if (!v.contains("vkey") || !v["vkey"].is_string()) continue;
-      const std::string k = v["vkey"].get<std::string>();
-      json out = {{"vkey", k}};
-      for (const char* f : {"step", "kind", "status", "ranks", "hosts", "evidence", "detected_at"})
-        if (v.contains(f)) out[f] = v[f];
-      if (v.contains("resolved_at") && v["resolved_at"].is_string()) out["resolved_at"] = v["resolved_at"];
+      // Read and sent in the one form (common/verdict.hpp); the service
+      // stamps its own row id, provenance and confirmation.
+      auto v = common::verdict_from_json(e["verdict"]);
+      if (!v || !v->key) continue;
+      const std::string k = *v->key;
+      json out = common::to_json(*v);
+      for (const char* f : {"id", "origin", "confirmation"}) out.erase(f);
+      if (out["resolved_at"].is_null()) out.erase("resolved_at");
       auto it = verdicts_.find(k);
       if (it != verdicts_.end() && it->second.contains("resolved_at") && !out.contains("resolved_at")) continue;
       verdicts_[k] = std::move(out);

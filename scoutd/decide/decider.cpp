@@ -1,6 +1,8 @@
 // The decider (see decider.hpp).
 #include "scoutd/decide/decider.hpp"
 
+#include <limits>
+
 #include <fmt/format.h>
 
 namespace scout::scoutd {
@@ -78,11 +80,7 @@ std::size_t Decider::flush(json& events) {
       if (!it.resolution) {
         const std::int64_t id = sink_.commit_verdict(it.verdict);  // committed before anyone is told
         const auto& v = it.verdict;
-        json vj = {{"id", id}, {"job", job_}, {"step", step_}, {"kind", c3::to_string(v.kind)},
-                   {"status", c3::to_string(v.status)}, {"ranks", v.ranks}, {"hosts", v.hosts},
-                   {"evidence", v.evidence}, {"detected_at", v.detected_at}, {"resolved_at", nullptr},
-                   {"vkey", v.vkey}};
-        ev = {{"op", "new"}, {"key", it.key}, {"verdict", vj}};
+        ev = {{"op", "new"}, {"key", it.key}, {"verdict", common::to_json(to_common(v, id, job_, step_))}};
         hooks_.log(fmt::format("verdict {}: {} {} ranks {} hosts {}", id, c3::to_string(v.kind),
                                c3::to_string(v.status), json(v.ranks).dump(), json(v.hosts).dump()));
       } else {
@@ -122,6 +120,36 @@ VerdictDraft observer_lost_draft(const ObserverFacts& o, double round_timeout_s)
                 {"unobserved_ranks", d.ranks}, {"round_timeout_s", round_timeout_s}};
   d.key = fmt::format("observer_lost:{}", o.observer);
   return d;
+}
+
+common::Verdict to_common(const VerdictToCommit& v, std::int64_t id, const std::string& job, const std::string& step) {
+  common::Verdict c;
+  c.id = id;
+  c.job = job;
+  c.step = step;
+  c.kind = v.kind;
+  c.status = v.status;
+  c.ranks.assign(v.ranks.begin(), v.ranks.end());
+  c.hosts = v.hosts;
+  c.evidence = v.evidence.is_object() ? v.evidence : json::object();
+  c.detected_at = v.detected_at;
+  c.key = v.vkey;
+  return c;
+}
+
+bool from_common(const common::Verdict& c, VerdictToCommit& out) {
+  out.kind = c.kind;
+  out.status = c.status;
+  out.ranks.clear();
+  for (auto r : c.ranks) {
+    if (r < 0 || r > std::numeric_limits<int>::max()) return false;
+    out.ranks.push_back(static_cast<int>(r));
+  }
+  out.hosts = c.hosts;
+  out.evidence = c.evidence;
+  out.detected_at = c.detected_at;
+  out.vkey = c.key.value_or("");
+  return true;
 }
 
 }  // namespace scout::scoutd

@@ -27,32 +27,15 @@ void ReplicaWriter::take(const json& events) {
         ++malformed_;
         continue;
       }
-      const json& v = e["verdict"];
-      if (!is_string(v, "vkey") || !is_string(v, "kind") || !is_string(v, "status") || !is_string(v, "detected_at")) {
-        ++malformed_;
-        continue;
-      }
+      // The deciding observer's verdict, in the one form (common/verdict.hpp).
+      auto v = common::verdict_from_json(e["verdict"]);
       Item it;
-      it.verdict.vkey = v["vkey"].get<std::string>();
+      if (!v || !v->key || !from_common(*v, it.verdict)) {
+        ++malformed_;
+        continue;
+      }
       if (it.verdict.vkey.empty() || it.verdict.vkey.rfind(own_prefix_, 0) == 0) continue;  // ours: committed
-      const auto kind = c3::verdict_kind_from(v["kind"].get<std::string>());
-      const auto status = c3::verdict_status_from(v["status"].get<std::string>());
-      if (!kind || !status) {
-        ++malformed_;
-        continue;
-      }
-      try {
-        it.verdict.kind = *kind;
-        it.verdict.status = *status;
-        it.verdict.ranks = v.value("ranks", std::vector<int>{});
-        it.verdict.hosts = v.value("hosts", std::vector<std::string>{});
-        it.verdict.evidence = v.value("evidence", json::object());
-        it.verdict.detected_at = v["detected_at"].get<std::string>();
-        it.verdict.key = e.value("key", "");
-      } catch (const json::exception&) {
-        ++malformed_;
-        continue;
-      }
+      it.verdict.key = is_string(e, "key") ? e["key"].get<std::string>() : std::string();
       queue_.push_back(std::move(it));
     } else if (op == "resolve") {
       if (!is_string(e, "vkey") || !is_string(e, "at")) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "common/verdict.hpp"
 #include "scoutd/detect/verdict_draft.hpp"
 
 namespace scout::scoutd {
@@ -17,6 +18,12 @@ struct VerdictToCommit : VerdictDraft {
   std::string detected_at;  // ISO-8601 UTC
   std::string vkey;         // <job>.<step>.o<observer>.<pid>.<sequence>
 };
+
+// The committed verdict in the one form peers and the ledger service read
+// (common/verdict.hpp), and back: a peer's verdict for this node's replica
+// (false: ranks outside what a rank number can be).
+common::Verdict to_common(const VerdictToCommit& v, std::int64_t id, const std::string& job, const std::string& step);
+bool from_common(const common::Verdict& c, VerdictToCommit& out);
 
 class VerdictSink {
  public:
