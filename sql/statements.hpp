@@ -56,29 +56,32 @@ inline constexpr const char* kSelectGating =
     "SELECT job_id,node,decision,reason,decided_by,decided_at,evidence FROM gating WHERE job_id=? ORDER BY id";
 inline constexpr const char* kSelectNodeGating =
     "SELECT job_id,node,decision,reason,decided_by,decided_at,evidence FROM gating WHERE node=? ORDER BY id";
-// Open verdicts on a node: attributed, unresolved, of the given kinds (a JSON
-// array), naming the node, and imported after its last clear. Openness is
-// decided by times root stamped (imported_at; detected_at is the user's word
-// and only counts for rows never imported, as in a user's own ledger).
-// The confirmation column is the one recorded for ?2 (schema 9).
+// The open-verdict rule, in one place (every statement that counts or lists
+// open verdicts is built with it): attributed, unresolved, and stamped after
+// the node's last clear. Openness is decided by times root stamped
+// (imported_at; detected_at is the user's word and only counts for rows never
+// imported, as in a user's own ledger). V: the alias of a row with the
+// verdicts' columns; NODE: an SQL expression naming the node.
+#define SCOUT_SQL_OPEN_VERDICT(V, NODE)                                                                  \
+  "(" V ".status='attributed' AND " V ".resolved_at IS NULL AND coalesce(" V ".imported_at, " V          \
+  ".detected_at) > coalesce((SELECT max(decided_at) FROM gating WHERE node=" NODE " AND decision='clear'), ''))"
+// Open verdicts on a node ?2, of the given kinds ?1 (a JSON array), naming
+// the node; ?3: only those root confirmed there. The confirmation column is
+// the one recorded for ?2 (schema 9).
 inline constexpr const char* kSelectOpenOnNode =
     "SELECT id,job_id,step,kind,status,ranks,hosts,evidence,detected_at,resolved_at,origin,vkey,"
     "(SELECT c.confirmation FROM confirmations c WHERE c.vkey = coalesce(v.vkey, '#' || v.id) AND c.node = ?2) "
-    "FROM verdicts v WHERE v.status='attributed' AND v.resolved_at IS NULL "
+    "FROM verdicts v WHERE " SCOUT_SQL_OPEN_VERDICT("v", "?2") " "
     "AND (?3 = 0 OR EXISTS (SELECT 1 FROM confirmations c WHERE c.vkey = coalesce(v.vkey, '#' || v.id) "
     "  AND c.node = ?2 AND c.confirmation = 'confirmed')) "
     "AND (?1 = '[]' OR v.kind IN (SELECT value FROM json_each(?1))) "
     "AND CASE WHEN json_valid(v.hosts) THEN EXISTS (SELECT 1 FROM json_each(v.hosts) WHERE value=?2) ELSE 0 END "
-    "AND coalesce(v.imported_at, v.detected_at) > "
-    "coalesce((SELECT max(decided_at) FROM gating WHERE node=?2 AND decision='clear'), '') "
     "ORDER BY v.id";
 // Metrics (scout-ledgerd's /metrics).
 inline constexpr const char* kCountVerdicts = "SELECT kind,status,count(*) FROM verdicts GROUP BY kind,status";
 inline constexpr const char* kCountOpenByNode =
     "SELECT h.value, count(*) FROM verdicts v, json_each(CASE WHEN json_valid(v.hosts) THEN v.hosts ELSE '[]' END) h "
-    "WHERE v.status='attributed' AND v.resolved_at IS NULL AND typeof(h.value)='text' "
-    "AND coalesce(v.imported_at, v.detected_at) > "
-    "coalesce((SELECT max(decided_at) FROM gating WHERE node=h.value AND decision='clear'), '') "
+    "WHERE typeof(h.value)='text' AND " SCOUT_SQL_OPEN_VERDICT("v", "h.value") " "
     "GROUP BY h.value";
 inline constexpr const char* kCountDrainsByNode =
     "SELECT node, count(*) FROM gating WHERE decision='drain' GROUP BY node";
@@ -86,14 +89,13 @@ inline constexpr const char* kCountDrainsByNode =
 // counts them), attributed verdicts and drains since ?1 (7 days) and ?2 (30
 // days), and its last decision.
 inline constexpr const char* kNodeSummaries =
-    "WITH named AS (SELECT h.value AS node, v.status, v.resolved_at, "
+    "WITH named AS (SELECT h.value AS node, v.status, v.resolved_at, v.imported_at, v.detected_at, "
     "  coalesce(v.imported_at, v.detected_at) AS at "
     "  FROM verdicts v, json_each(CASE WHEN json_valid(v.hosts) THEN v.hosts ELSE '[]' END) h "
     "  WHERE typeof(h.value) = 'text'), "
     "nodes AS (SELECT node FROM named UNION SELECT node FROM gating) "
     "SELECT n.node, "
-    " (SELECT count(*) FROM named x WHERE x.node = n.node AND x.status = 'attributed' AND x.resolved_at IS NULL "
-    "   AND x.at > coalesce((SELECT max(decided_at) FROM gating WHERE node = n.node AND decision = 'clear'), '')), "
+    " (SELECT count(*) FROM named x WHERE x.node = n.node AND " SCOUT_SQL_OPEN_VERDICT("x", "n.node") "), "
     " (SELECT count(*) FROM named x WHERE x.node = n.node AND x.status = 'attributed' AND x.at >= ?1), "
     " (SELECT count(*) FROM named x WHERE x.node = n.node AND x.status = 'attributed' AND x.at >= ?2), "
     " (SELECT count(*) FROM gating g WHERE g.node = n.node AND g.decision = 'drain' AND g.decided_at >= ?1), "

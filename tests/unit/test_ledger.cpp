@@ -313,6 +313,20 @@ TEST_CASE("open verdicts on a node: attributed, unresolved, of the kinds asked, 
   open = l.open_verdicts_on("n2", {"sdc"});
   REQUIRE(open.size() == 1);
   CHECK(open[0].job_id == "7");
+  // One rule: the prolog's list, /metrics and `scoutctl nodes` agree on
+  // every node, before and after a clear.
+  auto agree = [&] {
+    const auto m = l.metrics();
+    for (auto& n : l.node_summaries("2026-03-02T00:00:00.000Z")) {
+      const auto listed = static_cast<std::int64_t>(l.open_verdicts_on(n.node, {}).size());
+      CHECK_MESSAGE(n.open == listed, n.node);
+      CHECK_MESSAGE((m.open_by_node.count(n.node) ? m.open_by_node.at(n.node) : 0) == listed, n.node);
+    }
+  };
+  agree();
+  l.insert_gating({"", "n3", "clear", "replaced the DIMM", "test", "2026-03-01T12:00:00.000Z"});
+  agree();
+  CHECK(l.open_verdicts_on("n3", {}).empty());
 }
 
 TEST_CASE("the ledger's verdict kinds and statuses are libc3's one list") {
