@@ -30,7 +30,7 @@
 namespace scout::gate {
 
 struct Settings {
-  std::vector<std::string> drain_kinds{"stall", "crash", "sdc", "gpu_hang", "gpu_health"};
+  std::vector<std::string> drain_kinds = c3::default_drain_kinds();
   std::vector<std::string> prolog_kinds{"sdc"};
   int blame_jobs = 3;
   int blame_users = 2;

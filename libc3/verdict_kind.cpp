@@ -2,30 +2,34 @@
 #include "libc3/verdict_kind.hpp"
 
 #include <iterator>
+#include <string>
+#include <vector>
 
 namespace scout::c3 {
 
 namespace {
-// The one table of kinds: name and the evidence root needs to act on it.
+// The one table of kinds: name, the evidence root needs to act on it, and
+// whether the epilog drains on it by default (drain_kinds).
 struct KindRow {
   VerdictKind kind;
   const char* name;
   EvidenceClass evidence;
+  bool drain_default;
 };
 constexpr KindRow kKinds[] = {
-    {VerdictKind::kHang, "hang", EvidenceClass::kSuspect},
-    {VerdictKind::kStall, "stall", EvidenceClass::kSuspect},
-    {VerdictKind::kCrash, "crash", EvidenceClass::kSuspect},
-    {VerdictKind::kDivergence, "divergence", EvidenceClass::kSuspect},
-    {VerdictKind::kStraggler, "straggler", EvidenceClass::kNone},
-    {VerdictKind::kSdc, "sdc", EvidenceClass::kReproduce},
-    {VerdictKind::kObserverLost, "observer_lost", EvidenceClass::kNone},
-    {VerdictKind::kTelemetryAnomaly, "telemetry_anomaly", EvidenceClass::kNone},
-    {VerdictKind::kTransient, "transient", EvidenceClass::kNone},
-    {VerdictKind::kAbort, "abort", EvidenceClass::kNone},
-    {VerdictKind::kDeadlock, "deadlock", EvidenceClass::kNone},
-    {VerdictKind::kGpuHang, "gpu_hang", EvidenceClass::kSuspect},
-    {VerdictKind::kGpuHealth, "gpu_health", EvidenceClass::kSuspect},
+    {VerdictKind::kHang, "hang", EvidenceClass::kSuspect, false},
+    {VerdictKind::kStall, "stall", EvidenceClass::kSuspect, true},
+    {VerdictKind::kCrash, "crash", EvidenceClass::kSuspect, true},
+    {VerdictKind::kDivergence, "divergence", EvidenceClass::kSuspect, false},
+    {VerdictKind::kStraggler, "straggler", EvidenceClass::kNone, false},
+    {VerdictKind::kSdc, "sdc", EvidenceClass::kReproduce, true},
+    {VerdictKind::kObserverLost, "observer_lost", EvidenceClass::kNone, false},
+    {VerdictKind::kTelemetryAnomaly, "telemetry_anomaly", EvidenceClass::kNone, false},
+    {VerdictKind::kTransient, "transient", EvidenceClass::kNone, false},
+    {VerdictKind::kAbort, "abort", EvidenceClass::kNone, false},
+    {VerdictKind::kDeadlock, "deadlock", EvidenceClass::kNone, false},
+    {VerdictKind::kGpuHang, "gpu_hang", EvidenceClass::kSuspect, true},
+    {VerdictKind::kGpuHealth, "gpu_health", EvidenceClass::kSuspect, true},
 };
 static_assert(std::size(kKinds) == kAllVerdictKinds.size(), "every verdict kind has a row");
 
@@ -77,6 +81,13 @@ std::optional<VerdictStatus> verdict_status_from(std::string_view name) noexcept
 }
 
 bool drainable(VerdictKind k) noexcept { return evidence_class(k) != EvidenceClass::kNone; }
+
+std::vector<std::string> default_drain_kinds() {
+  std::vector<std::string> out;
+  for (auto& r : kKinds)
+    if (r.drain_default) out.push_back(r.name);
+  return out;
+}
 
 std::string drainable_kinds_text() {
   std::string out;

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace scout::c3 {
 
@@ -53,6 +54,9 @@ const char* to_string(EvidenceClass c) noexcept;
 // ones that name a failing node rather than an advisory or the observer
 // (evidence_class != kNone).
 bool drainable(VerdictKind k) noexcept;
+// The kinds the epilog drains on when the site names none (drain_kinds):
+// stall, crash, sdc, gpu_hang, gpu_health, in the table's order.
+std::vector<std::string> default_drain_kinds();
 // "hang, stall, crash, divergence, sdc, gpu_hang or gpu_health": for error messages.
 std::string drainable_kinds_text();
 // "'hang','stall',...": the SQL CHECK list, for the test that compares them.

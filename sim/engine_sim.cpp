@@ -79,6 +79,7 @@ EngineSim::EngineSim(EngineSimConfig cfg)
     ctx.now_iso = [this] { return fmt::format("T+{:.6f}", now_s()); };
     ctx.stopping = [] { return false; };
     ctx.log = [](const std::string&) {};
+    ctx.warn = [](const std::string&) {};
     mb->ranks = std::make_unique<SimRanks>(work_, m, [this] { return now_s(); });
     ctx.ranks = mb->ranks.get();
     mb->tree = std::make_unique<c3::TreeRound>(net_.transport(m), clock_,

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "libc3/verdict_kind.hpp"
+
 namespace scout::spank {
 
 struct PluginConfig {
@@ -26,7 +28,7 @@ struct PluginConfig {
   double grace = 20;            // seconds for the companion to stop
   double companion_wait = 0;    // seconds to hold the step until every scoutd is up
   bool gate = true;             // epilog drains culprit nodes
-  std::vector<std::string> drain_kinds = {"stall", "crash", "sdc", "gpu_hang", "gpu_health"};
+  std::vector<std::string> drain_kinds = c3::default_drain_kinds();  // libc3/verdict_kind.cpp
   std::vector<std::string> prolog_kinds = {"sdc"};  // open verdicts that refuse a node at job start
   bool fail_closed = false;     // epilog exits non-zero on its own errors
   // Gating by verified evidence: a stall/crash/hang/divergence verdict makes

@@ -30,6 +30,7 @@ Daemon::Daemon(ScoutdConfig cfg) : cfg_(std::move(cfg)), ctx_(cfg_) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
   ctx_.log = [this](const std::string& m) { log(m); };
+  ctx_.warn = [this](const std::string& m) { warn(m); };
   ctx_.now_iso = [] { return sql::now_iso8601(); };
   ctx_.stopping = [] { return g_stop_signal != 0; };
   ctx_.round = [this](const c3::Bytes& up, const c3::TreeRound::Combine& c, const c3::TreeRound::Decide& d) {
@@ -41,13 +42,16 @@ Daemon::Daemon(ScoutdConfig cfg) : cfg_(std::move(cfg)), ctx_(cfg_) {
 
 Daemon::~Daemon() = default;
 
-void Daemon::log(const std::string& msg) const {
+std::string Daemon::node_name() const {
   const auto& obs = ctx_.observers;
-  const std::string node = watcher_ ? watcher_->node()
-                           : obs.size() > static_cast<std::size_t>(ctx_.me) ? obs[static_cast<std::size_t>(ctx_.me)].node
-                                                                            : std::string("?");
-  log::info("{}: {}", node, msg);
+  return watcher_ ? watcher_->node()
+         : obs.size() > static_cast<std::size_t>(ctx_.me) ? obs[static_cast<std::size_t>(ctx_.me)].node
+                                                          : std::string("?");
 }
+
+void Daemon::log(const std::string& msg) const { log::info("{}: {}", node_name(), msg); }
+
+void Daemon::warn(const std::string& msg) const { log::warning("{}: {}", node_name(), msg); }
 
 void Daemon::init_observers() {
   MPI_Comm_rank(MPI_COMM_WORLD, &ctx_.me);
@@ -168,7 +172,7 @@ std::unique_ptr<Forwarder> Daemon::make_forwarder() {
   try {
     site = ledgerd::load_site_config();
   } catch (const std::exception& e) {
-    log(fmt::format("site configuration: {}; verdicts are not forwarded to a ledger service", e.what()));
+    warn(fmt::format("site configuration: {}; verdicts are not forwarded to a ledger service", e.what()));
     return nullptr;
   }
   if (site.ledgerd.empty()) return nullptr;  // no ledger service at this site
@@ -180,7 +184,7 @@ std::unique_ptr<Forwarder> Daemon::make_forwarder() {
         json r = c.request({{"op", "submit"}, {"job", job}, {"verdicts", verdicts}});
         if (!r.value("ok", false)) throw std::runtime_error("refused: " + r.value("error", std::string("?")));
       },
-      [this](const std::string& m) { log(m); });
+      [this](const std::string& m) { warn(m); });
   log(fmt::format("forwarding verdicts to scout-ledgerd at {}:{}", ep.host, ep.port));
   return forwarder;
 }

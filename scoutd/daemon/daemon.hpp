@@ -57,7 +57,9 @@ class Daemon {
   void fini();
   nlohmann::json status_json();
   void announce_ranks();
-  void log(const std::string& msg) const;
+  void log(const std::string& msg) const;   // info
+  void warn(const std::string& msg) const;  // warning: something failed
+  std::string node_name() const;
 
   // One period's rounds (round/engine.hpp) over MPI; false: stop.
   bool period();

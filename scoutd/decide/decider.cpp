@@ -94,7 +94,7 @@ std::size_t Decider::flush(json& events) {
     } catch (const std::exception& e) {
       // Kept at the head of the queue; the next round tries again.
       if (failures_logged_++ < 20 || failures_logged_ % 100 == 0)
-        hooks_.log(fmt::format("ledger: {} {} not committed yet ({} pending), will retry: {}",
+        (hooks_.warn ? hooks_.warn : hooks_.log)(fmt::format("ledger: {} {} not committed yet ({} pending), will retry: {}",
                                it.resolution ? "resolution of" : "verdict", it.key, queue_.size(), e.what()));
       break;
     }

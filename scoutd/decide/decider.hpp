@@ -26,6 +26,7 @@ class Decider {
   struct Hooks {
     std::function<std::string()> now_iso;          // wall-clock stamp for verdicts
     std::function<void(const std::string&)> log;   // one line, no prefix
+    std::function<void(const std::string&)> warn;  // a commit failed (log when unset)
   };
   // `vkey_prefix` makes the stable keys of this decider's verdicts unique in
   // the job: <job>.<step>.o<observer>.<pid>; a sequence number follows.

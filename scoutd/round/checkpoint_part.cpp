@@ -31,7 +31,7 @@ class Checkpoints final : public Participant {
       watcher_ = std::make_unique<CheckpointWatcher>(ctx_.cfg.ckpt_dir, ctx_.cfg.ckpt_settle_s, ctx_.cfg.ckpt_marker);
       ctx_.log(fmt::format("watching checkpoints in {}", ctx_.cfg.ckpt_dir));
     } catch (const std::exception& e) {
-      ctx_.log(fmt::format("{}; checkpoints are not certified", e.what()));
+      ctx_.warn(fmt::format("{}; checkpoints are not certified", e.what()));
     }
   }
 
@@ -68,7 +68,7 @@ class Checkpoints final : public Participant {
           ctx_.log(fmt::format("checkpoint {}: {}: {}", c.path, d->first, d->second));
         }
     } catch (const std::exception& e) {
-      ctx_.log(fmt::format("checkpoints: {}", e.what()));
+      ctx_.warn(fmt::format("checkpoints: {}", e.what()));
     }
   }
 

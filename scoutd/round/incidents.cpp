@@ -13,8 +13,9 @@ Incidents::Incidents(RoundContext& ctx, VerdictSink& sink, const std::string& vk
     : ctx_(ctx), forwarder_(std::move(forwarder)) {
   decider_ = std::make_unique<Decider>(ctx_.cfg.job_id, ctx_.cfg.step_id, vkey_prefix, book_, sink,
                                        Decider::Hooks{[this] { return ctx_.now_iso(); },
-                                                      [this](const std::string& m) { ctx_.log(m); }});
-  replicas_ = std::make_unique<ReplicaWriter>(sink, vkey_prefix, [this](const std::string& m) { ctx_.log(m); });
+                                                      [this](const std::string& m) { ctx_.log(m); },
+                                                      [this](const std::string& m) { ctx_.warn(m); }});
+  replicas_ = std::make_unique<ReplicaWriter>(sink, vkey_prefix, [this](const std::string& m) { ctx_.warn(m); });
 }
 
 Incidents::~Incidents() = default;
@@ -75,13 +76,13 @@ void Incidents::final_flush() {
   std::lock_guard lk(mu_);
   if (replicas_ && replicas_->pending()) {
     const auto n = replicas_->flush();
-    ctx_.log(fmt::format("at stop: {} replicated verdict(s) or resolution(s) committed, {} not", n,
+    (replicas_->pending() ? ctx_.warn : ctx_.log)(fmt::format("at stop: {} replicated verdict(s) or resolution(s) committed, {} not", n,
                          replicas_->pending()));
   }
   if (decider_->pending() == 0) return;
   json events = json::array();
   const auto n = decider_->flush(events);
-  ctx_.log(fmt::format("at stop: {} queued verdict(s) or resolution(s) committed, {} not", n, decider_->pending()));
+  (decider_->pending() ? ctx_.warn : ctx_.log)(fmt::format("at stop: {} queued verdict(s) or resolution(s) committed, {} not", n, decider_->pending()));
 }
 
 void Incidents::note_lost(const std::vector<int>& newly_lost) {

@@ -42,7 +42,10 @@ struct RoundContext {
   std::function<double()> now;                    // seconds since start (steady)
   std::function<std::string()> now_iso;           // wall-clock stamp for verdicts
   std::function<bool()> stopping;                 // the job is ending (a signal)
-  std::function<void(const std::string&)> log;
+  std::function<void(const std::string&)> log = [](const std::string&) {};   // what happened (info)
+  // What failed and is retried or given up: a ledger or the service not
+  // written (warning, so SCOUT_LOG_LEVEL=warning still shows it).
+  std::function<void(const std::string&)> warn = [](const std::string&) {};
   // One more round over the observers (the learner's), losses noted.
   std::function<c3::RoundResult(const c3::Bytes&, const c3::TreeRound::Combine&, const c3::TreeRound::Decide&)>
       round;

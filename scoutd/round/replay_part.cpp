@@ -130,7 +130,7 @@ class Replay final : public Participant {
     try {
       ledger_.insert_replay_cycle(row);
     } catch (const std::exception& e) {
-      ctx_.log(fmt::format("ledger: replay cycle {} not recorded: {}", id, e.what()));
+      ctx_.warn(fmt::format("ledger: replay cycle {} not recorded: {}", id, e.what()));
     }
     ctx_.log(fmt::format("replay cycle {}: {} ({} of {} nodes, {} devices, {:.3f} CPU s)", id, row.outcome,
                          row.observers, row.expected, row.devices, row.cpu_s));

@@ -58,11 +58,12 @@ VerdictDraft draft(const std::string& key, c3::VerdictKind kind = c3::VerdictKin
 struct Fixture {
   IncidentBook book;
   FlakySink sink;
-  std::vector<std::string> logs;
+  std::vector<std::string> logs, warnings;
   int clock = 0;
   Decider decider{"17", "0", "17.0.o0.99", book, sink,
                   Decider::Hooks{[this] { return "2026-12-01T00:00:0" + std::to_string(clock++) + ".000Z"; },
-                                 [this](const std::string& m) { logs.push_back(m); }}};
+                                 [this](const std::string& m) { logs.push_back(m); },
+                                 [this](const std::string& m) { warnings.push_back(m); }}};
 };
 
 }  // namespace
@@ -78,6 +79,9 @@ TEST_CASE("decider: a verdict the sink refuses is kept and committed on a later 
     CHECK_FALSE(f.book.is_open("behind:4"));
     CHECK(f.decider.pending() == 1);
   }
+  // A commit that failed is a warning (seen with SCOUT_LOG_LEVEL=warning).
+  REQUIRE(f.warnings.size() == 3);
+  CHECK(f.warnings[0].find("not committed yet") != std::string::npos);
   json events = json::array();
   CHECK(f.decider.flush(events) == 1);
   REQUIRE(events.size() == 1);
