@@ -51,6 +51,7 @@ fuzz: deps
 
 demo: deps
 	$(MAKE) all
+	$(MAKE) -C $(BUILD) standins
 	$(BUILD)/examples/demo
 
 bench: deps
