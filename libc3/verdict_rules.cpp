@@ -43,7 +43,7 @@ ExactResult exact_consensus(const std::vector<std::uint64_t>& values, std::size_
     r.majority_count = best->second;
     return r;
   }
-  if (2 * best->second > population) {
+  if (strict_majority(best->second, population)) {
     r.outcome = ExactOutcome::kAttributed;
     r.majority_value = best->first;
     r.majority_count = best->second;

@@ -12,6 +12,11 @@
 
 namespace scout::c3 {
 
+// The majority arithmetic, written once: `part` of `whole` is more than
+// half (a strict majority) or less than half (a strict minority).
+constexpr bool strict_majority(std::size_t part, std::size_t whole) noexcept { return 2 * part > whole; }
+constexpr bool strict_minority(std::size_t part, std::size_t whole) noexcept { return 2 * part < whole; }
+
 enum class ExactOutcome { kAgree, kAttributed, kInconclusive };
 
 const char* to_string(ExactOutcome o) noexcept;

@@ -24,6 +24,7 @@
 #include <fmt/ranges.h>
 
 #include "libc3/gpu_health.hpp"
+#include "libc3/verdict_rules.hpp"
 
 #include "replay/recipes.hpp"
 #include "replay/runner.hpp"
@@ -133,13 +134,11 @@ std::vector<std::string> compare_runs(const std::vector<CoreRun>& runs, sql::Led
     std::sort(rs.begin(), rs.end(), [](const CoreRun* a, const CoreRun* b) { return a->core < b->core; });
   std::vector<std::string> bad;
   for (auto& [key, rs] : groups) {
-    std::map<std::uint64_t, int> votes;
-    for (auto* r : rs) ++votes[r->signature];
-    std::uint64_t majority = 0;
-    int best = 0;
-    for (auto& [sig, n] : votes)
-      if (n > best) best = n, majority = sig;
-    const bool strict = 2 * best > static_cast<int>(rs.size());
+    std::vector<std::uint64_t> sigs;
+    for (auto* r : rs) sigs.push_back(r->signature);
+    const auto c = c3::exact_consensus(sigs);  // the cores' strict majority, the same rule as scoutd's
+    const bool strict = c.majority_value.has_value();
+    const std::uint64_t majority = c.majority_value.value_or(0);
     std::optional<std::string> ref;
     if (site) ref = site->reference_signature(key.first, key.second, seed);
     for (auto* r : rs) {
@@ -154,7 +153,7 @@ std::vector<std::string> compare_runs(const std::vector<CoreRun>& runs, sql::Led
     }
     // A class whose every core agrees (and matches any reference) becomes
     // the reference: root computed it, on a node that passed.
-    if (site && !ref && votes.size() == 1 && only_core < 0) site->record_reference(key.first, key.second, seed, hex(majority), node);
+    if (site && !ref && c.outcome == c3::ExactOutcome::kAgree && only_core < 0) site->record_reference(key.first, key.second, seed, hex(majority), node);
   }
   return bad;
 }

@@ -1,0 +1,162 @@
+// The collective-position consensus rule (see progress_rules.hpp).
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "libc3/rank_record.hpp"
+#include "libc3/verdict_rules.hpp"
+#include "scoutd/detect/progress_rules.hpp"
+#include "scoutd/observe/proc_info.hpp"
+
+namespace scout::scoutd::rules {
+
+using nlohmann::json;
+
+std::vector<VerdictDraft> detect_consensus(const std::vector<const RankEvidence*>& live, const DetectorOptions& opt) {
+  std::vector<VerdictDraft> out;
+  std::size_t waiting = 0, stuck = 0;
+  for (auto* e : live) {
+    if (e->stalled_s >= opt.stall_threshold_s) ++stuck;
+    if (e->in_collective || !e->p2p_call.empty()) ++waiting;
+  }
+  // A hang stops a strict majority of the ranks (the culprit and those that
+  // wait for it). A job that computes for a long time without collectives is
+  // not hung either: someone must be waiting for the others.
+  if (!c3::strict_majority(stuck, live.size()) || waiting == 0) return out;
+
+  std::vector<std::uint64_t> pos;
+  for (auto* e : live) pos.push_back(e->seq);
+  auto pc = c3::exact_consensus(pos);
+  std::vector<int> waiting_ranks;
+  for (auto* e : live)
+    if (e->in_collective) waiting_ranks.push_back(e->rank);
+
+  if (pc.outcome == c3::ExactOutcome::kAttributed) {
+    const std::uint64_t majority = *pc.majority_value;
+    std::vector<const RankEvidence*> behind_io, behind_stalled, behind_running;
+    for (auto i : pc.outliers) {
+      auto* e = live[i];
+      if (e->seq >= majority) continue;  // ahead: not the one the others wait for
+      if (in_io_syscall(e->syscall) && e->state != 'T' && e->state != 't')
+        behind_io.push_back(e);  // inside a read/write: an I/O straggler
+      else
+        (is_stalled_state(e->state) ? behind_stalled : behind_running).push_back(e);
+    }
+    for (auto* group : {&behind_io, &behind_stalled, &behind_running}) {
+      if (group->empty()) continue;
+      const auto kind = group == &behind_io        ? c3::VerdictKind::kStraggler
+                        : group == &behind_stalled ? c3::VerdictKind::kStall
+                                                   : c3::VerdictKind::kHang;
+      VerdictDraft d = draft(kind, c3::VerdictStatus::kAttributed, *group);
+      json culprits = json::array();
+      for (auto* e : *group) culprits.push_back(rank_brief(*e));
+      d.evidence = {{"rule", group == &behind_io
+                                 ? "behind the collective position a strict majority reached, "
+                                   "blocked inside a read/write system call"
+                                 : "behind the collective position a strict majority reached"},
+                    {"majority_position", majority},
+                    {"majority_count", pc.majority_count},
+                    {"peers", live.size()},
+                    {"culprits", culprits}};
+      put_list(d.evidence, "waiting", waiting_ranks);
+      if (group == &behind_io) d.evidence["type"] = "io";
+      // One incident whatever the culprit's process state does meanwhile
+      // (a stopped rank that is continued shows R until it catches up).
+      // A stopped rank that is continued runs behind the others until it
+      // catches up (a gather in that moment saw it "R", behind: a second
+      // verdict, a hang, for the same incident; the Slurm tests' flake).
+      // So the culprits and where they are behind key the incident, not the
+      // state; an I/O straggler is its own kind of incident.
+      d.key = group == &behind_io ? key_of("behind", d.ranks, majority) : stall_key(*group);
+      out.push_back(std::move(d));
+    }
+    return out;
+  }
+  if (pc.outcome == c3::ExactOutcome::kInconclusive) {
+    VerdictDraft d = draft(c3::VerdictKind::kHang, c3::VerdictStatus::kInconclusive, {});
+    // Where the ranks are: how many at each position (the most crowded
+    // kListMax positions), and each rank's own for the first kListMax.
+    json positions = json::object();
+    std::map<std::uint64_t, std::size_t> at;
+    for (auto* e : live) {
+      if (positions.size() < kListMax) positions[std::to_string(e->rank)] = e->seq;
+      ++at[e->seq];
+    }
+    std::vector<std::pair<std::size_t, std::uint64_t>> crowd;
+    for (auto& [p, n] : at) crowd.push_back({n, p});
+    std::stable_sort(crowd.begin(), crowd.end(), [](auto& a, auto& b) { return a.first > b.first; });
+    if (crowd.size() > kListMax) crowd.resize(kListMax);
+    json position_counts = json::object();
+    for (auto& [n, p] : crowd) position_counts[std::to_string(p)] = n;
+    d.evidence = {{"rule", "no strict majority at one collective position"},
+                  {"positions", positions},
+                  {"position_counts", position_counts}};
+    put_list(d.evidence, "waiting", waiting_ranks);
+    d.key = key_of("hang-inconclusive", {}, 0);
+    out.push_back(std::move(d));
+    return out;
+  }
+  // Everyone at the same position.
+  const std::uint64_t position = *pc.majority_value;
+  bool all_inside = std::all_of(live.begin(), live.end(), [](auto* e) { return e->in_collective; });
+  if (!all_inside) {
+    VerdictDraft d = draft(c3::VerdictKind::kHang, c3::VerdictStatus::kInconclusive, {});
+    d.evidence = {{"rule", "same collective position, some ranks waiting and some not"},
+                  {"position", position}};
+    put_list(d.evidence, "waiting", waiting_ranks);
+    d.key = key_of("hang-mixed", {}, position);
+    out.push_back(std::move(d));
+    return out;
+  }
+  std::vector<std::uint64_t> fps;
+  for (auto* e : live) fps.push_back(e->fingerprint);
+  auto fc = c3::exact_consensus(fps);
+  if (fc.outcome == c3::ExactOutcome::kAttributed) {
+    std::vector<const RankEvidence*> culprits;
+    for (auto i : fc.outliers) culprits.push_back(live[i]);
+    const RankEvidence* ref = nullptr;
+    for (auto* e : live)
+      if (e->fingerprint == *fc.majority_value) { ref = e; break; }
+    VerdictDraft d = draft(c3::VerdictKind::kDivergence, c3::VerdictStatus::kAttributed, culprits);
+    json cj = json::array();
+    for (auto* e : culprits) cj.push_back(rank_brief(*e));
+    d.evidence = {{"rule", "same position, collective fingerprint differs from the strict majority"},
+                  {"position", position},
+                  {"majority_collective", c3::coll_name(ref->kind)},
+                  {"majority_fingerprint", fmt::format("{:016x}", *fc.majority_value)},
+                  {"majority_count", fc.majority_count},
+                  {"peers", live.size()},
+                  {"culprits", cj}};
+    d.key = key_of("divergence", d.ranks, position);
+    out.push_back(std::move(d));
+    return out;
+  }
+  const auto kind =
+      fc.outcome == c3::ExactOutcome::kInconclusive ? c3::VerdictKind::kDivergence : c3::VerdictKind::kHang;
+  VerdictDraft d = draft(kind, c3::VerdictStatus::kInconclusive, {});
+  std::set<std::uint64_t> comms;
+  std::vector<int> members;
+  for (auto* e : live) {
+    comms.insert(e->comm_id);
+    members.push_back(e->rank);
+  }
+  json comm_list = json::array();
+  for (auto c : comms)
+    if (comm_list.size() < kListMax) comm_list.push_back(fmt::format("{:016x}", c));
+  d.evidence = {{"rule", fc.outcome == c3::ExactOutcome::kInconclusive
+                             ? "same position, no strict majority of collective fingerprints"
+                             : "every member waits in the same collective: communication hang, "
+                               "no rank is behind"},
+                {"position", position},
+                {"collective", c3::coll_name(live.front()->kind)},
+                {"communicators", comm_list},
+                {"communicators_count", comms.size()}};
+  put_list(d.evidence, "members", members);
+  d.key = key_of(std::string(c3::to_string(d.kind)) + "-inconclusive", {}, position);
+  out.push_back(std::move(d));
+  return out;
+}
+
+}  // namespace scout::scoutd::rules
