@@ -1,0 +1,66 @@
+// The ledger's gating decisions, the site's reference signatures and the blame count (see ledger.hpp).
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "sql/ledger.hpp"
+#include "sql/statements.hpp"
+#include "sql/stmt.hpp"
+
+namespace scout::sql {
+
+using namespace statements;
+
+void Ledger::insert_gating(const GatingRow& g) {
+  auto& s = stmt(kInsertGating);
+  if (g.job_id.empty()) s.bind_null();  // a node-level decision (clear)
+  else s.bind(g.job_id);
+  s.bind(g.node).bind(g.decision).bind(g.reason)
+      .bind(g.decided_by).bind(g.decided_at.empty() ? now_iso8601() : g.decided_at)
+      .bind(g.evidence.empty() ? std::string("{}") : g.evidence).run();
+}
+
+namespace {
+std::vector<GatingRow> read_gating(Stmt& s) {
+  std::vector<GatingRow> out;
+  while (s.step()) out.push_back({s.text(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5), s.text(6)});
+  s.reset();
+  return out;
+}
+}  // namespace
+
+std::vector<GatingRow> Ledger::gating(const std::string& job_id) { return read_gating(stmt(kSelectGating).bind(job_id)); }
+
+std::vector<GatingRow> Ledger::node_gating(const std::string& node) {
+  return read_gating(stmt(kSelectNodeGating).bind(node));
+}
+
+std::optional<std::string> Ledger::reference_signature(const std::string& device_class, const std::string& recipe,
+                                                       const std::string& seed) {
+  auto& s = stmt(kSelectReference).bind(device_class).bind(recipe).bind(seed);
+  std::optional<std::string> out;
+  if (s.step()) out = s.text(0);
+  s.reset();
+  return out;
+}
+
+void Ledger::record_reference(const std::string& device_class, const std::string& recipe, const std::string& seed,
+                              const std::string& signature, const std::string& node) {
+  stmt(kInsertReference).bind(device_class).bind(recipe).bind(seed).bind(signature).bind(node).bind(now_iso8601()).run();
+}
+
+Ledger::Blame Ledger::node_blame(const std::string& node, const std::vector<std::string>& kinds,
+                                 const std::string& since) {
+  auto& s = stmt(kNodeBlame).bind(kinds_array(kinds)).bind(node).bind(since);
+  Blame b;
+  if (s.step()) {
+    b.jobs = static_cast<int>(s.i64(0));
+    b.users = static_cast<int>(s.i64(1));
+  }
+  s.reset();
+  return b;
+}
+
+
+}  // namespace scout::sql
