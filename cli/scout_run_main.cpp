@@ -22,7 +22,7 @@
 
 #include <fmt/format.h>
 
-#include "libc3/options.hpp"
+#include "common/options.hpp"
 #include "libc3/rank_record.hpp"
 #include "scoutd/daemon/config.hpp"
 #include "scoutd/observe/proc_info.hpp"

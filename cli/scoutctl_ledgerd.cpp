@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "libc3/json_num.hpp"
+#include "common/json_num.hpp"
 #include "cli/scoutctl.hpp"
 #include "ledgerd/client.hpp"
 #include "ledgerd/site_config.hpp"
@@ -87,7 +87,7 @@ int cmd_ping(const Args& a) {
     if (a.json) std::puts(r.dump(2).c_str());
     else
       std::printf("scout-ledgerd at %s: ok, protocol %d; you are uid %d (%s), role %s\n",
-                  r["ledgerd"].get<std::string>().c_str(), scout::c3::json_int_or(r, "v", 0), scout::c3::json_int_or(r, "uid", -1),
+                  r["ledgerd"].get<std::string>().c_str(), scout::common::json_int_or(r, "v", 0), scout::common::json_int_or(r, "uid", -1),
                   r.value("user", "?").c_str(), r.value("role", "?").c_str());
     return kExitOk;
   } catch (const ld::LedgerdError& e) {

@@ -27,11 +27,11 @@
 #include "cli/scoutctl.hpp"
 #include "common/spool_paths.hpp"
 #include "common/untrusted_json.hpp"
-#include "libc3/json_num.hpp"
+#include "common/json_num.hpp"
 #include "ledgerd/client.hpp"
 #include "ledgerd/views.hpp"
 #include "ledgerd/site_config.hpp"
-#include "libc3/options.hpp"
+#include "common/options.hpp"
 #include "libc3/rank_record.hpp"
 #include "scoutd/wire/control_protocol.hpp"
 #include "scoutd/wire/runtime_paths.hpp"
@@ -159,9 +159,9 @@ std::string checked_text(const json& ev) {
       if (c.is_object()) add(fmt::format("{} {}", c.value("check", "?"), c.value("result", "?")));
   if (ev.contains("blame") && ev["blame"].is_object()) {
     const json& b = ev["blame"];
-    out += fmt::format("; blame {} job(s) of {} user(s) in {} days (drain needs {} of {})", scout::c3::json_int_or(b, "jobs", 0),
-                       scout::c3::json_int_or(b, "users", 0), b.value("window_days", 0.0), scout::c3::json_int_or(b, "needs_jobs", 0),
-                       scout::c3::json_int_or(b, "needs_users", 0));
+    out += fmt::format("; blame {} job(s) of {} user(s) in {} days (drain needs {} of {})", scout::common::json_int_or(b, "jobs", 0),
+                       scout::common::json_int_or(b, "users", 0), b.value("window_days", 0.0), scout::common::json_int_or(b, "needs_jobs", 0),
+                       scout::common::json_int_or(b, "needs_users", 0));
   }
   return out;
 }

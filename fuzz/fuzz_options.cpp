@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "ledgerd/site_config.hpp"
-#include "libc3/options.hpp"
+#include "common/options.hpp"
 #include "scoutd/daemon/config.hpp"
 #include "spank/plugin_config.hpp"
 

@@ -16,8 +16,8 @@
 #include "ledgerd/server.hpp"
 #include "ledgerd/service.hpp"
 #include "ledgerd/site_config.hpp"
-#include "libc3/log.hpp"
-#include "libc3/options.hpp"
+#include "common/log.hpp"
+#include "common/options.hpp"
 #include "sql/ledger.hpp"
 
 int main(int argc, char** argv) {

@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 
 #include "ledgerd/munge_auth.hpp"
-#include "libc3/log.hpp"
+#include "common/log.hpp"
 
 namespace scout::ledgerd {
 

@@ -14,7 +14,7 @@
 #include "common/slurm_jobs.hpp"
 #include "common/untrusted_json.hpp"
 #include "ledgerd/views.hpp"
-#include "libc3/log.hpp"
+#include "common/log.hpp"
 #include "libc3/rank_record.hpp"
 #include "libc3/verdict_kind.hpp"
 

@@ -17,7 +17,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "libc3/options.hpp"
+#include "common/options.hpp"
 #include "sim/engine_sim.hpp"
 #include "sim/gather_model.hpp"
 #include "sim/round_sim.hpp"

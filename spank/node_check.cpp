@@ -23,7 +23,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "libc3/gpu_health.hpp"
+#include "common/gpu_health.hpp"
 #include "libc3/verdict_rules.hpp"
 
 #include "replay/recipes.hpp"
@@ -334,7 +334,7 @@ CheckResult check_edac() {
 
 // Root reads NVML itself (the state only: events went to the job's scoutd).
 CheckResult check_gpu() {
-  c3::GpuHealth nvml;
+  common::GpuHealth nvml;
   if (!nvml.available()) return {"gpu", "unavailable", "no GPU health source on this node: " + nvml.why_unavailable()};
   std::vector<std::string> fatal;
   for (auto& f : nvml.state())

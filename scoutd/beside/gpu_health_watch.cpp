@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "libc3/json_num.hpp"
+#include "common/json_num.hpp"
 
 namespace scout::scoutd {
 
@@ -41,7 +41,7 @@ void GpuHealthWatch::put_back(std::vector<json> items) {
 
 VerdictDraft gpu_health_draft(const json& f, const std::vector<RankEvidence>& ev) {
   const std::string node = f.at("node").get<std::string>().substr(0, 64);
-  const std::string bus = c3::normalise_bus_id(f.at("bus_id").get<std::string>());
+  const std::string bus = common::normalise_bus_id(f.at("bus_id").get<std::string>());
   const std::string metric = f.at("metric").get<std::string>().substr(0, 32);
   for (char c : metric)
     if (!((c >= 'a' && c <= 'z') || c == '_')) throw std::invalid_argument("gpu_health: metric");
@@ -52,13 +52,13 @@ VerdictDraft gpu_health_draft(const json& f, const std::vector<RankEvidence>& ev
   d.status = fatal ? c3::VerdictStatus::kAttributed : c3::VerdictStatus::kAdvisory;
   d.hosts = {node};
   for (auto& e : ev)
-    if (e.gpu.present && e.node == node && !bus.empty() && c3::normalise_bus_id(e.gpu.bus_id) == bus)
+    if (e.gpu.present && e.node == node && !bus.empty() && common::normalise_bus_id(e.gpu.bus_id) == bus)
       d.ranks.push_back(e.rank);
   d.evidence = {{"source", "nvml"},
                 {"rule", fmt::format("{} read from NVML: GPU {}: {}", fatal ? "a fatal GPU health condition" : "a GPU health warning",
                                      bus, f.at("detail").get<std::string>().substr(0, 200))},
                 {"node", node},
-                {"gpu", {{"bus_id", bus}, {"index", c3::json_int<int>(f, "index")}}},
+                {"gpu", {{"bus_id", bus}, {"index", common::json_int<int>(f, "index")}}},
                 {"metric", metric},
                 {"value", value},
                 {"detail", f.at("detail").get<std::string>().substr(0, 200)},

@@ -1,5 +1,5 @@
 // scoutd's GPU health watch: every --gpu-health-interval seconds, NVML is
-// read directly (libc3/gpu_health.hpp) for the GPUs of this node's ranks
+// read directly (common/gpu_health.hpp) for the GPUs of this node's ranks
 // (every GPU of the node when no rank names one) and each new problem
 // becomes a finding that rides on the next evidence gather; the deciding
 // observer turns it into a gpu_health verdict (fatal: attributed; warning:
@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "libc3/gpu_health.hpp"
+#include "common/gpu_health.hpp"
 #include "scoutd/detect/verdict_draft.hpp"
 #include "scoutd/observe/rank_evidence.hpp"
 
@@ -34,7 +34,7 @@ class GpuHealthWatch {
 
  private:
   std::string node_;
-  c3::GpuHealth nvml_;
+  common::GpuHealth nvml_;
   std::set<std::string> reported_;  // state findings already sent (bus:metric)
   std::vector<nlohmann::json> pending_;
 };

@@ -1,7 +1,7 @@
 // Replay consensus (see replay_coordinator.hpp).
 #include "scoutd/beside/replay_coordinator.hpp"
 
-#include "libc3/json_num.hpp"
+#include "common/json_num.hpp"
 
 #include "libc3/verdict_rules.hpp"
 
@@ -25,14 +25,14 @@ void to_json(json& j, const DeviceResult& d) {
 }
 void from_json(const json& j, DeviceResult& d) {
   d.device = j.at("device").get<std::string>();
-  d.core = c3::json_int<int>(j, "core");
+  d.core = common::json_int<int>(j, "core");
   d.recipe = j.at("recipe").get<std::string>();
   d.signature = std::stoull(j.at("sig").get<std::string>(), nullptr, 16);
   d.elapsed_ns = j.value("elapsed_ns", std::uint64_t{0});
   d.cpu_ns = j.value("cpu_ns", std::uint64_t{0});
   d.cls = j.value("class", "");
-  d.gpu = c3::json_int_or(j, "gpu", -1);
-  d.sm = c3::json_int_or(j, "sm", -1);
+  d.gpu = common::json_int_or(j, "gpu", -1);
+  d.sm = common::json_int_or(j, "sm", -1);
 }
 void to_json(json& j, const Report& r) {
   j = json{{"cycle", r.cycle}, {"rerun_of", r.rerun_of}, {"rerun_recipe", r.rerun_recipe},
@@ -42,8 +42,8 @@ void to_json(json& j, const Report& r) {
            {"finished_ms", r.finished_unix_ms}};
 }
 void from_json(const json& j, Report& r) {
-  r.cycle = c3::json_int<long>(j, "cycle");
-  r.rerun_of = c3::json_int_or(j, "rerun_of", -1);
+  r.cycle = common::json_int<long>(j, "cycle");
+  r.rerun_of = common::json_int_or(j, "rerun_of", -1);
   r.rerun_recipe = j.value("rerun_recipe", "");
   r.rerun_device = j.value("rerun_device", "");
   r.gpu_error = j.value("gpu_error", "");

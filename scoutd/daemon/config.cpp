@@ -11,7 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "learn/aggregation.hpp"
-#include "libc3/options.hpp"
+#include "common/options.hpp"
 #include "libc3/rank_record.hpp"
 
 namespace scout::scoutd {

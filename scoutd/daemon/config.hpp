@@ -4,7 +4,7 @@
 
 #include <stdexcept>
 
-#include "libc3/options.hpp"
+#include "common/options.hpp"
 #include <string>
 #include <vector>
 
@@ -71,7 +71,7 @@ std::string print_config(const ScoutdConfig& cfg);
 // --help, generated from the same table as the parser.
 std::string help_text();
 
-// Strict value parsers (libc3/options.hpp), under their old names.
+// Strict value parsers (common/options.hpp), under their old names.
 using opts::parse_cpu_list;
 using opts::parse_int;
 using opts::parse_number;

@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "libc3/log.hpp"
+#include "common/log.hpp"
 #include "ledgerd/client.hpp"
 #include "ledgerd/site_config.hpp"
 #include "scoutd/daemon/control_server.hpp"

@@ -8,7 +8,7 @@
 
 #include <unistd.h>
 
-#include "libc3/log.hpp"
+#include "common/log.hpp"
 #include "scoutd/daemon/config.hpp"
 #include "scoutd/daemon/daemon.hpp"
 #include "sql/ledger.hpp"

@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "libc3/json_num.hpp"
+#include "common/json_num.hpp"
 
 namespace scout::scoutd {
 
@@ -61,28 +61,28 @@ void to_json(json& j, const RankEvidence& e) {
 }
 
 void from_json(const json& j, RankEvidence& e) {
-  e.rank = c3::json_int<int>(j, "rank");
+  e.rank = common::json_int<int>(j, "rank");
   e.node = j.at("node").get<std::string>();
-  e.pid = c3::json_int<int>(j, "pid");
+  e.pid = common::json_int<int>(j, "pid");
   e.attached = j.at("attached").get<bool>();
   if (j.contains("record_invalid") && j["record_invalid"].is_string())
     e.record_invalid = j["record_invalid"].get<std::string>().substr(0, 256);
   e.alive = j.at("alive").get<bool>();
   e.finalized = j.at("finalized").get<bool>();
-  e.seq = c3::json_int<std::uint64_t>(j, "seq");
+  e.seq = common::json_int<std::uint64_t>(j, "seq");
   e.fingerprint = std::stoull(j.at("fingerprint").get<std::string>(), nullptr, 16);
   e.comm_id = std::stoull(j.at("comm").get<std::string>(), nullptr, 16);
-  e.kind = c3::json_int<std::uint32_t>(j, "kind");
+  e.kind = common::json_int<std::uint32_t>(j, "kind");
   e.in_collective = j.at("in_collective").get<bool>();
   e.stalled_s = j.at("stalled_s").get<double>();
   auto st = j.at("state").get<std::string>();
   e.state = st.empty() ? '?' : st[0];
   e.wchan = j.at("wchan").get<std::string>();
-  e.death_ns = c3::json_int<std::int64_t>(j, "death_ns");
-  e.syscall = c3::json_int_or(j, "syscall", -1L);
-  e.rchar = c3::json_int_or(j, "rchar", -1LL);
-  e.wchar = c3::json_int_or(j, "wchar", -1LL);
-  e.steps = c3::json_int_or(j, "steps", 0);
+  e.death_ns = common::json_int<std::int64_t>(j, "death_ns");
+  e.syscall = common::json_int_or(j, "syscall", -1L);
+  e.rchar = common::json_int_or(j, "rchar", -1LL);
+  e.wchar = common::json_int_or(j, "wchar", -1LL);
+  e.steps = common::json_int_or(j, "steps", 0);
   e.step_s = j.value("step_s", 0.0);
   e.compute_s = j.value("compute_s", 0.0);
   e.wait_s = j.value("wait_s", 0.0);
@@ -93,19 +93,19 @@ void from_json(const json& j, RankEvidence& e) {
     for (auto& [k, v] : j["comm_members"].items())
       if (v.is_array()) {
         std::vector<int> m;
-        for (auto& x : v) m.push_back(c3::json_int_at<int>(x));
+        for (auto& x : v) m.push_back(common::json_int_at<int>(x));
         e.comm_members[std::stoull(k, nullptr, 16)] = std::move(m);
       }
   e.state_s = j.value("state_s", 0.0);
   e.dead_s = j.value("dead_s", 0.0);
   if (j.contains("p2p") && j["p2p"].is_object()) {
     const json& p = j["p2p"];
-    e.p2p_ops = c3::json_int<std::uint64_t>(p, "ops");
+    e.p2p_ops = common::json_int<std::uint64_t>(p, "ops");
     e.p2p_call = p.at("call").get<std::string>().substr(0, 32);
     e.p2p_wait_s = p.at("wait_s").get<double>();
     for (auto& x : p.at("peers")) {
       if (e.p2p_peers.size() >= 64) break;
-      e.p2p_peers.push_back(c3::json_int_at<int>(x));
+      e.p2p_peers.push_back(common::json_int_at<int>(x));
     }
     e.p2p_more = p.at("more").get<bool>();
     e.p2p_comm = std::stoull(p.at("comm").get<std::string>(), nullptr, 16);
@@ -114,22 +114,22 @@ void from_json(const json& j, RankEvidence& e) {
   if (j.contains("end") && j["end"].is_object()) {
     const json& x = j["end"];
     e.end_kind = x.at("kind").get<std::string>().substr(0, 16);
-    e.end_code = c3::json_int<long long>(x, "code");
+    e.end_code = common::json_int<long long>(x, "code");
     e.end_addr = std::stoull(x.at("addr").get<std::string>(), nullptr, 16);
-    e.end_ns = c3::json_int<std::int64_t>(x, "ns");
-    e.end_seq = c3::json_int<std::uint64_t>(x, "seq");
+    e.end_ns = common::json_int<std::int64_t>(x, "ns");
+    e.end_seq = common::json_int<std::uint64_t>(x, "seq");
   }
   if (j.contains("gpu") && j["gpu"].is_object()) {
     const json& g = j["gpu"];
     e.gpu.present = true;
     e.gpu.bus_id = g.at("bus_id").get<std::string>().substr(0, 31);
-    e.gpu.device = c3::json_int<int>(g, "device");
+    e.gpu.device = common::json_int<int>(g, "device");
     e.gpu.tracking = g.at("tracking").get<bool>();
-    e.gpu.started = c3::json_int<std::uint64_t>(g, "started");
-    e.gpu.done = c3::json_int<std::uint64_t>(g, "done");
+    e.gpu.started = common::json_int<std::uint64_t>(g, "started");
+    e.gpu.done = common::json_int<std::uint64_t>(g, "done");
     e.gpu.idle_s = g.at("idle_s").get<double>();
-    e.gpu.captured = c3::json_int<std::uint64_t>(g, "captured");
-    e.gpu.untracked = c3::json_int<std::uint64_t>(g, "untracked");
+    e.gpu.captured = common::json_int<std::uint64_t>(g, "captured");
+    e.gpu.untracked = common::json_int<std::uint64_t>(g, "untracked");
     if (e.gpu.done > e.gpu.started) throw std::invalid_argument("gpu: done exceeds started");
     if (g.contains("comms") && g["comms"].is_array())
       for (auto& x : g["comms"]) {
@@ -137,9 +137,9 @@ void from_json(const json& j, RankEvidence& e) {
         if (!x.is_array() || x.size() != 4) continue;
         RankEvidence::Gpu::CommOps c;
         c.id = std::stoull(x[0].get<std::string>(), nullptr, 16);
-        c.issued = c3::json_int_at<std::uint64_t>(x[1]);
-        c.begun = c3::json_int_at<std::uint64_t>(x[2]);
-        c.done = c3::json_int_at<std::uint64_t>(x[3]);
+        c.issued = common::json_int_at<std::uint64_t>(x[1]);
+        c.begun = common::json_int_at<std::uint64_t>(x[2]);
+        c.done = common::json_int_at<std::uint64_t>(x[3]);
         if (c.done > c.begun) throw std::invalid_argument("gpu: a communicator's done exceeds begun");
         e.gpu.comms.push_back(c);
       }
@@ -149,19 +149,19 @@ void from_json(const json& j, RankEvidence& e) {
       if (e.peers.size() >= 256) break;
       if (!x.is_array() || x.size() != 7) continue;
       RankEvidence::Peer p;
-      p.sent = c3::json_int_at<std::uint64_t>(x[1]);
-      p.recvd = c3::json_int_at<std::uint64_t>(x[2]);
-      p.sent_bytes = c3::json_int_at<std::uint64_t>(x[3]);
-      p.recvd_bytes = c3::json_int_at<std::uint64_t>(x[4]);
-      p.waits = c3::json_int_at<std::uint64_t>(x[5]);
+      p.sent = common::json_int_at<std::uint64_t>(x[1]);
+      p.recvd = common::json_int_at<std::uint64_t>(x[2]);
+      p.sent_bytes = common::json_int_at<std::uint64_t>(x[3]);
+      p.recvd_bytes = common::json_int_at<std::uint64_t>(x[4]);
+      p.waits = common::json_int_at<std::uint64_t>(x[5]);
       p.wait_s = x[6].get<double>();
-      e.peers[c3::json_int_at<int>(x[0])] = p;
+      e.peers[common::json_int_at<int>(x[0])] = p;
     }
   if (j.contains("outsigs") && j["outsigs"].is_array())
     for (auto& o : j["outsigs"])
       if (o.is_array() && o.size() == 4)
-        e.outsigs.push_back({std::stoull(o[0].get<std::string>(), nullptr, 16), c3::json_int_at<std::uint64_t>(o[1]),
-                             c3::json_int_at<std::uint64_t>(o[2]), std::stoull(o[3].get<std::string>(), nullptr, 16)});
+        e.outsigs.push_back({std::stoull(o[0].get<std::string>(), nullptr, 16), common::json_int_at<std::uint64_t>(o[1]),
+                             common::json_int_at<std::uint64_t>(o[2]), std::stoull(o[3].get<std::string>(), nullptr, 16)});
 }
 
 }  // namespace scout::scoutd

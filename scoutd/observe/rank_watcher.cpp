@@ -1,7 +1,7 @@
 // Local rank observation (see rank_watcher.hpp).
 #include "scoutd/observe/rank_watcher.hpp"
 
-#include "libc3/log.hpp"
+#include "common/log.hpp"
 
 #include <utility>
 

@@ -74,12 +74,12 @@ Pressure read_pressure() {
 }
 
 std::vector<TelemetryWindow> TelemetrySampler::sample(const std::vector<RankEvidence>& ranks, double now_s,
-                                                      const std::vector<c3::GpuTelemetry>& gpus) {
+                                                      const std::vector<common::GpuTelemetry>& gpus) {
   std::vector<TelemetryWindow> out;
   const Pressure psi = read_pressure();
-  std::map<std::string, const c3::GpuTelemetry*> gpu_at;
+  std::map<std::string, const common::GpuTelemetry*> gpu_at;
   for (auto& g : gpus)
-    if (auto b = c3::normalise_bus_id(g.bus_id); !b.empty()) gpu_at[b] = &g;
+    if (auto b = common::normalise_bus_id(g.bus_id); !b.empty()) gpu_at[b] = &g;
   std::map<int, Prev> next;
   for (auto& e : ranks) {
     if (!e.attached || !e.alive || e.finalized || e.pid <= 0 || e.steps < 4) continue;  // no steps yet: start-up
@@ -114,9 +114,9 @@ std::vector<TelemetryWindow> TelemetrySampler::sample(const std::vector<RankEvid
              psi.memory / 100.0};
       // The GPU's: utilisation and memory use as fractions, log power (W),
       // temperature / 100 C, SM clock in GHz; 0 where unknown.
-      const c3::GpuTelemetry* g = nullptr;
+      const common::GpuTelemetry* g = nullptr;
       if (e.gpu.present)
-        if (auto it = gpu_at.find(c3::normalise_bus_id(e.gpu.bus_id)); it != gpu_at.end()) g = it->second;
+        if (auto it = gpu_at.find(common::normalise_bus_id(e.gpu.bus_id)); it != gpu_at.end()) g = it->second;
       auto known = [](double v, double f) { return v >= 0 ? f : 0.0; };
       w.x.push_back(g ? known(g->utilisation, std::clamp(g->utilisation, 0.0, 1.0)) : 0.0);
       w.x.push_back(g ? known(g->power_w, std::log1p(g->power_w)) : 0.0);

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "libc3/gpu_health.hpp"
+#include "common/gpu_health.hpp"
 #include "scoutd/detect/progress_detector.hpp"
 
 namespace scout::scoutd {
@@ -45,7 +45,7 @@ class TelemetrySampler {
   // returns a window per live rank seen in the previous call too. `gpus`:
   // what NVML reads now (a GPU rank is matched by its PCI bus id).
   std::vector<TelemetryWindow> sample(const std::vector<RankEvidence>& ranks, double now_s,
-                                      const std::vector<c3::GpuTelemetry>& gpus = {});
+                                      const std::vector<common::GpuTelemetry>& gpus = {});
 
  private:
   struct Prev {

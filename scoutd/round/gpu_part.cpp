@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "libc3/gpu_health.hpp"
+#include "common/gpu_health.hpp"
 #include "scoutd/beside/gpu_health_watch.hpp"
 #include "scoutd/round/parts.hpp"
 
@@ -25,7 +25,7 @@ class GpuHealthPart final : public Participant {
       last_poll_s_ = ctx_.now();
       std::set<std::string> buses;
       for (auto& e : ctx_.ranks->evidence())
-        if (e.gpu.present && !e.gpu.bus_id.empty()) buses.insert(c3::normalise_bus_id(e.gpu.bus_id));
+        if (e.gpu.present && !e.gpu.bus_id.empty()) buses.insert(common::normalise_bus_id(e.gpu.bus_id));
       if (std::size_t n = watch_->poll(buses); n > 0) ctx_.log(fmt::format("GPU health: {} new finding(s)", n));
     }
     t.suspects += static_cast<std::uint32_t>(watch_->pending());

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "libc3/gpu_health.hpp"
+#include "common/gpu_health.hpp"
 #include "scoutd/beside/fed_learner.hpp"
 #include "scoutd/observe/telemetry.hpp"
 #include "scoutd/round/parts.hpp"
@@ -37,7 +37,7 @@ class Learner final : public Participant {
  public:
   Learner(RoundContext& ctx, Incidents& desk)
       : ctx_(ctx), desk_(desk), client_(std::make_unique<FedClient>(learn_options(ctx.cfg), kShape)) {
-    gpus_ = std::make_unique<c3::GpuHealth>();
+    gpus_ = std::make_unique<common::GpuHealth>();
     if (!gpus_->available()) gpus_.reset();  // no NVML: the GPU features stay 0
   }
 
@@ -63,7 +63,7 @@ class Learner final : public Participant {
     if (ctx_.now() - last_window_s_ >= ctx_.cfg.learn_window_s) {
       last_window_s_ = ctx_.now();
       const auto ev = ctx_.ranks->evidence();
-      std::vector<c3::GpuTelemetry> gpus;
+      std::vector<common::GpuTelemetry> gpus;
       if (gpus_ && std::any_of(ev.begin(), ev.end(), [](auto& e) { return e.gpu.present; }))
         gpus = gpus_->telemetry();
       client_->add_windows(sampler_.sample(ev, ctx_.now(), gpus));
@@ -100,7 +100,7 @@ class Learner final : public Participant {
   Incidents& desk_;
   std::unique_ptr<FedClient> client_;
   std::optional<FedServer> server_;          // deciding observer
-  std::unique_ptr<c3::GpuHealth> gpus_;      // NVML for the GPU features (null: none)
+  std::unique_ptr<common::GpuHealth> gpus_;      // NVML for the GPU features (null: none)
   TelemetrySampler sampler_;
   double last_window_s_ = 0, last_learn_s_ = 0;
   long logged_round_ = -1;

@@ -1,7 +1,7 @@
 // scoutd control protocol (see control_protocol.hpp).
 #include "scoutd/wire/control_protocol.hpp"
 
-#include "libc3/json_num.hpp"
+#include "common/json_num.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -78,8 +78,8 @@ std::string render_status_text(const json& s) {
   std::string out = fmt::format("job {} step {} | scoutd {} | observers alive {}/{} | round {}\n",
                                 escaped(s.value("job", "?")), escaped(s.value("step", "?")),
                                 escaped(s.value("node", "?")),
-                                c3::json_int_or<long long>(s, "observers_alive", 0), c3::json_int_or<long long>(s, "observers", 0),
-                                c3::json_int_or<long long>(s, "round", 0));
+                                common::json_int_or<long long>(s, "observers_alive", 0), common::json_int_or<long long>(s, "observers", 0),
+                                common::json_int_or<long long>(s, "round", 0));
   // The federated learner of each scoutd (scoutctl merges them as
   // "learners"; one scoutd's own reply has "learn").
   json learners = s.contains("learners") && s["learners"].is_array() ? s["learners"] : json::array();
@@ -91,7 +91,7 @@ std::string render_status_text(const json& s) {
   for (auto& l : learners) {
     if (!l.is_object()) continue;
     out += fmt::format("learner {}: round {} | {}{} | threshold {} | {}\n", escaped(text_of(l, "node", "?")),
-                       c3::json_int_or<long long>(l, "round", 0), escaped(text_of(l, "aggregation", "?")),
+                       common::json_int_or<long long>(l, "round", 0), escaped(text_of(l, "aggregation", "?")),
                        l.value("personal_memory", false) ? ", own memory" : "",
                        l.contains("threshold") && l["threshold"].is_number() ? fmt::format("{:.4g}", l["threshold"].get<double>()) : "?",
                        l.value("scoring", false) ? "scoring" : "warming up");
@@ -102,7 +102,7 @@ std::string render_status_text(const json& s) {
   for (auto& r : s.value("ranks", json::array())) {
     if (!r.value("attached", false)) {
       out += fmt::format("{:>6} {:>8} {:>8} {:>7} {:<14} {:>7} {:>9} {:>9} {:>9} {:>7} {:<18}\n",
-                         c3::json_int_or<long long>(r, "rank", -1), "-", "-", "-", "-", "-", "-", "-", "-", "-",
+                         common::json_int_or<long long>(r, "rank", -1), "-", "-", "-", "-", "-", "-", "-", "-", "-",
                          r.contains("record_invalid") ? "record_invalid: " + escaped(r.value("record_invalid", ""))
                                                       : std::string("not attached"));
       continue;
@@ -110,7 +110,7 @@ std::string render_status_text(const json& s) {
     std::string proc = r.value("finalized", false) ? "finalized"
                        : !r.value("alive", true)  ? "gone"
                                                   : escaped(r.value("process", "?"));
-    const bool timed = c3::json_int_or<long long>(r, "steps", 0) > 0;
+    const bool timed = common::json_int_or<long long>(r, "steps", 0) > 0;
     auto ms = [&](const char* k) { return timed ? fmt::format("{:.1f}", r.value(k, 0.0) * 1e3) : std::string("-"); };
     std::string score = timed && r.value("score", 0.0) > 0 ? fmt::format("{:.2f}", r.value("score", 0.0)) : "-";
     // IN: the collective, or the point-to-point call it waits in and for whom
@@ -132,15 +132,15 @@ std::string render_status_text(const json& s) {
     // An NCCL rank: its GPU and how far the GPU got through what was issued.
     if (r.contains("gpu") && r["gpu"].is_object()) {
       const json& g = r["gpu"];
-      const long long began = c3::json_int_or<long long>(g, "started", 0), done = c3::json_int_or<long long>(g, "done", 0),
-                      issued = c3::json_int_or<long long>(r, "seq", 0);
+      const long long began = common::json_int_or<long long>(g, "started", 0), done = common::json_int_or<long long>(g, "done", 0),
+                      issued = common::json_int_or<long long>(r, "seq", 0);
       proc += fmt::format(" | GPU {} ", escaped(g.value("bus_id", "?")));
       if (began > done) proc += fmt::format("inside op {}", done + 1);
       else if (issued > done) proc += fmt::format("has not begun op {} ({} queued)", done + 1, issued - done);
       else proc += "idle";
     }
     out += fmt::format("{:>6} {:>8} {:>8} {:>7} {:<14} {:>7.1f} {:>9} {:>9} {:>9} {:>7} {:<18}\n",
-                       c3::json_int_or<long long>(r, "rank", -1), c3::json_int_or<long long>(r, "pid", 0), c3::json_int_or<long long>(r, "seq", 0),
+                       common::json_int_or<long long>(r, "rank", -1), common::json_int_or<long long>(r, "pid", 0), common::json_int_or<long long>(r, "seq", 0),
                        waiting ? "yes" : "no", in,
                        r.value("stalled_s", 0.0), ms("step_s"), ms("compute_s"), ms("wait_s"), score,
                        proc);

@@ -1,7 +1,7 @@
 // scoutd peer messages (see peer_messages.hpp).
 #include "common/untrusted_json.hpp"
 #include "scoutd/wire/peer_messages.hpp"
-#include "libc3/json_num.hpp"
+#include "common/json_num.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -200,7 +200,7 @@ std::optional<Gather> decode_gather(const Bytes& msg) {
   for (auto& r : replay) {
     try {
       if (!r.is_object() || !r.contains("report")) throw std::invalid_argument("replay entry");
-      g.replay.push_back({c3::json_int_or(r, "observer", -1), r.at("report").get<replay::Report>()});
+      g.replay.push_back({common::json_int_or(r, "observer", -1), r.at("report").get<replay::Report>()});
     } catch (const std::exception&) {
       ++g.refused;
     }
@@ -301,9 +301,9 @@ std::optional<Down> decode_down(const Bytes& msg, std::string* why) {
           !r.value("cycle", json()).is_number_integer() || !r.value("device", json()).is_string() ||
           !r.value("recipe", json()).is_string() || !r.value("times", json()).is_number_integer())
         return refuse("\"replay_rerun\": objects of observer, cycle, device, recipe and times");
-      d.replay_rerun.push_back({c3::json_int_or(r, "observer", -1), r["cycle"].get<long>(),
+      d.replay_rerun.push_back({common::json_int_or(r, "observer", -1), r["cycle"].get<long>(),
                                 r["device"].get<std::string>(), r["recipe"].get<std::string>(),
-                                std::clamp(c3::json_int_or(r, "times", 1), 1, 100)});
+                                std::clamp(common::json_int_or(r, "times", 1), 1, 100)});
     }
   }
   return d;

@@ -8,10 +8,10 @@
 // out of range (a wrong struct layout or symbol shows up here).
 #include <cstdio>
 
-#include "libc3/gpu_health.hpp"
+#include "common/gpu_health.hpp"
 
 int main() {
-  scout::c3::GpuHealth h;
+  scout::common::GpuHealth h;
   if (!h.available()) {
     std::printf("NVML unavailable: %s\n", h.why_unavailable().c_str());
     return 1;

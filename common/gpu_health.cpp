@@ -1,5 +1,5 @@
 // GPU health from NVML (see gpu_health.hpp).
-#include "libc3/gpu_health.hpp"
+#include "common/gpu_health.hpp"
 
 #include <dlfcn.h>
 
@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
-namespace scout::c3 {
+namespace scout::common {
 
 namespace {
 using ret_t = int;
@@ -247,4 +247,4 @@ std::vector<GpuFinding> GpuHealth::poll() {
   return out;
 }
 
-}  // namespace scout::c3
+}  // namespace scout::common

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace scout::c3 {
+namespace scout::common {
 
 // j[key] as T; throws std::invalid_argument when absent or not an integer.
 template <class T>
@@ -34,4 +34,4 @@ T json_int_at(const nlohmann::json& j) {
   return j.get<T>();
 }
 
-}  // namespace scout::c3
+}  // namespace scout::common

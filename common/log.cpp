@@ -1,5 +1,5 @@
 // scout's logging (see log.hpp).
-#include "libc3/log.hpp"
+#include "common/log.hpp"
 
 #include <syslog.h>
 

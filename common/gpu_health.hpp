@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-namespace scout::c3 {
+namespace scout::common {
 
 struct GpuFinding {
   std::string bus_id;  // normalised "0000:17:00.0" (CUDA's form)
@@ -70,4 +70,4 @@ class GpuHealth {
   std::map<int, std::string> bus_of_;  // index -> bus id, as last read (a lost GPU has none to read)
 };
 
-}  // namespace scout::c3
+}  // namespace scout::common

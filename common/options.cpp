@@ -1,5 +1,5 @@
 // Option tables (see options.hpp).
-#include "libc3/options.hpp"
+#include "common/options.hpp"
 
 #include <cerrno>
 #include <cmath>
