@@ -19,6 +19,7 @@
 #include <slurm/slurm.h>
 
 #include "common/spool_paths.hpp"
+#include "libc3/rank_record.hpp"
 #include "spank/plugin_state.hpp"
 
 namespace scout::spank {
@@ -111,7 +112,7 @@ int remote_prepare_names(spank_t sp) {
   if (::lstat(job_spool.c_str(), &st) != 0) make_job_dir(job_spool, uid, gid);
   // Records of this step in /dev/shm.
   if (DIR* d = ::opendir("/dev/shm")) {
-    const std::string prefix = "scout." + j + "." + s + ".";
+    const std::string prefix = c3::record_shm_prefix(j, s);  // the one place the scheme is built
     while (dirent* e = ::readdir(d)) {
       const std::string n = e->d_name;
       if (n.rfind(prefix, 0) == 0) claim("/dev/shm/" + n, S_IFREG, uid);
