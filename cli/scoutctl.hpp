@@ -1,6 +1,6 @@
 // scoutctl's shared pieces: its arguments, exit codes and fatal error, for
 // the command files (scoutctl_main.cpp: local ledgers and scoutds;
-// scoutctl_ledgerd.cpp: the site ledger service).
+// scoutctl_ledgerd.cpp: the site ledger service; scoutctl_site.cpp: nodes).
 #pragma once
 
 #include <optional>
@@ -31,5 +31,10 @@ std::optional<nlohmann::json> query_ledgerd(const Args& a);
 // --ledger names a file; dies on a refusal or when it cannot be reached.
 std::optional<nlohmann::json> ask_ledgerd(const Args& a, const nlohmann::json& req);
 int cmd_ping(const Args& a);
+// scoutctl_site.cpp: a node's open verdicts and decisions, every node at a
+// glance, an administrator's clear.
+int cmd_node(const Args& a);
+int cmd_nodes(const Args& a);
+int cmd_clear(const Args& a);
 
 }  // namespace scout::cli

@@ -1,0 +1,177 @@
+// scoutctl's site commands (see scoutctl.hpp): node, nodes and clear, for
+// administrators, through scout-ledgerd or from the site ledger file.
+#include <poll.h>
+#include <sys/socket.h>
+#include <termios.h>
+#include <sys/un.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <sstream>
+#include <thread>
+#include <string>
+#include <vector>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include "cli/control_client.hpp"
+#include "cli/scoutctl.hpp"
+#include "common/spool_paths.hpp"
+#include "common/untrusted_json.hpp"
+#include "common/json_num.hpp"
+#include "ledgerd/client.hpp"
+#include "ledgerd/views.hpp"
+#include "ledgerd/site_config.hpp"
+#include "common/options.hpp"
+#include "libc3/rank_record.hpp"
+#include "scoutd/wire/control_protocol.hpp"
+#include "scoutd/wire/runtime_paths.hpp"
+#include "sql/ledger.hpp"
+
+using nlohmann::json;
+namespace sd = scout::scoutd;
+namespace sq = scout::sql;
+namespace ld = scout::ledgerd;
+
+namespace scout::cli {
+
+namespace {
+// One line of what root checked for a decision: "replay pass, d_state pass,
+// kernel_log unavailable; blame 1 job(s) of 1 user(s) (drain needs 3 of 2)".
+std::string checked_text(const json& ev) {
+  if (!ev.is_object()) return {};
+  std::string out;
+  auto add = [&](const std::string& s) { out += (out.empty() ? "" : ", ") + s; };
+  if (ev.contains("verdicts") && ev["verdicts"].is_array())
+    for (auto& v : ev["verdicts"])
+      if (v.is_object() && v.contains("check") && v["check"].is_object())
+        add(fmt::format("{} {}", v["check"].value("check", "?"), v["check"].value("result", "?")));
+  if (ev.contains("node_check") && ev["node_check"].is_array())
+    for (auto& c : ev["node_check"])
+      if (c.is_object()) add(fmt::format("{} {}", c.value("check", "?"), c.value("result", "?")));
+  if (ev.contains("blame") && ev["blame"].is_object()) {
+    const json& b = ev["blame"];
+    out += fmt::format("; blame {} job(s) of {} user(s) in {} days (drain needs {} of {})", scout::common::json_int_or(b, "jobs", 0),
+                       scout::common::json_int_or(b, "users", 0), b.value("window_days", 0.0), scout::common::json_int_or(b, "needs_jobs", 0),
+                       scout::common::json_int_or(b, "needs_users", 0));
+  }
+  return out;
+}
+
+// The site ledger for node review; dies with exit 4 when it cannot be read.
+sq::Ledger open_site_ledger(const Args& a, sq::Ledger::Mode mode) {
+  std::string path = a.ledger.empty() ? sd::default_ledger_path() : a.ledger;
+  if (::access(path.c_str(), F_OK) != 0)
+    die(kExitLedger, fmt::format("{}: ledger {} does not exist (--ledger PATH or $SCOUT_LEDGER names the "
+                                 "site ledger)", a.command, path));
+  try {
+    return sq::Ledger::open(path, mode);
+  } catch (const sq::LedgerError& e) {
+    die(kExitLedger, fmt::format("{}: {}", a.command, e.what()));
+  }
+}
+
+}  // namespace
+
+int cmd_node(const Args& a) {
+  json open = json::array(), decisions = json::array();
+  if (auto r = ask_ledgerd(a, {{"op", "node"}, {"node", a.node}})) {
+    open = (*r)["open_verdicts"];
+    decisions = (*r)["decisions"];
+  } else {
+    auto l = open_site_ledger(a, sq::Ledger::Mode::kReadOnly);
+    open = sq::verdicts_json(l.open_verdicts_on(a.node, {}));
+    for (auto& g : l.node_gating(a.node)) decisions.push_back(sq::gating_json(g));
+  }
+  if (a.json) {
+    std::puts(json{{"node", a.node}, {"open_verdicts", open}, {"decisions", decisions}}.dump(2).c_str());
+    return kExitOk;
+  }
+  if (open.empty()) std::printf("node %s: no open verdicts\n", a.node.c_str());
+  else {
+    std::printf("node %s: %zu open verdict(s)\n", a.node.c_str(), open.size());
+    std::fputs(sd::render_verdicts_text(open).c_str(), stdout);
+  }
+  if (!decisions.empty()) {
+    std::printf("\n%-24s  %-8s  %-9s  %-28s  %s\n", "DECIDED", "DECISION", "JOB", "BY", "REASON");
+    auto str = [](const json& d, const char* k) {
+      return d.contains(k) && d[k].is_string() ? sd::escape_text(d[k].get<std::string>()) : std::string("-");
+    };
+    for (auto& d : decisions) {
+      if (!d.is_object()) continue;
+      std::printf("%-24s  %-8s  %-9s  %-28s  %s\n", str(d, "decided_at").c_str(), str(d, "decision").c_str(),
+                  str(d, "job").c_str(), str(d, "decided_by").c_str(), str(d, "reason").c_str());
+      if (std::string c = checked_text(d.value("evidence", json::object())); !c.empty())
+        std::printf("%-24s  root checked: %s\n", "", sd::escape_text(c).c_str());
+    }
+  }
+  return kExitOk;
+}
+
+// nodes: every node with verdicts or decisions, for administrators.
+int cmd_nodes(const Args& a) {
+  json nodes;
+  if (auto r = ask_ledgerd(a, {{"op", "nodes"}})) nodes = (*r)["nodes"];
+  else {
+    auto l = open_site_ledger(a, sq::Ledger::Mode::kReadOnly);
+    nodes = ld::nodes_json(l);
+  }
+  if (a.json) {
+    std::puts(nodes.dump(2).c_str());
+    return kExitOk;
+  }
+  if (nodes.empty()) {
+    std::puts("no node has verdicts or decisions");
+    return kExitOk;
+  }
+  std::printf("%-16s %5s %8s %9s %7s %8s  %s\n", "NODE", "OPEN", "VERD.7D", "VERD.30D", "DRAIN7D", "DRAIN30D",
+              "LAST DECISION");
+  for (auto& n : nodes)
+    std::printf("%-16s %5lld %8lld %9lld %7lld %8lld  %s\n", n.value("node", "?").c_str(),
+                n.value("open_verdicts", 0LL), n.value("verdicts_7d", 0LL), n.value("verdicts_30d", 0LL),
+                n.value("drains_7d", 0LL), n.value("drains_30d", 0LL),
+                n["last_decision"].is_string()
+                    ? (n["last_decision"].get<std::string>() + " " + n.value("last_decided_at", "")).c_str()
+                    : "-");
+  return kExitOk;
+}
+
+int cmd_clear(const Args& a) {
+  if (a.reason.empty())
+    die(kExitUsage, "clear: --reason TEXT is required (what was repaired or tested; kept for audit)");
+  if (auto r = ask_ledgerd(a, {{"op", "clear"}, {"node", a.node}, {"reason", a.reason}})) {
+    if (a.json) std::puts(r->dump(2).c_str());
+    else {
+      std::printf("node %s: cleared %zu open verdict(s) (recorded by scout-ledgerd: %s)\n", a.node.c_str(),
+                  (*r)["cleared"].size(), r->value("decided_by", "?").c_str());
+      std::printf("return it to service with: scontrol update nodename=%s state=resume\n", a.node.c_str());
+    }
+    return kExitOk;
+  }
+  auto l = open_site_ledger(a, sq::Ledger::Mode::kReadWrite);
+  auto open = l.open_verdicts_on(a.node, {});
+  const char* user = std::getenv("SUDO_USER") ? std::getenv("SUDO_USER") : std::getenv("USER");
+  std::string who = fmt::format("scoutctl uid {}{}", getuid(), user ? fmt::format(" ({})", user) : "");
+  std::string closed;
+  for (auto& v : open) closed += fmt::format("{}{} {} job {}", closed.empty() ? "" : ", ", v.kind, v.id, v.job_id);
+  try {
+    l.insert_gating({"", a.node, "clear", a.reason + (closed.empty() ? "" : " [closes " + closed + "]"), who, ""});
+  } catch (const sq::LedgerError& e) {
+    die(kExitLedger, fmt::format("clear: {} (the site ledger is written by root)", e.what()));
+  }
+  if (a.json) {
+    std::puts(json{{"node", a.node}, {"cleared", sq::verdicts_json(open)}, {"reason", a.reason}, {"decided_by", who}}.dump(2).c_str());
+  } else {
+    std::printf("node %s: cleared %zu open verdict(s)%s\n", a.node.c_str(), open.size(),
+                closed.empty() ? "" : (" (" + closed + ")").c_str());
+    std::printf("return it to service with: scontrol update nodename=%s state=resume\n", a.node.c_str());
+  }
+  return kExitOk;
+}
+
+
+}  // namespace scout::cli
