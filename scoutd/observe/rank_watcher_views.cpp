@@ -1,0 +1,184 @@
+// What the watcher's snapshots say (see rank_watcher.hpp): the local summary
+// for the trigger, the ranks' evidence for the gather, deaths reported, new
+// attachments, the records unlinked at the end.
+#include "scoutd/observe/rank_watcher.hpp"
+
+#include "common/log.hpp"
+
+#include <utility>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+
+#include <fmt/format.h>
+
+#include "scoutd/observe/proc_info.hpp"
+#include "scoutd/observe/record_guard.hpp"
+
+namespace scout::scoutd {
+
+LocalSummary RankWatcher::summary() const {
+  std::lock_guard lk(mu_);
+  LocalSummary sum;
+  sum.outsig_new = static_cast<std::uint32_t>(std::min<std::uint64_t>(outsig_new_, 1u << 30));
+  const std::int64_t now = monotonic_ns();
+  for (auto& s : slots_) {
+    if (!s.rec || !s.have_last) continue;
+    ++sum.attached;
+    bool finalized = (s.last.state & c3::kStateFinalized) != 0;
+    if (finalized) {
+      ++sum.finalized;
+      continue;
+    }
+    if (s.have_end) ++sum.ended;
+    if (s.have_p2p && s.p2p.ops != s.ops_summarised) {
+      ++sum.p2p_active;
+      s.ops_summarised = s.p2p.ops;
+    }
+    if (s.death_ns) {
+      if (!s.death_reported) ++sum.unreported_deaths;
+      continue;
+    }
+    const double stalled = (now - s.last_progress_ns) / 1e9;
+    sum.max_stall_s = std::max(sum.max_stall_s, stalled);
+    if (s.last.in_collective || (s.have_p2p && s.p2p.call != 0) || (s.have_gpu && s.gpu.started > s.gpu.done))
+      ++sum.waiting;
+    if ((s.state == 'T' || s.state == 't' || s.state == 'D' || s.state == 'Z') && s.state_since_ns)
+      sum.max_stopped_s = std::max(sum.max_stopped_s, std::min(stalled, (now - s.state_since_ns) / 1e9));
+    sum.min_seq = std::min(sum.min_seq, s.last.seq);
+    sum.max_seq = std::max(sum.max_seq, s.last.seq);
+    if (s.steps.steps >= 4) {
+      ++sum.compute_hist[compute_bin(s.steps.compute_s)];
+      sum.max_compute_s = std::max(sum.max_compute_s, s.steps.compute_s);
+    }
+    for (auto& [c, w] : s.comm_wait) {
+      ++sum.comm_hist[compute_bin(w)];
+      sum.max_comm_s = std::max(sum.max_comm_s, w);
+    }
+  }
+  return sum;
+}
+
+std::vector<RankEvidence> RankWatcher::evidence(bool for_gather) const {
+  std::lock_guard lk(mu_);
+  if (for_gather) outsig_new_ = 0;
+  std::vector<RankEvidence> out;
+  const std::int64_t now = monotonic_ns();
+  for (auto& s : slots_) {
+    if (s.foreign || (!match_host_.empty() && !s.rec && s.invalid.empty())) continue;  // not (yet) ours
+    RankEvidence e;
+    e.rank = s.rank;
+    e.node = node_;
+    e.record_invalid = s.invalid;
+    if (s.rec && s.have_last) {
+      e.attached = true;
+      e.pid = s.pid;
+      e.finalized = (s.last.state & c3::kStateFinalized) != 0;
+      e.alive = s.death_ns == 0;
+      e.death_ns = s.death_ns;
+      if (s.death_ns > 0) e.dead_s = std::max<double>(0, (now - s.death_ns) / 1e9);
+      e.seq = s.last.seq;
+      e.fingerprint = s.last.fingerprint;
+      e.comm_id = s.last.comm_id;
+      e.kind = static_cast<std::uint32_t>(s.last.kind);
+      e.in_collective = s.last.in_collective != 0;
+      e.stalled_s = (now - s.last_progress_ns) / 1e9;
+      e.steps = s.steps.steps;
+      e.step_s = s.steps.step_s;
+      e.compute_s = s.steps.compute_s;
+      e.wait_s = s.steps.wait_s;
+      e.comm_wait = s.comm_wait;
+      e.comm_members = s.comm_members;
+      if (for_gather) e.outsigs = std::exchange(s.outsigs, {});
+      if (s.have_p2p) {
+        e.p2p_ops = s.p2p.ops;
+        if (s.p2p.call != 0) {
+          e.p2p_call = c3::p2p_call_name(s.p2p.call);
+          e.p2p_wait_s = std::max<double>(0, (now - static_cast<std::int64_t>(s.p2p.entry_ns)) / 1e9);
+          for (std::uint64_t k = 0; k < s.p2p.npeers && k < c3::kBlockedPeers; ++k)
+            e.p2p_peers.push_back(static_cast<int>(s.p2p.peers[k]));
+          e.p2p_more = s.p2p.more_peers != 0;
+          e.p2p_comm = s.p2p.comm_id;
+          e.p2p_any_comm = s.p2p.any_comm;
+        }
+      }
+      if (s.have_end) {
+        e.end_kind = s.end.kind == SCOUT_END_ABORT ? "abort" : "signal";
+        e.end_code = s.end.code;
+        e.end_addr = s.end.addr;
+        e.end_ns = static_cast<std::int64_t>(s.end.ns);
+        e.end_seq = s.end.seq;
+      }
+      e.peers = s.peers;
+      if (s.have_gpu) {
+        e.gpu.present = true;
+        e.gpu.bus_id = s.gpu_bus;
+        e.gpu.device = s.gpu_device;
+        e.gpu.tracking = s.gpu.tracking != 0;
+        e.gpu.started = s.gpu.started;
+        e.gpu.done = s.gpu.done;
+        e.gpu.idle_s = (now - s.gpu_done_ns) / 1e9;
+        e.gpu.captured = s.gpu.captured;
+        e.gpu.untracked = s.gpu.untracked;
+        for (auto& c : s.comm_ops) e.gpu.comms.push_back({c.id, c.issued, c.begun, c.done});
+        // The host never waits inside NCCL: a GPU rank waits while its GPU
+        // is inside an operation it began and has not completed.
+        e.in_collective = s.gpu.started > s.gpu.done;
+      }
+      if (e.alive) {
+        ProcInfo p = read_proc_info(s.pid);
+        e.state = p.state;
+        e.wchan = p.wchan;
+        e.syscall = p.syscall;
+        e.rchar = p.rchar;
+        e.wchar = p.wchar;
+        if (!p.exists) e.alive = false;
+        if (s.state_since_ns && p.state == s.state) e.state_s = (now - s.state_since_ns) / 1e9;
+      } else {
+        e.state = 'X';
+      }
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+void RankWatcher::mark_deaths_reported(const std::vector<int>& ranks) {
+  std::lock_guard lk(mu_);
+  for (auto& s : slots_)
+    for (int r : ranks)
+      if (s.rank == r && s.death_ns) s.death_reported = true;
+}
+
+std::vector<std::pair<int, int>> RankWatcher::take_new_attachments() {
+  std::lock_guard lk(mu_);
+  std::vector<std::pair<int, int>> out;
+  for (auto& s : slots_)
+    if (s.rec && !s.announced) {
+      s.announced = true;
+      out.emplace_back(s.rank, s.pid);
+    }
+  return out;
+}
+
+void RankWatcher::unlink_records() {
+  std::lock_guard lk(mu_);
+  for (auto& s : slots_)
+    if (!s.foreign) shm_unlink(c3::record_shm_name(job_, step_, s.rank).c_str());
+}
+
+}  // namespace scout::scoutd
