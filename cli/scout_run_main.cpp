@@ -40,7 +40,8 @@ extern "C" void on_interrupt(int) { g_interrupts = g_interrupts + 1; }
 struct Options {
   int ranks = 4, nodes = 1;
   std::string ledger, job_id, runtime_root;
-  double stall = 10, period = 0.5, timeout = 1, grace = 15;
+  double stall = scout::common::kStallThreshold.def, period = scout::common::kRoundPeriod.def,
+         timeout = scout::common::kRoundTimeout.def, grace = 15;
   std::string ckpt_dir, outsig_every;
   std::vector<std::string> scoutd_args;
   std::vector<std::string> program;
@@ -70,10 +71,10 @@ scout::opts::Table make_table(Options& o) {
   t.integer("nodes", "K", o.nodes, 1, 1024, "simulated nodes, one scoutd each (1..N)");
   t.text("ledger", "PATH", o.ledger,
          "ledger (default $SCOUT_LEDGER or\n${XDG_STATE_HOME:-~/.local/state}/scout/ledger.db)");
-  t.seconds("stall-threshold", o.stall, 1, 86400, "seconds without progress before a hang (min 1)");
+  t.setting(scout::common::kStallThreshold, o.stall);
   t.text("job-id", "ID", o.job_id, "use this job id (decimal) instead of a new one");
-  t.seconds("round-period", o.period, 0.01, 60, "consensus round period");
-  t.seconds("round-timeout", o.timeout, 0.05, 60, "consensus deadline per tree level");
+  t.setting(scout::common::kRoundPeriod, o.period);
+  t.setting(scout::common::kRoundTimeout, o.timeout);
   t.text("runtime-dir", "DIR", o.runtime_root, "runtime root for control sockets");
   t.seconds("grace", o.grace, 1, 600, "seconds to wait for scoutds to stop");
   t.text("ckpt-dir", "DIR", o.ckpt_dir,

@@ -111,6 +111,24 @@ Table& Table::seconds(const std::string& name, double& target, double min, doubl
               [&target] { return num(target); }});
 }
 
+Table& Table::setting(const common::NumericSetting& s, double& target) {
+  const std::string name(s.flag), help(s.help), key(s.key), unit(s.unit);
+  if (unit == "seconds" && !s.above_min) return seconds(name, target, s.min, s.max, help, key);
+  return add({name, 0, "X", help, key,
+              [&target, name, unit, s](const std::string& v) {
+                const double d = parse_number("--" + name, v, s.min, s.max, unit);
+                if (s.above_min && d <= s.min)
+                  throw ConfigError(fmt::format("--{}: {}; expected {}", name, v, common::expected_text(s)) +
+                                    (name == "replay-budget" ? " (use --replay off)" : ""));
+                target = d;
+              },
+              [&target] { return num(target); }});
+}
+
+Table& Table::setting(const common::SwitchSetting& s, bool& target) {
+  return on_off(std::string(s.flag), target, std::string(s.help), std::string(s.key));
+}
+
 Table& Table::number(const std::string& name, const std::string& metavar, double& target, double min, double max,
                      const std::string& unit, const std::string& help, const std::string& key) {
   return add({name, 0, metavar, help, key,

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "common/settings.hpp"
+
 namespace scout::opts {
 
 struct ConfigError : std::runtime_error {
@@ -53,6 +55,10 @@ class Table {
                 const std::string& unit, const std::string& help, const std::string& key = {});
   Table& integer(const std::string& name, const std::string& metavar, int& target, int min, int max,
                  const std::string& help, const std::string& key = {});
+  // A setting of the shared table (common/settings.hpp): its flag, help,
+  // range and --print-config key.
+  Table& setting(const common::NumericSetting& s, double& target);
+  Table& setting(const common::SwitchSetting& s, bool& target);
 
   enum class Outcome { kRun, kPrinted };  // kPrinted: --help or --version was printed
   // Parses argv[1..]: long options as --name VALUE or --name=VALUE, short

@@ -26,6 +26,23 @@ bool parse_secs(const std::string& v, double min, double max, double& out) {
   out = d;
   return true;
 }
+
+// The fields of the shared settings (common/settings.hpp) a plugstack line sets.
+double* number_of(PluginConfig& c, const std::string& key) {
+  const auto* s = common::find_numeric(key);
+  if (!s || !(s->homes & common::kPlugstack)) return nullptr;
+  if (s == &common::kStallThreshold) return &c.stall_threshold;
+  if (s == &common::kReplayInterval) return &c.replay_interval;
+  if (s == &common::kReplayBudget) return &c.replay_budget;
+  return nullptr;
+}
+bool* switch_of(PluginConfig& c, const std::string& key) {
+  const auto* s = common::find_switch(key);
+  if (!s || !(s->homes & common::kPlugstack)) return nullptr;
+  if (s == &common::kReplay) return &c.replay;
+  if (s == &common::kLearn) return &c.learn;
+  return nullptr;
+}
 }  // namespace
 
 bool parse_on_off(const std::string& v, bool& out) {
@@ -67,32 +84,25 @@ std::string parse_plugin_args(const std::vector<std::string>& args, PluginConfig
       if (!parse_bool(v, c.gate)) err = "plugstack argument gate=" + v + ": expected yes or no";
     } else if (k == "fail_closed") {
       if (!parse_bool(v, c.fail_closed)) err = "plugstack argument fail_closed=" + v + ": expected yes or no";
-    } else if (k == "stall_threshold") {
-      if (!parse_secs(v, 1, 86400, c.stall_threshold))
-        err = "plugstack argument stall_threshold=" + v + ": expected seconds from 1 to 86400";
+    } else if (double* num = number_of(c, k)) {
+      // A setting of the shared table (common/settings.hpp): its range.
+      std::string why;
+      if (auto d = common::parse_setting(*common::find_numeric(k), v, &why)) *num = *d;
+      else err = "plugstack argument " + k + "=" + v + ": " + why;
+    } else if (bool* sw = switch_of(c, k)) {
+      if (auto b = common::parse_switch(v)) *sw = *b;
+      else err = "plugstack argument " + k + "=" + v + ": expected on or off";
     } else if (k == "grace") {
       if (!parse_secs(v, 1, 600, c.grace)) err = "plugstack argument grace=" + v + ": expected seconds from 1 to 600";
     } else if (k == "companion_wait") {
       if (!parse_secs(v, 0, 600, c.companion_wait))
         err = "plugstack argument companion_wait=" + v + ": expected seconds from 0 to 600";
-    } else if (k == "learn") {
-      if (!parse_on_off(v, c.learn) || v == "(null)" || v.empty())
-        err = "plugstack argument learn=" + v + ": expected on or off";
     } else if (k == "learn_aggregation") {
       learn::Aggregation a;
       if (!learn::parse_aggregation(v, a))
         err = "plugstack argument learn_aggregation=" + v + ": expected " + learn::kAggregationChoices;
       else
         c.learn_aggregation = v;
-    } else if (k == "replay") {
-      if (!parse_on_off(v, c.replay) || v == "(null)" || v.empty())
-        err = "plugstack argument replay=" + v + ": expected on or off";
-    } else if (k == "replay_interval") {
-      if (!parse_secs(v, 0, 7 * 86400, c.replay_interval))
-        err = "plugstack argument replay_interval=" + v + ": expected seconds from 0 (on demand only) to 604800";
-    } else if (k == "replay_budget") {
-      if (!parse_secs(v, 0, 1, c.replay_budget) || c.replay_budget <= 0)
-        err = "plugstack argument replay_budget=" + v + ": expected a fraction of CPU time above 0 and at most 1";
     } else if (k == "blame_jobs" || k == "blame_users") {
       double n = 0;
       if (!parse_secs(v, 1, 1000, n) || n != static_cast<int>(n))

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/settings.hpp"
 #include "libc3/verdict_kind.hpp"
 
 namespace scout::spank {
@@ -24,7 +25,7 @@ struct PluginConfig {
   std::string runtime_dir = "/run/scout";         // per-job control sockets
   bool default_on = false;
   bool required = false;        // if scoutd cannot start, fail the step
-  double stall_threshold = 10;  // seconds
+  double stall_threshold = common::kStallThreshold.def;  // seconds
   double grace = 20;            // seconds for the companion to stop
   double companion_wait = 0;    // seconds to hold the step until every scoutd is up
   bool gate = true;             // epilog drains culprit nodes
@@ -39,11 +40,11 @@ struct PluginConfig {
   double blame_window_days = 7;
   bool node_check = true;       // root's own node check before deciding
   double dstate_wait = 2;       // seconds between the two D-state samples
-  bool learn = true;            // federated telemetry outlier detection
+  bool learn = common::kLearn.def;  // federated telemetry outlier detection
   std::string learn_aggregation;  // scoutd --learn-aggregation; empty: scoutd's default
-  bool replay = true;           // replay cycles for silent data corruption
-  double replay_interval = 600; // seconds between cycles (0: on demand only)
-  double replay_budget = 0.01;  // fraction of a node's CPU time
+  bool replay = common::kReplay.def;                        // replay cycles for silent data corruption
+  double replay_interval = common::kReplayInterval.def;     // seconds between cycles (0: on demand only)
+  double replay_budget = common::kReplayBudget.def;         // fraction of a node's CPU time
 };
 
 // Parses plugstack arguments ("key=value"). Returns an empty string on

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/settings.hpp"
 #include "spank/plugin_state.hpp"
 
 // The plugin's identity symbols: declared extern first, since a const at
@@ -57,14 +58,13 @@ int opt_scout_cb(int, const char* optarg, int) {
 
 int opt_stall_cb(int, const char* optarg, int) {
   std::string v = optarg ? optarg : "";
-  char* end = nullptr;
-  double d = std::strtod(v.c_str(), &end);
-  if (v.empty() || v == "(null)" || *end || !(d >= 1 && d <= 86400)) {
-    slurm_error("scout: option: --scout-stall-threshold=%s is not valid; expected seconds from 1 to 86400",
-                v.c_str());
+  std::string why;
+  const auto d = common::parse_setting(common::kStallThreshold, v, &why);
+  if (!d) {
+    slurm_error("scout: option: --scout-stall-threshold=%s is not valid; %s", v.c_str(), why.c_str());
     return -1;
   }
-  state().opt_stall = d;
+  state().opt_stall = *d;
   return 0;
 }
 
@@ -85,7 +85,7 @@ struct spank_option kOptions[] = {
      const_cast<char*>("[scout] watch this job with scout: on or off (default: site setting)"), 2, 0,
      opt_scout_cb},
     {const_cast<char*>("scout-stall-threshold"), const_cast<char*>("SECONDS"),
-     const_cast<char*>("[scout] seconds without progress before scout examines a hang (default 10)"), 1, 0,
+     const_cast<char*>("[scout] seconds without progress before scout examines a hang (default: the site's)"), 1, 0,
      opt_stall_cb},
     {const_cast<char*>("scout-ckpt-dir"), const_cast<char*>("DIR"),
      const_cast<char*>("[scout] certify the checkpoints written to DIR (scoutctl checkpoints|recovery)"), 1, 0,

@@ -38,11 +38,10 @@ opts::Table make_table(ScoutdConfig& c) {
   t.integer("last-rank", "R", c.last_rank, 0, 1 << 22, "last rank observed here (default: none)", "last_rank");
   t.text("ledger", "PATH", c.ledger, "SQLite ledger (default $SCOUT_LEDGER)", "ledger");
   t.text("runtime-dir", "DIR", c.runtime_dir, "job runtime directory for control sockets", "runtime_dir");
-  t.seconds("stall-threshold", c.stall_threshold_s, 1, 86400, "seconds without progress before a hang (min 1)",
-            "stall_threshold");
+  t.setting(common::kStallThreshold, c.stall_threshold_s);
   t.seconds("tick", c.tick_s, 0.01, 10, "record polling period", "tick");
-  t.seconds("round-period", c.round_period_s, 0.01, 60, "consensus round period", "round_period");
-  t.seconds("round-timeout", c.round_timeout_s, 0.05, 60, "deadline per tree level in a round", "round_timeout");
+  t.setting(common::kRoundPeriod, c.round_period_s);
+  t.setting(common::kRoundTimeout, c.round_timeout_s);
   t.add({"step-collective", 0, "K",
          "collective kind that marks a training step, e.g.\nallreduce (default $SCOUT_STEP_COLLECTIVE, else automatic)",
          "step_collective", [&c](const std::string& v) { c.step_collective = v; },
@@ -53,17 +52,9 @@ opts::Table make_table(ScoutdConfig& c) {
            "straggler: times the peer median", "straggler_rel");
   t.integer("straggler-confirm", "K", c.straggler_confirmations, 1, 1000,
             "straggler: confirmations before a verdict", "straggler_confirm");
-  t.on_off("replay", c.replay, "replay cycles for silent data corruption", "replay");
-  t.seconds("replay-interval", c.replay_interval_s, 0, 7 * 86400,
-            "seconds between replay cycles (0: only on demand:\nscoutctl replay, a confirmed compute straggler)",
-            "replay_interval");
-  t.add({"replay-budget", 0, "F", "CPU budget: fraction of the node's CPU time", "replay_budget",
-         [&c](const std::string& v) {
-           c.replay_budget = opts::parse_number("--replay-budget", v, 0, 1, "a fraction of the node's CPU time");
-           if (c.replay_budget <= 0)
-             throw opts::ConfigError("--replay-budget: 0; expected a fraction above 0 and at most 1 (use --replay off)");
-         },
-         [&c] { return fmt::format("{}", c.replay_budget); }});
+  t.setting(common::kReplay, c.replay);
+  t.setting(common::kReplayInterval, c.replay_interval_s);
+  t.setting(common::kReplayBudget, c.replay_budget);
   t.integer("replay-reruns", "K", c.replay_reruns, 1, 100, "re-runs of a dissenting device before a verdict",
             "replay_reruns");
   t.add({"replay-cores", 0, "LIST", "cores to replay on, e.g. 0,2-3 (default: all allowed)", "replay_cores",
@@ -102,7 +93,7 @@ opts::Table make_table(ScoutdConfig& c) {
            c.ckpt_marker = v;
          },
          [&c] { return c.ckpt_marker; }});
-  t.on_off("learn", c.learn, "federated telemetry outlier detection", "learn");
+  t.setting(common::kLearn, c.learn);
   t.seconds("learn-window", c.learn_window_s, 0.1, 3600, "telemetry window", "learn_window");
   t.seconds("learn-round", c.learn_round_s, 0.1, 86400, "federated round period", "learn_round");
   t.integer("learn-warmup", "R", c.learn_warmup, 1, 100000, "rounds before windows are scored", "learn_warmup");

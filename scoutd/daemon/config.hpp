@@ -23,18 +23,18 @@ struct ScoutdConfig {
   int first_rank = -1, last_rank = -1;  // explicit block (non-simulated)
   std::string ledger;             // SQLite ledger path
   std::string runtime_dir;        // job runtime dir (control sockets)
-  double stall_threshold_s = 10.0;
+  double stall_threshold_s = common::kStallThreshold.def;
   double tick_s = 0.1;
-  double round_period_s = 0.5;
-  double round_timeout_s = 1.0;   // per tree level
+  double round_period_s = common::kRoundPeriod.def;
+  double round_timeout_s = common::kRoundTimeout.def;   // per tree level
   std::string step_collective;     // kind marking steps ("" = automatic)
   double straggler_absolute_s = 0.005;
   double straggler_relative = 1.2;
   int straggler_confirmations = 3;
   // Replay (silent data corruption): cycles beside the job.
-  bool replay = true;
-  double replay_interval_s = 600;  // 0: on demand only
-  double replay_budget = 0.01;     // fraction of the node's CPU time
+  bool replay = common::kReplay.def;
+  double replay_interval_s = common::kReplayInterval.def;  // 0: on demand only
+  double replay_budget = common::kReplayBudget.def;        // fraction of the node's CPU time
   int replay_reruns = 2;           // K confirmations of a dissent
   std::vector<int> replay_cores;   // empty: the CPUs scoutd may use
   std::vector<std::string> replay_recipes;  // empty: all
@@ -47,7 +47,7 @@ struct ScoutdConfig {
   double ckpt_settle_s = 5;
   std::string ckpt_marker;
   // Federated telemetry outlier detection.
-  bool learn = true;
+  bool learn = common::kLearn.def;
   double learn_window_s = 10;
   double learn_round_s = 60;
   int learn_warmup = 3;

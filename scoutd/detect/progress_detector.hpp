@@ -11,13 +11,14 @@
 #include <optional>
 #include <vector>
 
+#include "common/settings.hpp"
 #include "scoutd/detect/verdict_draft.hpp"
 #include "scoutd/observe/rank_evidence.hpp"
 
 namespace scout::scoutd {
 
 struct DetectorOptions {
-  double stall_threshold_s = 10.0;
+  double stall_threshold_s = common::kStallThreshold.def;
   double death_margin_s = 0.2;  // deaths this close to the first one count as one event
   // A death that left no fatal-signal record (SIGKILL, an exit) is a crash
   // only once its peers outlived it this long: a launcher or Slurm tearing
