@@ -13,17 +13,9 @@ class LedgerSink : public VerdictSink {
   LedgerSink(sql::Ledger& ledger, std::string job, std::string step)
       : ledger_(ledger), job_(std::move(job)), step_(std::move(step)) {}
   std::int64_t commit_verdict(const VerdictToCommit& v) override {
-    sql::VerdictRow row;
-    row.job_id = job_;
-    row.step = step_;
-    row.kind = c3::to_string(v.kind);
-    row.status = c3::to_string(v.status);
-    row.ranks = nlohmann::json(v.ranks).dump();
-    row.hosts = nlohmann::json(v.hosts).dump();
-    row.evidence = v.evidence.dump();
-    row.detected_at = v.detected_at;
-    if (!v.vkey.empty()) row.vkey = v.vkey;
-    return ledger_.insert_verdict(row);
+    common::Verdict c = to_common(v, 0, job_, step_);  // the one verdict form
+    if (v.vkey.empty()) c.key.reset();
+    return ledger_.insert_verdict(sql::to_row(c));
   }
   void commit_resolution(const std::string& vkey, const std::string& at) override {
     ledger_.resolve_verdict_by_key(vkey, at);
