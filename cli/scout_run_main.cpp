@@ -26,7 +26,7 @@
 #include "libc3/rank_record.hpp"
 #include "scoutd/daemon/config.hpp"
 #include "scoutd/observe/proc_info.hpp"
-#include "scoutd/wire/runtime_paths.hpp"
+#include "common/runtime_paths.hpp"
 #include "sql/ledger.hpp"
 
 namespace fs = std::filesystem;
@@ -118,8 +118,8 @@ Options parse(int argc, char** argv) {
                               "writes its checkpoints to", o.ckpt_dir));
     o.ckpt_dir = fs::absolute(o.ckpt_dir).string();
   }
-  if (o.ledger.empty()) o.ledger = sd::default_ledger_path();
-  if (o.runtime_root.empty()) o.runtime_root = sd::default_runtime_root();
+  if (o.ledger.empty()) o.ledger = scout::common::default_ledger_path();
+  if (o.runtime_root.empty()) o.runtime_root = scout::common::default_runtime_root();
   return o;
 }
 
@@ -204,7 +204,7 @@ void terminate_group(pid_t pid, double grace, int* status) {
   wait_for(pid, 5, status);
 }
 
-int count_sockets(const std::string& dir) { return static_cast<int>(sd::list_control_sockets(dir).size()); }
+int count_sockets(const std::string& dir) { return static_cast<int>(scout::common::list_control_sockets(dir).size()); }
 
 // True when `pid` is a live (not zombie) process of this job: its
 // environment carries SCOUT_JOB_ID=<job> (guards against pid reuse).
@@ -296,7 +296,7 @@ int main(int argc, char** argv) {
   std::error_code ec;
   if (observe) {
     std::fprintf(stderr, "scout-run: job %s (ledger %s)\n", o.job_id.c_str(), o.ledger.c_str());
-    job_dir = sd::job_runtime_dir(o.runtime_root, o.job_id);
+    job_dir = scout::common::job_runtime_dir(o.runtime_root, o.job_id);
     fs::create_directories(job_dir, ec);
     ::chmod(o.runtime_root.c_str(), 0700);
     ::chmod(job_dir.c_str(), 0700);

@@ -34,7 +34,7 @@
 #include "common/options.hpp"
 #include "libc3/rank_record.hpp"
 #include "scoutd/wire/control_protocol.hpp"
-#include "scoutd/wire/runtime_paths.hpp"
+#include "common/runtime_paths.hpp"
 #include "sql/ledger.hpp"
 
 using nlohmann::json;
@@ -50,7 +50,7 @@ namespace {
 // The ledger holding a job: the site/local ledger, or under Slurm the job's
 // spool ledger while the job runs. Dies with the documented exit codes.
 sq::Ledger open_job_ledger(const Args& a) {
-  std::string path = a.ledger.empty() ? sd::default_ledger_path() : a.ledger;
+  std::string path = a.ledger.empty() ? scout::common::default_ledger_path() : a.ledger;
   std::string spool_db = a.spool.empty() ? "" : scout::common::spool_ledger(a.spool, a.job);
   auto in_site = [&] {
     try {
@@ -156,9 +156,9 @@ long job_dir_owner(const std::string& dir) {
 // The control sockets of a job's scoutds, sorted; dies with exit 5 (naming
 // the command) when there is none.
 std::vector<std::string> job_sockets(const Args& a, std::string& dir) {
-  std::string root = a.runtime_dir.empty() ? sd::default_runtime_root() : a.runtime_dir;
-  dir = sd::job_runtime_dir(root, a.job);
-  auto sockets = sd::list_control_sockets(dir);
+  std::string root = a.runtime_dir.empty() ? scout::common::default_runtime_root() : a.runtime_dir;
+  dir = scout::common::job_runtime_dir(root, a.job);
+  auto sockets = scout::common::list_control_sockets(dir);
   if (sockets.empty())
     die(kExitUnreachable, fmt::format("{}: job {} has no running scoutd (no sockets in {})", a.command, a.job, dir));
   return sockets;

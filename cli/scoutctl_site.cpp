@@ -29,7 +29,7 @@
 #include "common/options.hpp"
 #include "libc3/rank_record.hpp"
 #include "scoutd/wire/control_protocol.hpp"
-#include "scoutd/wire/runtime_paths.hpp"
+#include "common/runtime_paths.hpp"
 #include "sql/ledger.hpp"
 
 using nlohmann::json;
@@ -64,7 +64,7 @@ std::string checked_text(const json& ev) {
 
 // The site ledger for node review; dies with exit 4 when it cannot be read.
 sq::Ledger open_site_ledger(const Args& a, sq::Ledger::Mode mode) {
-  std::string path = a.ledger.empty() ? sd::default_ledger_path() : a.ledger;
+  std::string path = a.ledger.empty() ? scout::common::default_ledger_path() : a.ledger;
   if (::access(path.c_str(), F_OK) != 0)
     die(kExitLedger, fmt::format("{}: ledger {} does not exist (--ledger PATH or $SCOUT_LEDGER names the "
                                  "site ledger)", a.command, path));

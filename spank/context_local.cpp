@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/runtime_paths.hpp"
 #include "common/spool_paths.hpp"
 #include "spank/plugin_state.hpp"
 
@@ -121,7 +122,7 @@ int local_user_init(spank_t sp) {
   std::vector<std::string> tail = {cfg.scoutd, "--job-id", jid, "--step", sid, "--ranks",
                                    std::to_string(ntasks), "--slurm", "--ledger",
                                    common::spool_ledger(cfg.spool, jid), "--runtime-dir",
-                                   cfg.runtime_dir + "/" + jid, "--stall-threshold",
+                                   common::job_runtime_dir(cfg.runtime_dir, jid), "--stall-threshold",
                                    std::to_string(stall), "--replay", cfg.replay ? "on" : "off",
                                    "--replay-interval", std::to_string(cfg.replay_interval),
                                    "--replay-budget", std::to_string(cfg.replay_budget),

@@ -18,6 +18,7 @@
 
 #include <slurm/slurm.h>
 
+#include "common/runtime_paths.hpp"
 #include "common/spool_paths.hpp"
 #include "libc3/rank_record.hpp"
 #include "spank/plugin_state.hpp"
@@ -99,7 +100,7 @@ int remote_prepare_names(spank_t sp) {
     return 0;
   const auto& cfg = state().cfg;
   const std::string j = std::to_string(job), s = std::to_string(step);
-  const std::string dir = cfg.runtime_dir + "/" + j;
+  const std::string dir = common::job_runtime_dir(cfg.runtime_dir, j);
   claim(dir, S_IFDIR, uid);
   struct stat st {};
   if (::lstat(dir.c_str(), &st) != 0) make_job_dir(dir, uid, gid);
@@ -161,7 +162,7 @@ int remote_user_init(spank_t sp) {
   }
   spank_setenv(sp, "SCOUT_JOB_ID", std::to_string(job).c_str(), 1);
   spank_setenv(sp, "SCOUT_STEP_ID", std::to_string(step).c_str(), 1);
-  const std::string dir = cfg.runtime_dir + "/" + std::to_string(job);
+  const std::string dir = common::job_runtime_dir(cfg.runtime_dir, std::to_string(job));
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
     st.deferred_error = "scout: remote: runtime directory " + dir + ": " + std::strerror(errno);
   return 0;

@@ -18,7 +18,7 @@
 #include "scoutd/daemon/control_server.hpp"
 #include "scoutd/round/parts.hpp"
 #include "scoutd/observe/proc_info.hpp"
-#include "scoutd/wire/runtime_paths.hpp"
+#include "common/runtime_paths.hpp"
 
 namespace scout::scoutd {
 
@@ -147,8 +147,8 @@ void Daemon::init_participants() {
 }
 
 void Daemon::init_control() {
-  const std::string root = cfg_.runtime_dir.empty() ? default_runtime_root() : cfg_.runtime_dir;
-  const std::string job_dir = cfg_.runtime_dir.empty() ? job_runtime_dir(root, cfg_.job_id) : root;
+  const std::string root = cfg_.runtime_dir.empty() ? common::default_runtime_root() : cfg_.runtime_dir;
+  const std::string job_dir = cfg_.runtime_dir.empty() ? common::job_runtime_dir(root, cfg_.job_id) : root;
   std::error_code ec;
   std::filesystem::create_directories(job_dir, ec);
   ::chmod(job_dir.c_str(), 0700);
@@ -159,7 +159,7 @@ void Daemon::init_control() {
       ctx_.replay_demand = true;
       return std::string();
     };
-  server_ = std::make_unique<ControlServer>(control_socket_path(job_dir, watcher_->node()), providers);
+  server_ = std::make_unique<ControlServer>(common::control_socket_path(job_dir, watcher_->node()), providers);
   try {
     server_->start();
   } catch (const std::exception& e) {

@@ -1,6 +1,6 @@
 // Default locations (see runtime_paths.hpp). No libfmt: the SPANK plugin
 // compiles this file too, and srun should not load it.
-#include "scoutd/wire/runtime_paths.hpp"
+#include "common/runtime_paths.hpp"
 
 #include <unistd.h>
 
@@ -9,7 +9,7 @@
 #include <filesystem>
 
 
-namespace scout::scoutd {
+namespace scout::common {
 
 std::string default_ledger_path() {
   if (const char* l = std::getenv("SCOUT_LEDGER"); l && *l) return l;
@@ -45,4 +45,4 @@ std::vector<std::string> list_control_sockets(const std::string& job_dir) {
   return out;
 }
 
-}  // namespace scout::scoutd
+}  // namespace scout::common

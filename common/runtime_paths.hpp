@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace scout::scoutd {
+namespace scout::common {
 
 // --ledger > $SCOUT_LEDGER > ${XDG_STATE_HOME:-$HOME/.local/state}/scout/ledger.db
 std::string default_ledger_path();
@@ -18,4 +18,4 @@ bool is_control_socket_name(const std::string& name);
 // The control sockets in a job's runtime directory, sorted (none if absent).
 std::vector<std::string> list_control_sockets(const std::string& job_dir);
 
-}  // namespace scout::scoutd
+}  // namespace scout::common
