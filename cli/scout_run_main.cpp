@@ -25,7 +25,7 @@
 #include "common/options.hpp"
 #include "libc3/rank_record.hpp"
 #include "scoutd/daemon/config.hpp"
-#include "scoutd/observe/proc_info.hpp"
+#include "common/proc_info.hpp"
 #include "common/runtime_paths.hpp"
 #include "sql/ledger.hpp"
 
@@ -209,7 +209,7 @@ int count_sockets(const std::string& dir) { return static_cast<int>(scout::commo
 // True when `pid` is a live (not zombie) process of this job: its
 // environment carries SCOUT_JOB_ID=<job> (guards against pid reuse).
 bool is_live_job_process(int pid, const std::string& job) {
-  const std::string stat = sd::proc_stat_fields(pid);
+  const std::string stat = scout::common::proc_stat_fields(pid);
   if (stat.empty() || stat[0] == 'Z') return false;
   std::size_t n = 0;
   std::FILE* e = std::fopen(fmt::format("/proc/{}/environ", pid).c_str(), "r");

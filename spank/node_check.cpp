@@ -24,6 +24,7 @@
 #include <fmt/ranges.h>
 
 #include "common/gpu_health.hpp"
+#include "common/proc_info.hpp"
 #include "libc3/verdict_rules.hpp"
 
 #include "replay/recipes.hpp"
@@ -192,16 +193,11 @@ CheckResult check_d_state(const NodeCheckOptions& opt) {
       char* end = nullptr;
       const long pid = std::strtol(e->d_name, &end, 10);
       if (*end || pid <= 0) continue;
-      std::ifstream f(fmt::format("/proc/{}/stat", pid));
-      std::string line;
-      if (!std::getline(f, line)) continue;
-      const auto rp = line.rfind(')');
-      if (rp == std::string::npos || rp + 2 >= line.size() || line[rp + 2] != 'D') continue;
-      std::ifstream w(fmt::format("/proc/{}/wchan", pid));
-      std::string wchan;
-      std::getline(w, wchan);
+      std::string name, fields;
+      if (!common::proc_stat(static_cast<pid_t>(pid), &name, &fields) || fields[0] != 'D') continue;
+      const std::string wchan = common::proc_wchan(static_cast<pid_t>(pid));
       if (user_holdable_wait(wchan)) continue;
-      d[static_cast<int>(pid)] = line.substr(line.find('(') + 1, rp - line.find('(') - 1) + " in " + wchan;
+      d[static_cast<int>(pid)] = name + " in " + wchan;
     }
     closedir(dir);
     return d;

@@ -17,7 +17,7 @@
 #include "ledgerd/site_config.hpp"
 #include "scoutd/daemon/control_server.hpp"
 #include "scoutd/round/parts.hpp"
-#include "scoutd/observe/proc_info.hpp"
+#include "common/proc_info.hpp"
 #include "common/runtime_paths.hpp"
 
 namespace scout::scoutd {
@@ -194,7 +194,7 @@ json Daemon::status_json() {
   for (auto& e : watcher_->evidence()) {
     json r = e;
     r["collective"] = c3::coll_name(e.kind);
-    r["process"] = describe_state(e.state);
+    r["process"] = common::describe_state(e.state);
     r["score"] = 0.0;
     ranks.push_back(std::move(r));
   }

@@ -8,7 +8,7 @@
 #include "libc3/rank_record.hpp"
 #include "libc3/verdict_rules.hpp"
 #include "scoutd/detect/progress_rules.hpp"
-#include "scoutd/observe/proc_info.hpp"
+#include "common/proc_info.hpp"
 
 namespace scout::scoutd::rules {
 
@@ -39,7 +39,7 @@ std::vector<VerdictDraft> detect_consensus(const std::vector<const RankEvidence*
     for (auto i : pc.outliers) {
       auto* e = live[i];
       if (e->seq >= majority) continue;  // ahead: not the one the others wait for
-      if (in_io_syscall(e->syscall) && e->state != 'T' && e->state != 't')
+      if (common::in_io_syscall(e->syscall) && e->state != 'T' && e->state != 't')
         behind_io.push_back(e);  // inside a read/write: an I/O straggler
       else
         (is_stalled_state(e->state) ? behind_stalled : behind_running).push_back(e);

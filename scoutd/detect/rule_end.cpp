@@ -9,7 +9,7 @@
 #include "libc3/rank_record.hpp"
 #include "libc3/verdict_rules.hpp"
 #include "scoutd/detect/progress_rules.hpp"
-#include "scoutd/observe/proc_info.hpp"
+#include "common/proc_info.hpp"
 
 namespace scout::scoutd {
 

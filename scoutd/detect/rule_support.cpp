@@ -9,7 +9,7 @@
 #include "libc3/rank_record.hpp"
 #include "libc3/verdict_rules.hpp"
 #include "scoutd/detect/progress_rules.hpp"
-#include "scoutd/observe/proc_info.hpp"
+#include "common/proc_info.hpp"
 
 namespace scout::scoutd::rules {
 
@@ -20,9 +20,9 @@ json rank_brief(const RankEvidence& e) {
               {"collective", c3::coll_name(e.kind)},
               {"nonblocking", (e.kind & c3::kFlagNonblocking) != 0},
               {"in_collective", e.in_collective}, {"state", std::string(1, e.state)},
-              {"process", describe_state(e.state)}, {"wchan", e.wchan},
+              {"process", common::describe_state(e.state)}, {"wchan", e.wchan},
               {"stalled_s", e.stalled_s}, {"fingerprint", fmt::format("{:016x}", e.fingerprint)},
-              {"syscall", syscall_name(e.syscall)}, {"rchar", e.rchar}, {"wchar", e.wchar}};
+              {"syscall", common::syscall_name(e.syscall)}, {"rchar", e.rchar}, {"wchar", e.wchar}};
 }
 
 json gpu_brief(const RankEvidence& e) {
@@ -97,10 +97,10 @@ std::string peers_text(const std::vector<int>& peers, bool more) {
 std::string wait_line(const RankEvidence& e) {
   if (is_stalled_state(e.state))
     return e.p2p_call.empty() && !e.in_collective
-               ? fmt::format("rank {} is outside MPI, process {}", e.rank, describe_state(e.state))
+               ? fmt::format("rank {} is outside MPI, process {}", e.rank, common::describe_state(e.state))
                : fmt::format("rank {} is inside {}, process {}", e.rank,
                              e.p2p_call.empty() ? std::string(c3::coll_name(e.kind)) : e.p2p_call,
-                             describe_state(e.state));
+                             common::describe_state(e.state));
   if (!e.p2p_call.empty())
     return fmt::format("rank {} waits in {} for {} ({:.1f} s)", e.rank, e.p2p_call, peers_text(e.p2p_peers, e.p2p_more),
                        e.p2p_wait_s);
@@ -110,8 +110,8 @@ std::string wait_line(const RankEvidence& e) {
   if (e.gpu.present && e.seq > e.gpu.done)
     return fmt::format("rank {}: its GPU {} has {} operation(s) issued and has begun none for {:.1f} s, process {}",
                        e.rank, e.gpu.bus_id.empty() ? "?" : e.gpu.bus_id, e.seq - e.gpu.done, e.gpu.idle_s,
-                       describe_state(e.state));
-  return fmt::format("rank {} is outside MPI, process {}", e.rank, describe_state(e.state));
+                       common::describe_state(e.state));
+  return fmt::format("rank {} is outside MPI, process {}", e.rank, common::describe_state(e.state));
 }
 
 std::string key_of(const std::string& kind, const std::vector<int>& ranks, std::uint64_t pos) {

@@ -9,7 +9,7 @@
 #include "libc3/rank_record.hpp"
 #include "libc3/verdict_rules.hpp"
 #include "scoutd/detect/progress_rules.hpp"
-#include "scoutd/observe/proc_info.hpp"
+#include "common/proc_info.hpp"
 
 namespace scout::scoutd::rules {
 
@@ -246,7 +246,7 @@ std::vector<VerdictDraft> detect_wait_for(const std::vector<const RankEvidence*>
     // began later than the others'), has no edges yet: not a culprit.
     if (!is_stalled_state(e->state) && (!e->p2p_call.empty() || e->in_collective)) continue;
     if (is_stalled_state(e->state)) stalled.push_back(e);
-    else if (in_io_syscall(e->syscall)) io.push_back(e);
+    else if (common::in_io_syscall(e->syscall)) io.push_back(e);
     // An NCCL rank whose host issued work its GPU has not begun, and whose
     // GPU completed nothing for the threshold: the GPU stopped.
     else if (e->gpu.present && e->gpu.tracking && e->seq > e->gpu.done && e->gpu.started == e->gpu.done &&

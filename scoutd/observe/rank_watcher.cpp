@@ -24,7 +24,7 @@
 
 #include <fmt/format.h>
 
-#include "scoutd/observe/proc_info.hpp"
+#include "common/proc_info.hpp"
 #include "scoutd/observe/record_guard.hpp"
 
 namespace scout::scoutd {
@@ -254,7 +254,7 @@ void RankWatcher::tick() {
     if (s.have_gpu) key ^= (s.gpu.started + 3) * 0x94D049BB133111EBULL ^ (s.gpu.done + 5) * 0xBF58476D1CE4E5B9ULL;
     // The process state, sampled every 5 ticks: how long it has held.
     if (ticks_ % 5 == 0 && s.pid > 0 && s.death_ns == 0) {
-      const std::string f = proc_stat_fields(s.pid);
+      const std::string f = common::proc_stat_fields(s.pid);
       const char st = f.empty() ? 'X' : f[0];
       if (st != s.state || s.state_since_ns == 0) {
         s.state = st;

@@ -26,7 +26,7 @@
 
 #include <fmt/format.h>
 
-#include "scoutd/observe/proc_info.hpp"
+#include "common/proc_info.hpp"
 #include "scoutd/observe/record_guard.hpp"
 
 namespace scout::scoutd {
@@ -140,7 +140,7 @@ std::vector<RankEvidence> RankWatcher::evidence(bool for_gather) const {
         e.in_collective = s.gpu.started > s.gpu.done;
       }
       if (e.alive) {
-        ProcInfo p = read_proc_info(s.pid);
+        common::ProcInfo p = common::read_proc_info(s.pid);
         e.state = p.state;
         e.wchan = p.wchan;
         e.syscall = p.syscall;

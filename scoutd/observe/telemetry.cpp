@@ -1,7 +1,7 @@
 // Telemetry features (see telemetry.hpp).
 #include "scoutd/observe/telemetry.hpp"
 
-#include "scoutd/observe/proc_info.hpp"
+#include "common/proc_info.hpp"
 
 #include <unistd.h>
 
@@ -24,7 +24,7 @@ ProcCounters read_proc_counters(int pid) {
   ProcCounters c;
   const std::string base = "/proc/" + std::to_string(pid);
   {
-    const std::string fields = proc_stat_fields(pid);
+    const std::string fields = common::proc_stat_fields(pid);
     if (fields.empty()) return c;
     std::istringstream f(fields);
     std::string tok;

@@ -1,12 +1,13 @@
-// What /proc says about a rank's process: its state letter (R, S, D, T, Z...),
-// the kernel function it waits in, and its I/O counters. Read by scoutd only
-// when evidence is gathered, never on the training process's side.
+// What /proc says about a process: its state letter (R, S, D, T, Z...), the
+// kernel function it waits in, and its I/O counters. The one /proc reader:
+// scoutd reads its ranks with it when evidence is gathered (never on the
+// training process's side), root's node check the node's D-state processes.
 #pragma once
 
 #include <string>
 #include <sys/types.h>
 
-namespace scout::scoutd {
+namespace scout::common {
 
 struct ProcInfo {
   bool exists = false;
@@ -28,7 +29,12 @@ ProcInfo read_proc_info(pid_t pid);
 // spaces and parentheses: they follow the last ')'), starting with the
 // state letter; empty when the process is gone or the line is malformed.
 std::string proc_stat_fields(pid_t pid);
+// The command name (between the first '(' and the last ')') and those
+// fields; false when the process is gone or the line is malformed.
+bool proc_stat(pid_t pid, std::string* name, std::string* fields);
+// The kernel function it sleeps in ("" when running or unreadable).
+std::string proc_wchan(pid_t pid);
 // Human text for a state letter: "stopped (T)" etc.
 std::string describe_state(char state);
 
-}  // namespace scout::scoutd
+}  // namespace scout::common

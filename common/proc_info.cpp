@@ -1,5 +1,5 @@
 // /proc readers (see proc_info.hpp).
-#include "scoutd/observe/proc_info.hpp"
+#include "common/proc_info.hpp"
 
 #include <cctype>
 #include <fstream>
@@ -7,15 +7,31 @@
 
 #include <fmt/format.h>
 
-namespace scout::scoutd {
+namespace scout::common {
 
-std::string proc_stat_fields(pid_t pid) {
+bool proc_stat(pid_t pid, std::string* name, std::string* fields) {
   std::ifstream stat(fmt::format("/proc/{}/stat", pid));
   std::string line;
-  if (!stat || !std::getline(stat, line)) return {};
-  auto close = line.rfind(')');
-  if (close == std::string::npos || close + 2 >= line.size()) return {};
-  return line.substr(close + 2);
+  if (!stat || !std::getline(stat, line)) return false;
+  const auto open = line.find('(');
+  const auto close = line.rfind(')');
+  if (open == std::string::npos || close == std::string::npos || close < open || close + 2 >= line.size())
+    return false;
+  if (name) *name = line.substr(open + 1, close - open - 1);
+  if (fields) *fields = line.substr(close + 2);
+  return true;
+}
+
+std::string proc_stat_fields(pid_t pid) {
+  std::string fields;
+  return proc_stat(pid, nullptr, &fields) ? fields : std::string();
+}
+
+std::string proc_wchan(pid_t pid) {
+  std::ifstream wchan(fmt::format("/proc/{}/wchan", pid));
+  std::string w;
+  if (wchan) std::getline(wchan, w);
+  return w == "0" ? std::string() : w;
 }
 
 ProcInfo read_proc_info(pid_t pid) {
@@ -27,9 +43,7 @@ ProcInfo read_proc_info(pid_t pid) {
   }
   p.exists = true;
   p.state = fields[0];
-  std::ifstream wchan(fmt::format("/proc/{}/wchan", pid));
-  if (wchan) std::getline(wchan, p.wchan);
-  if (p.wchan == "0") p.wchan.clear();
+  p.wchan = proc_wchan(pid);
   std::ifstream io(fmt::format("/proc/{}/io", pid));
   std::string key;
   long long val;
@@ -97,4 +111,4 @@ std::string describe_state(char s) {
   }
 }
 
-}  // namespace scout::scoutd
+}  // namespace scout::common
