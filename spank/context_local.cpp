@@ -17,10 +17,12 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "common/runtime_paths.hpp"
+#include "common/settings.hpp"
 #include "common/spool_paths.hpp"
 #include "spank/plugin_state.hpp"
 
@@ -122,11 +124,18 @@ int local_user_init(spank_t sp) {
   std::vector<std::string> tail = {cfg.scoutd, "--job-id", jid, "--step", sid, "--ranks",
                                    std::to_string(ntasks), "--slurm", "--ledger",
                                    common::spool_ledger(cfg.spool, jid), "--runtime-dir",
-                                   common::job_runtime_dir(cfg.runtime_dir, jid), "--stall-threshold",
-                                   std::to_string(stall), "--replay", cfg.replay ? "on" : "off",
-                                   "--replay-interval", std::to_string(cfg.replay_interval),
-                                   "--replay-budget", std::to_string(cfg.replay_budget),
-                                   "--learn", cfg.learn ? "on" : "off"};
+                                   common::job_runtime_dir(cfg.runtime_dir, jid)};
+  // The plugstack's shared settings, passed on under scoutd's names for
+  // them (common/settings.hpp).
+  auto pass = [&tail](std::string_view flag, std::string value) {
+    tail.push_back("--" + std::string(flag));
+    tail.push_back(std::move(value));
+  };
+  pass(common::kStallThreshold.flag, std::to_string(stall));
+  pass(common::kReplay.flag, cfg.replay ? "on" : "off");
+  pass(common::kReplayInterval.flag, std::to_string(cfg.replay_interval));
+  pass(common::kReplayBudget.flag, std::to_string(cfg.replay_budget));
+  pass(common::kLearn.flag, cfg.learn ? "on" : "off");
   if (!cfg.learn_aggregation.empty()) {
     tail.push_back("--learn-aggregation");
     tail.push_back(cfg.learn_aggregation);
