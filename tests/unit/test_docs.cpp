@@ -181,10 +181,7 @@ TEST_CASE("docs: every thread scoutd starts is in the threads table") {
   CHECK(found >= 4);
 }
 
-TEST_CASE("source files: none over 500 lines (the one left is listed until it is split)") {
-  // Left for now (see docs/architecture.md, "Components"): the NCCL probe,
-  // which has never run on a real GPU.
-  const std::set<std::string> pending = {"probe/nccl_probe.cpp"};
+TEST_CASE("source files: none over 500 lines") {
   int files = 0;
   for (auto it = fs::recursive_directory_iterator(top()); it != fs::recursive_directory_iterator(); ++it) {
     if (it->is_directory() && skipped(it->path())) {
@@ -196,10 +193,6 @@ TEST_CASE("source files: none over 500 lines (the one left is listed until it is
     const std::string text = read(it->path());
     const auto lines = std::count(text.begin(), text.end(), '\n');
     ++files;
-    if (pending.count(rel)) {
-      CHECK_MESSAGE(lines > 500, rel, " is under 500 lines now: take it off the pending list");
-      continue;
-    }
     CHECK_MESSAGE(lines <= 500, rel, " has ", lines, " lines; split it (at most 500)");
   }
   CHECK(files > 100);
