@@ -3,7 +3,7 @@
 # is not done until its man page says what it does).
 set -euo pipefail
 : "${top_builddir:?}" "${top_srcdir:?}"
-B=$top_builddir S=$top_srcdir
+B=$top_builddir
 fail=0
 check() {  # program man-page
   local prog=$1 page=$2 opts
@@ -19,9 +19,10 @@ check() {  # program man-page
   done
   echo "$(basename "$prog"): $(echo "$opts" | wc -l) options, checked against $(basename "$page")"
 }
-check "$B/scoutd/scoutd" "$S/man/scoutd.8.in"
-check "$B/cli/scoutctl" "$S/man/scoutctl.1.in"
-check "$B/cli/scout-run" "$S/man/scout-run.1.in"
-check "$B/spank/scout-epilog" "$S/man/scout-epilog.8.in"
-check "$B/ledgerd/scout-ledgerd" "$S/man/scout-ledgerd.8.in"
+# The built pages: the shared settings' entries are generated (common/settings-man).
+check "$B/scoutd/scoutd" "$B/man/scoutd.8"
+check "$B/cli/scoutctl" "$B/man/scoutctl.1"
+check "$B/cli/scout-run" "$B/man/scout-run.1"
+check "$B/spank/scout-epilog" "$B/man/scout-epilog.8"
+check "$B/ledgerd/scout-ledgerd" "$B/man/scout-ledgerd.8"
 exit $fail

@@ -118,3 +118,40 @@ TEST_CASE("shared settings: no parser of one is written outside the table") {
   }
   CHECK(scanned > 100);
 }
+
+TEST_CASE("shared settings: the man pages take their entries from the table") {
+  const char* src = std::getenv("top_srcdir");
+  const fs::path man = (src ? fs::path(src) : fs::path("..")) / "man";
+  int pages = 0;
+  for (auto& e : fs::directory_iterator(man)) {
+    if (e.path().extension() != ".in") continue;
+    ++pages;
+    std::ifstream in(e.path());
+    std::string prev, line;
+    int n = 0;
+    while (std::getline(in, line)) {
+      ++n;
+      if (prev == ".TP") {  // an entry: the line after .TP names what it documents
+        auto by_hand = [&](std::string_view key, std::string_view flag) {
+          std::string esc;
+          for (char c : flag) esc += c == '-' ? std::string("\\-") : std::string(1, c);
+          const std::string k = std::string(key) + "=";
+          return line.find("\\-\\-" + esc + " ") != std::string::npos ||
+                 (line.find("\\-\\-" + esc) != std::string::npos &&
+                  line.size() == line.find("\\-\\-" + esc) + 4 + esc.size()) ||
+                 line.rfind(".BI " + k, 0) == 0 || line.rfind(".BR " + k, 0) == 0 || line.rfind(".B " + k, 0) == 0;
+        };
+        for (const auto* s : common::kNumericSettings)
+          if (by_hand(s->key, s->flag))
+            FAIL_CHECK(e.path().filename().string() << ":" << n << " documents " << s->key
+                                                    << " by hand; put @SETTINGS_...@ there (common/settings_man.cpp)");
+        for (const auto* s : common::kSwitchSettings)
+          if (by_hand(s->key, s->flag))
+            FAIL_CHECK(e.path().filename().string() << ":" << n << " documents " << s->key
+                                                    << " by hand; put @SETTINGS_...@ there (common/settings_man.cpp)");
+      }
+      prev = line;
+    }
+  }
+  CHECK(pages >= 5);
+}
