@@ -23,6 +23,7 @@
 #include <fmt/format.h>
 
 #include "common/options.hpp"
+#include "common/ids.hpp"
 #include "libc3/rank_record.hpp"
 #include "scoutd/daemon/config.hpp"
 #include "common/proc_info.hpp"
@@ -109,7 +110,7 @@ Options parse(int argc, char** argv) {
   if (o.program.empty()) usage_error("missing PROGRAM; expected 'scout-run [OPTIONS] -- PROGRAM [ARGS...]'");
   if (o.nodes > o.ranks)
     usage_error(fmt::format("--nodes: {} nodes for {} ranks; expected at most one node per rank", o.nodes, o.ranks));
-  if (!o.job_id.empty() && !scout::c3::valid_job_id(o.job_id))
+  if (!o.job_id.empty() && !scout::common::valid_job_id(o.job_id))
     usage_error(fmt::format("--job-id: '{}' is not a job id; expected a decimal number", o.job_id));
   if (!o.ckpt_dir.empty()) {
     std::error_code ec;

@@ -25,6 +25,7 @@
 
 #include "cli/control_client.hpp"
 #include "cli/scoutctl.hpp"
+#include "common/ids.hpp"
 #include "common/spool_paths.hpp"
 #include "common/untrusted_json.hpp"
 #include "common/json_num.hpp"
@@ -382,7 +383,7 @@ int main(int argc, char** argv) {
   }
   if (pos.size() != 2) die(kExitUsage, fmt::format("{}: expected exactly one JOBID", a.command));
   a.job = pos[1];
-  if (!scout::c3::valid_job_id(a.job))
+  if (!scout::common::valid_job_id(a.job))
     die(kExitUsage, fmt::format("{}: '{}' is not a job id; expected a decimal number like 1000001", a.command, a.job));
   try {
     if (a.command == "query") return cmd_query(a);

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "common/ids.hpp"
 #include "common/slurm_jobs.hpp"
 #include "common/untrusted_json.hpp"
 #include "ledgerd/views.hpp"
@@ -188,7 +189,7 @@ json Service::handle_locked(const Identity& who, const std::string& payload) {
 
 json Service::submit(const Identity& who, const json& req) {
   const std::string job = text(req, "job");
-  if (!c3::valid_job_id(job)) return refuse("malformed", "submit: expected \"job\": a decimal job id");
+  if (!common::valid_job_id(job)) return refuse("malformed", "submit: expected \"job\": a decimal job id");
   if (!req.contains("verdicts") || !req["verdicts"].is_array() || req["verdicts"].size() > kMaxVerdictsPerSubmit)
     return refuse("malformed", fmt::format("submit: expected \"verdicts\": an array of at most {}", kMaxVerdictsPerSubmit));
   const bool privileged = who.uid == 0 || admin(who.uid);
@@ -216,7 +217,7 @@ json Service::submit(const Identity& who, const json& req) {
     const std::string vkey = d->key.value_or("");
     if (vkey.empty() || vkey.rfind(job + ".", 0) != 0)
       return refuse("malformed", fmt::format("submit: expected \"vkey\": the verdict's key, starting with '{}.'", job));
-    if (!c3::valid_step_id(d->step)) return refuse("malformed", "submit: expected \"step\": a step id");
+    if (!common::valid_step_id(d->step)) return refuse("malformed", "submit: expected \"step\": a step id");
     if (!privileged) {
       if (d->hosts.size() > info->nodes.size())
         return refuse("malformed", fmt::format("submit: verdict {} names {} hosts; job {} has {} node(s)", vkey,
@@ -285,7 +286,7 @@ json Service::submit(const Identity& who, const json& req) {
 
 json Service::query(const Identity& who, const json& req) {
   const std::string job = text(req, "job");
-  if (!c3::valid_job_id(job)) return refuse("malformed", "query: expected \"job\": a decimal job id");
+  if (!common::valid_job_id(job)) return refuse("malformed", "query: expected \"job\": a decimal job id");
   if (who.uid != 0 && !admin(who.uid)) {
     // The owner is Slurm's word while Slurm knows the job; the ledger's row
     // (written from Slurm's word) after that.
@@ -313,7 +314,7 @@ json Service::node(const Identity& who, const json& req) {
 json Service::gating(const Identity& who, const json& req) {
   if (who.uid != 0) return refuse("not_root", "gating: only root (the epilog and prolog) records decisions");
   const std::string job = text(req, "job"), n = text(req, "node"), decision = text(req, "decision");
-  if (!c3::valid_job_id(job) || !common::valid_node_name(n))
+  if (!common::valid_job_id(job) || !common::valid_node_name(n))
     return refuse("malformed", "gating: expected \"job\" and \"node\"");
   if (decision != "drain" && decision != "keep" && decision != "error" && decision != "refuse" && decision != "suspect")
     return refuse("malformed", "gating: expected \"decision\": drain, suspect, keep, error or refuse");

@@ -249,18 +249,4 @@ std::string record_shm_name(const std::string& job, const std::string& step, int
   return "/" + record_shm_prefix(job, step) + std::to_string(rank);
 }
 
-bool valid_job_id(const std::string& s) noexcept {
-  if (s.empty() || s.size() > 20) return false;
-  for (char c : s)
-    if (c < '0' || c > '9') return false;
-  return true;
-}
-
-bool valid_step_id(const std::string& s) noexcept {
-  if (s.empty() || s.size() > 15) return false;
-  for (char c : s)
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || c == '_')) return false;
-  return true;
-}
-
 }  // namespace scout::c3

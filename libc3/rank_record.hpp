@@ -206,9 +206,4 @@ std::string record_check_header(const RankRecord& r, std::size_t mapped_bytes);
 std::string record_shm_name(const std::string& job, const std::string& step, int rank);
 std::string record_shm_prefix(const std::string& job, const std::string& step = "");
 
-// Job ids are decimal numbers (Slurm job ids); step ids are decimal or
-// "batch" etc. Returns true when `s` is a valid job id.
-bool valid_job_id(const std::string& s) noexcept;
-bool valid_step_id(const std::string& s) noexcept;
-
 }  // namespace scout::c3

@@ -1,5 +1,6 @@
 // The rank record's shared-memory file (see record_shm.hpp).
 #include "probe/record_shm.hpp"
+#include "common/ids.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -21,7 +22,7 @@ bool record_env(const char* who, const char** job, const char** step) noexcept {
   if (!*job) return false;  // no scout for this job: behave exactly as without the probe
   *step = std::getenv("SCOUT_STEP_ID");
   if (!*step) *step = "0";
-  if (!c3::valid_job_id(*job) || !c3::valid_step_id(*step)) {
+  if (!common::valid_job_id(*job) || !common::valid_step_id(*step)) {
     std::fprintf(stderr,
                  "%s: init: ignoring SCOUT_JOB_ID='%s' SCOUT_STEP_ID='%s': expected a decimal job id and a "
                  "step id of [0-9a-z_]; probe disabled\n",

@@ -31,6 +31,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/slurm_jobs.hpp"
+#include "common/ids.hpp"
 #include "common/spawn.hpp"
 #include "common/spool_paths.hpp"
 #include "common/untrusted_json.hpp"
@@ -324,7 +325,7 @@ int main(int argc, char** argv) {
   // A scout.so line with a bad key is an error (logged, and fail_closed
   // decides), in production as with --plugstack: never ignored silently.
   if (!cfg_err.empty() && (cfg_found || !a.plugstack.empty())) return finish(true, "config: " + cfg_err);
-  if (!scout::c3::valid_job_id(a.job))
+  if (!scout::common::valid_job_id(a.job))
     return finish(true, fmt::format("job id '{}' is not valid; expected SLURM_JOB_ID or --job with a decimal id", a.job));
   if (a.node.empty()) return finish(true, "no node name; expected SLURMD_NODENAME or --node");
 

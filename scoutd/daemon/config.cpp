@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "common/ids.hpp"
 #include "learn/aggregation.hpp"
 #include "common/options.hpp"
 #include "libc3/rank_record.hpp"
@@ -130,10 +131,10 @@ bool parse_scoutd_args(int argc, char** argv, ScoutdConfig& cfg) {
 }
 
 void validate(const ScoutdConfig& cfg) {
-  if (!c3::valid_job_id(cfg.job_id))
+  if (!common::valid_job_id(cfg.job_id))
     throw ConfigError(fmt::format("--job-id: '{}' is not a job id; expected a decimal number",
                                   cfg.job_id));
-  if (!c3::valid_step_id(cfg.step_id))
+  if (!common::valid_step_id(cfg.step_id))
     throw ConfigError(fmt::format("--step: '{}' is not a step id; expected [0-9a-z_]", cfg.step_id));
   if (cfg.ranks <= 0) throw ConfigError("--ranks: required; expected the number of ranks (>= 1)");
   if (cfg.ledger.empty())

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "libc3/rank_record.hpp"
+#include "common/ids.hpp"
 
 using namespace scout::c3;
 
@@ -24,6 +25,9 @@ std::unique_ptr<RankRecord> fresh() {
   return r;
 }
 }  // namespace
+
+using scout::common::valid_job_id;
+using scout::common::valid_step_id;
 
 TEST_CASE("header checks name what was expected") {
   auto r = fresh();
