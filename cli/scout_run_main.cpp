@@ -42,7 +42,7 @@ struct Options {
   int ranks = 4, nodes = 1;
   std::string ledger, job_id, runtime_root;
   double stall = scout::common::kStallThreshold.def, period = scout::common::kRoundPeriod.def,
-         timeout = scout::common::kRoundTimeout.def, grace = 15;
+         timeout = scout::common::kRoundTimeout.def, grace = scout::common::kGrace.def;
   std::string ckpt_dir, outsig_every;
   std::vector<std::string> scoutd_args;
   std::vector<std::string> program;
@@ -77,7 +77,7 @@ scout::opts::Table make_table(Options& o) {
   t.setting(scout::common::kRoundPeriod, o.period);
   t.setting(scout::common::kRoundTimeout, o.timeout);
   t.text("runtime-dir", "DIR", o.runtime_root, "runtime root for control sockets");
-  t.seconds("grace", o.grace, 1, 600, "seconds to wait for scoutds to stop");
+  t.setting(scout::common::kGrace, o.grace);
   t.text("ckpt-dir", "DIR", o.ckpt_dir,
          "certify the checkpoints PROGRAM writes to DIR\n(scoutctl checkpoints|recovery)");
   t.add({"outsig-every", 0, "N",

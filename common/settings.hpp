@@ -51,8 +51,27 @@ inline constexpr NumericSetting kReplayInterval{
 inline constexpr NumericSetting kReplayBudget{"replay_budget", "replay-budget", "a fraction of the node's CPU time",
                                               0.01, 0, 1, true, "CPU budget: fraction of the node's CPU time",
                                               kPlugstack | kScoutd};
-inline constexpr const NumericSetting* kNumericSettings[] = {&kStallThreshold, &kRoundPeriod, &kRoundTimeout,
-                                                             &kReplayInterval, &kReplayBudget};
+// Plugstack keys only (the plugin and the epilog read the same line).
+inline constexpr NumericSetting kGrace{"grace", "grace", "seconds", 20, 1, 600, false,
+                                       "seconds the scoutds have to stop after the job (step) ends",
+                                       kPlugstack | kScoutRun};
+inline constexpr NumericSetting kCompanionWait{
+    "companion_wait", "companion-wait", "seconds", 0, 0, 600, false,
+    "hold each watched step until every scoutd of its companion is up (each says \"scoutd ready\" on its "
+    "standard output, which srun relays to the plugin), so scout sees the step from its first collective and "
+    "the two MPI jobs do not initialise at the same moment; a companion that does not come up in time is "
+    "started once more (0: do not wait)",
+    kPlugstack};
+inline constexpr NumericSetting kDstateWait{"dstate_wait", "dstate-wait", "seconds", 2, 0, 60, false,
+                                            "seconds between the two samples of root's D-state check in the epilog",
+                                            kPlugstack};
+inline constexpr NumericSetting kBlameWindow{"blame_window", "blame-window", "days", 7, 0.01, 365, false,
+                                             "days in which blame from other jobs and users counts (see "
+                                             "blame_jobs)",
+                                             kPlugstack};
+inline constexpr const NumericSetting* kNumericSettings[] = {
+    &kStallThreshold, &kRoundPeriod, &kRoundTimeout, &kReplayInterval, &kReplayBudget,
+    &kGrace,          &kCompanionWait, &kDstateWait, &kBlameWindow};
 
 inline constexpr SwitchSetting kReplay{"replay", "replay", true, "replay cycles for silent data corruption",
                                        kPlugstack | kScoutd};

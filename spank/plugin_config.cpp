@@ -34,6 +34,10 @@ double* number_of(PluginConfig& c, const std::string& key) {
   if (s == &common::kStallThreshold) return &c.stall_threshold;
   if (s == &common::kReplayInterval) return &c.replay_interval;
   if (s == &common::kReplayBudget) return &c.replay_budget;
+  if (s == &common::kGrace) return &c.grace;
+  if (s == &common::kCompanionWait) return &c.companion_wait;
+  if (s == &common::kDstateWait) return &c.dstate_wait;
+  if (s == &common::kBlameWindow) return &c.blame_window_days;
   return nullptr;
 }
 bool* switch_of(PluginConfig& c, const std::string& key) {
@@ -92,11 +96,6 @@ std::string parse_plugin_args(const std::vector<std::string>& args, PluginConfig
     } else if (bool* sw = switch_of(c, k)) {
       if (auto b = common::parse_switch(v)) *sw = *b;
       else err = "plugstack argument " + k + "=" + v + ": expected on or off";
-    } else if (k == "grace") {
-      if (!parse_secs(v, 1, 600, c.grace)) err = "plugstack argument grace=" + v + ": expected seconds from 1 to 600";
-    } else if (k == "companion_wait") {
-      if (!parse_secs(v, 0, 600, c.companion_wait))
-        err = "plugstack argument companion_wait=" + v + ": expected seconds from 0 to 600";
     } else if (k == "learn_aggregation") {
       learn::Aggregation a;
       if (!learn::parse_aggregation(v, a))
@@ -108,15 +107,9 @@ std::string parse_plugin_args(const std::vector<std::string>& args, PluginConfig
       if (!parse_secs(v, 1, 1000, n) || n != static_cast<int>(n))
         err = "plugstack argument " + k + "=" + v + ": expected a whole number from 1 to 1000";
       else (k == "blame_jobs" ? c.blame_jobs : c.blame_users) = static_cast<int>(n);
-    } else if (k == "blame_window") {
-      if (!parse_secs(v, 0.01, 365, c.blame_window_days))
-        err = "plugstack argument blame_window=" + v + ": expected days from 0.01 to 365";
     } else if (k == "node_check") {
       if (!parse_on_off(v, c.node_check) || v == "(null)" || v.empty())
         err = "plugstack argument node_check=" + v + ": expected on or off";
-    } else if (k == "dstate_wait") {
-      if (!parse_secs(v, 0, 60, c.dstate_wait))
-        err = "plugstack argument dstate_wait=" + v + ": expected seconds from 0 to 60";
     } else if (k == "drain_kinds" || k == "prolog_kinds") {
       auto& kinds = k == "drain_kinds" ? c.drain_kinds : c.prolog_kinds;
       kinds.clear();

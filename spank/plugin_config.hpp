@@ -26,8 +26,8 @@ struct PluginConfig {
   bool default_on = false;
   bool required = false;        // if scoutd cannot start, fail the step
   double stall_threshold = common::kStallThreshold.def;  // seconds
-  double grace = 20;            // seconds for the companion to stop
-  double companion_wait = 0;    // seconds to hold the step until every scoutd is up
+  double grace = common::kGrace.def;  // seconds for the companion to stop
+  double companion_wait = common::kCompanionWait.def;  // seconds to hold the step until every scoutd is up
   bool gate = true;             // epilog drains culprit nodes
   std::vector<std::string> drain_kinds = c3::default_drain_kinds();  // libc3/verdict_kind.cpp
   std::vector<std::string> prolog_kinds = {"sdc"};  // open verdicts that refuse a node at job start
@@ -37,9 +37,9 @@ struct PluginConfig {
   // least blame_jobs jobs of blame_users users blamed it in blame_window days.
   int blame_jobs = 3;
   int blame_users = 2;
-  double blame_window_days = 7;
+  double blame_window_days = common::kBlameWindow.def;
   bool node_check = true;       // root's own node check before deciding
-  double dstate_wait = 2;       // seconds between the two D-state samples
+  double dstate_wait = common::kDstateWait.def;  // seconds between the two D-state samples
   bool learn = common::kLearn.def;  // federated telemetry outlier detection
   std::string learn_aggregation;  // scoutd --learn-aggregation; empty: scoutd's default
   bool replay = common::kReplay.def;                        // replay cycles for silent data corruption
