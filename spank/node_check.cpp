@@ -25,6 +25,7 @@
 
 #include "common/gpu_health.hpp"
 #include "common/proc_info.hpp"
+#include "common/root_file.hpp"
 #include "libc3/verdict_rules.hpp"
 
 #include "replay/recipes.hpp"
@@ -62,17 +63,8 @@ std::string hex(std::uint64_t v) { return fmt::format("{:016x}", v); }
 replay::FaultInjector load_faults(const NodeCheckOptions& opt) {
 #ifdef SCOUT_FAULT_INJECTION
   if (!opt.fault_file.empty()) {
-    const int fd = ::open(opt.fault_file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-    if (fd >= 0) {
-      struct stat st {};
-      std::string text;
-      if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 && st.st_size < 4096) {
-        char buf[4096];
-        const ssize_t n = ::read(fd, buf, sizeof buf);
-        if (n > 0) text.assign(buf, static_cast<std::size_t>(n));
-      }
-      ::close(fd);
-      while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+    if (const auto file = common::read_root_file(opt.fault_file, 4096)) {
+      const std::string& text = *file;
       if (!text.empty()) {
         try {
           return replay::FaultInjector(replay::parse_fault_specs(text));

@@ -30,6 +30,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/root_file.hpp"
 #include "common/slurm_jobs.hpp"
 #include "common/ids.hpp"
 #include "common/spawn.hpp"
@@ -126,19 +127,9 @@ void remember_allocation(const sp::PluginConfig& cfg, const Args& a) {
 std::string remembered_allocation(const sp::PluginConfig& cfg, const std::string& job, const std::string& node) {
   if (node.find('/') != std::string::npos) return {};
   const std::string path = allocation_file(cfg, job, node);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return {};
-  struct stat st {};
-  std::string out;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 && st.st_size < 65536) {
-    char buf[65536];
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n > 0) out.assign(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
+  const auto out = scout::common::read_root_file(path, 65536);
   ::unlink(path.c_str());
-  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-  return out.find_first_of(" \n\t") == std::string::npos ? out : std::string();
+  return out && out->find_first_of(" \n\t") == std::string::npos ? *out : std::string();
 }
 
 // The policy's settings, from the plugstack line and the command line.

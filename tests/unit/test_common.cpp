@@ -1,10 +1,16 @@
 // common/: the bounded reader for untrusted JSON, running another program
-// with a deadline, and reading squeue's fixed fields.
+// with a deadline, reading squeue's fixed fields, reading a root-owned file.
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
+#include "common/root_file.hpp"
 #include "common/slurm_jobs.hpp"
 #include "common/spawn.hpp"
 #include "common/untrusted_json.hpp"
@@ -83,4 +89,33 @@ TEST_CASE("squeue fields: uid, state, node list; nothing a user names can be tak
   CHECK_FALSE(parse_squeue_line("1002|RUNNING JobState=RUNNING|n1").has_value());
   CHECK_FALSE(parse_squeue_line("1002|RUNNING|n1 n2").has_value());
   CHECK(parse_squeue_line("1002|PENDING|(null)")->nodelist.empty());
+}
+
+TEST_CASE("read_root_file: a small regular file of root's, never a link, a FIFO, another's or a large one") {
+  char tmpl[] = "/tmp/scout-rootfile-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  const std::string plain = dir + "/plain", link = dir + "/link", fifo = dir + "/fifo", big = dir + "/big";
+  { std::ofstream(plain) << "n1,n2\n"; }
+  { std::ofstream(big) << std::string(5000, 'x'); }
+  REQUIRE(::symlink(plain.c_str(), link.c_str()) == 0);
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  std::string why;
+  if (::geteuid() == 0) {
+    auto v = scout::common::read_root_file(plain, 4096, &why);
+    REQUIRE(v);
+    CHECK(*v == "n1,n2");  // the trailing newline dropped
+    CHECK_FALSE(scout::common::read_root_file(big, 4096, &why));
+    CHECK(why.find("larger than 4096") != std::string::npos);
+    REQUIRE(::chown(plain.c_str(), 65534, 65534) == 0);
+    CHECK_FALSE(scout::common::read_root_file(plain, 4096, &why));
+    CHECK(why.find("not owned by root") != std::string::npos);
+  } else {
+    CHECK_FALSE(scout::common::read_root_file(plain, 4096, &why));
+    CHECK(why.find("not owned by root") != std::string::npos);
+  }
+  CHECK_FALSE(scout::common::read_root_file(link, 4096, &why));  // O_NOFOLLOW
+  CHECK_FALSE(scout::common::read_root_file(fifo, 4096, &why));  // returns at once: not a regular file
+  CHECK(why.find("not a regular file") != std::string::npos);
+  CHECK_FALSE(scout::common::read_root_file(dir + "/none", 4096, &why));
+  std::filesystem::remove_all(dir);
 }
