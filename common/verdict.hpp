@@ -31,7 +31,6 @@ struct Verdict {
   std::optional<std::string> key;           // the stable key (JSON "vkey"): one row in every ledger
   std::optional<std::string> confirmation;  // root's check: confirmed, unconfirmed
 
-  bool open() const { return status == c3::VerdictStatus::kAttributed && !resolved_at; }
   bool names_host(const std::string& node) const;
   // Every host it names is in `nodes` (a verdict naming none is within any).
   template <class Set>

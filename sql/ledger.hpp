@@ -208,10 +208,6 @@ class Ledger {
   // prolog of `node` refuses it only for a confirmation recorded for `node`.
   void confirm(const std::string& key, const std::string& node, const std::string& confirmation,
                const std::string& decided_by);
-  // The key confirm() takes for a row of this ledger.
-  static std::string confirmation_key(const VerdictRow& v) {
-    return v.vkey ? *v.vkey : "#" + std::to_string(v.id);
-  }
   // Who wrote the row with this key, for the service's conflict rules.
   struct KeyOwner {
     std::int64_t id = 0;
