@@ -57,6 +57,12 @@ ProcInfo read_proc_info(pid_t pid) {
   std::string first;
   if (sc >> first && !first.empty() && std::isdigit(static_cast<unsigned char>(first[0])))
     p.syscall = std::stol(first);
+  std::ifstream ss(fmt::format("/proc/{}/schedstat", pid));
+  long long on_cpu = -1, on_runq = -1;
+  if (ss >> on_cpu >> on_runq && on_cpu >= 0 && on_runq >= 0) {
+    p.cpu_ns = on_cpu;
+    p.runq_ns = on_runq;
+  }
   return p;
 }
 

@@ -1,5 +1,5 @@
 // What /proc says about a process: its state letter (R, S, D, T, Z...), the
-// kernel function it waits in, and its I/O counters. The one /proc reader:
+// kernel function it waits in, its I/O counters and its scheduler counters. The one /proc reader:
 // scoutd reads its ranks with it when evidence is gathered (never on the
 // training process's side), root's node check the node's D-state processes.
 #pragma once
@@ -16,6 +16,9 @@ struct ProcInfo {
   long long read_bytes = -1, write_bytes = -1;  // /proc/<pid>/io (if readable)
   long long rchar = -1, wchar = -1;              // bytes through read/write calls
   long syscall = -1;  // /proc/<pid>/syscall: the call it blocks in (-1 running/unknown)
+  // /proc/<pid>/schedstat (its main thread): nanoseconds on a CPU, and
+  // waiting on a run queue (runnable but not running); -1 unreadable.
+  long long cpu_ns = -1, runq_ns = -1;
 };
 
 // The process is blocked inside a read/write-family system call (read,

@@ -255,12 +255,14 @@ P2PWait::P2PWait(std::uint64_t c, const MPI_Request* reqs, int count, bool is_bl
   // A blocking wait on several messages: the ones that have arrived already
   // are not waited for (nor charged with the wait). MPI_Request_get_status
   // neither frees nor completes a request, but it may run the library's
-  // progress engine: it is asked on one MPI_Waitall in 4 (a sample), and a
-  // wait on several requests that was not sampled charges nobody.
+  // progress engine: it is asked on one MPI_Waitall in 4 (a sample), and an
+  // MPI_Waitall on several requests that was not sampled charges nobody.
+  // MPI_Waitany and MPI_Waitsome return as soon as one message is there, so
+  // the ones they return are the ones waited for: they are charged.
   static unsigned tick = 0;
   const bool several = blocking && tracked >= 2;
   const bool check = several && call == SCOUT_P2P_WAITALL && (++tick & 3) == 0;
-  uncharged = several && !check;
+  uncharged = several && call == SCOUT_P2P_WAITALL && !check;
   for (int i = 0; i < n; ++i) {
     if (slot[i] < 0 || peer_of[i] == -2) continue;
     if (check) {

@@ -45,6 +45,8 @@ class LateSenderTracker {
   // `now_s`: the deciding observer's clock; `open`: straggler keys recorded.
   Result update(const std::vector<RankEvidence>& ranks, double now_s, const std::set<std::string>& open);
   static std::string key_for(int rank);
+  // Whether the sender was an outlier in the last closed window.
+  bool flagged(int rank) const { return confirm_.count(rank) > 0; }
 
  private:
   LateSenderOptions opt_;

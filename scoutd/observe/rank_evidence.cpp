@@ -28,6 +28,7 @@ void to_json(json& j, const RankEvidence& e) {
     if (e.comm_wait.count(c)) cm[fmt::format("{:016x}", c)] = m;  // only the ones in use
   j["comm_members"] = cm;
   if (e.state_s > 0) j["state_s"] = e.state_s;
+  if (e.cpu_ns >= 0) j["sched"] = {{"cpu_ns", e.cpu_ns}, {"runq_ns", e.runq_ns}, {"at_ns", e.sched_at_ns}};
   if (e.dead_s > 0) j["dead_s"] = e.dead_s;
   if (e.p2p_ops || !e.p2p_call.empty()) {
     j["p2p"] = {{"ops", e.p2p_ops}, {"call", e.p2p_call}, {"wait_s", e.p2p_wait_s}, {"peers", e.p2p_peers},
@@ -97,6 +98,14 @@ void from_json(const json& j, RankEvidence& e) {
         e.comm_members[std::stoull(k, nullptr, 16)] = std::move(m);
       }
   e.state_s = j.value("state_s", 0.0);
+  if (j.contains("sched") && j["sched"].is_object()) {
+    const json& sc = j["sched"];
+    e.cpu_ns = common::json_int<long long>(sc, "cpu_ns");
+    e.runq_ns = common::json_int<long long>(sc, "runq_ns");
+    e.sched_at_ns = common::json_int<std::int64_t>(sc, "at_ns");
+    if (e.cpu_ns < 0 || e.runq_ns < 0 || e.sched_at_ns <= 0)
+      throw std::invalid_argument("sched: expected non-negative cpu_ns and runq_ns and a positive at_ns");
+  }
   e.dead_s = j.value("dead_s", 0.0);
   if (j.contains("p2p") && j["p2p"].is_object()) {
     const json& p = j["p2p"];

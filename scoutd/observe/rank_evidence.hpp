@@ -34,6 +34,11 @@ struct RankEvidence {
   double dead_s = 0;         // how long it had been gone when the evidence was taken
   long syscall = -1;         // blocking system call, from /proc (-1 none)
   long long rchar = -1, wchar = -1;  // /proc/<pid>/io
+  // /proc/<pid>/schedstat when the evidence was taken (-1 unreadable): time
+  // on a CPU and runnable on a run queue, and the node's CLOCK_MONOTONIC
+  // then (differences between two gathers of one rank are comparable).
+  long long cpu_ns = -1, runq_ns = -1;
+  std::int64_t sched_at_ns = 0;
   int steps = 0;             // training steps seen (see step_timing.hpp)
   double step_s = 0, compute_s = 0, wait_s = 0;  // medians over recent steps
   // Median duration of this rank's recent collectives per communicator.

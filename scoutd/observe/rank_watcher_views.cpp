@@ -146,6 +146,9 @@ std::vector<RankEvidence> RankWatcher::evidence(bool for_gather) const {
         e.syscall = p.syscall;
         e.rchar = p.rchar;
         e.wchar = p.wchar;
+        e.cpu_ns = p.cpu_ns;
+        e.runq_ns = p.runq_ns;
+        e.sched_at_ns = now;
         if (!p.exists) e.alive = false;
         if (s.state_since_ns && p.state == s.state) e.state_s = (now - s.state_since_ns) / 1e9;
       } else {

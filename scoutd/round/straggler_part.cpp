@@ -6,7 +6,9 @@
 // point-to-point messages (late senders).
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 
+#include "scoutd/detect/change_point.hpp"
 #include "scoutd/detect/late_sender.hpp"
 #include "scoutd/detect/straggler_detector.hpp"
 #include "scoutd/round/parts.hpp"
@@ -30,6 +32,12 @@ bool stands_out(const std::uint32_t* hist, double max, double abs_s, double rel)
     }
   }
   return false;
+}
+
+// The rank of a "straggler:p2p:<rank>" key.
+int rank_of(const std::string& key) {
+  const auto colon = key.rfind(':');
+  return colon == std::string::npos ? -1 : std::atoi(key.c_str() + colon + 1);
 }
 
 class Stragglers final : public Participant {
@@ -72,11 +80,19 @@ class Stragglers final : public Participant {
     if (!st.verdicts.empty() && ctx_.cfg.replay) ctx_.compute_straggler_confirmed = true;
     auto ct = comm_.update(g.ranks, open);
     auto lt = late_.update(g.ranks, ctx_.now(), open);
+    auto cp = change_.update(g.ranks, ctx_.now(), open);
     if (st.compared) down.median_compute_s = st.median_compute_s;
-    for (auto* keys : {&st.resolved, &ct.resolved, &lt.resolved})
+    for (auto* keys : {&st.resolved, &ct.resolved})
       for (auto& key : *keys) desk_.resolve(key);
+    // A point-to-point straggler is one incident for both rules: it is
+    // resolved when neither flags the rank any more.
+    for (auto& key : lt.resolved)
+      if (!change_.flagged(rank_of(key))) desk_.resolve(key);
+    for (auto& key : cp.resolved)
+      if (!late_.flagged(rank_of(key))) desk_.resolve(key);
     desk_.draft_all(std::move(st.verdicts));
     desk_.draft_all(std::move(lt.verdicts));
+    desk_.draft_all(std::move(cp.verdicts));
     desk_.draft_all(std::move(ct.verdicts));
   }
 
@@ -101,6 +117,7 @@ class Stragglers final : public Participant {
   StragglerTracker compute_;
   CommTracker comm_;
   LateSenderTracker late_;
+  ChangePointTracker change_;
   double last_p2p_gather_s_ = 0;
   std::atomic<double> median_compute_s_{0};  // from the last gather, for scores
 };

@@ -1,0 +1,176 @@
+// Stragglers against their own past (see change_point.hpp).
+#include "scoutd/detect/change_point.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+
+#include <fmt/format.h>
+
+#include "common/log.hpp"
+#include "libc3/verdict_rules.hpp"
+#include "scoutd/detect/late_sender.hpp"
+
+namespace scout::scoutd {
+
+using nlohmann::json;
+
+namespace {
+
+double spread_of(const std::vector<double>& v) {
+  if (v.size() < 2) return 0;
+  return c3::robust_scale(v).first;
+}
+
+}  // namespace
+
+ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvidence>& ranks, double now_s,
+                                                      const std::set<std::string>& open) {
+  Result res;
+  std::map<int, const RankEvidence*> live;
+  for (auto& e : ranks)
+    if (e.attached && e.alive && !e.finalized) live[e.rank] = &e;
+  if (window_start_s_ < 0) {
+    window_start_s_ = now_s;
+    for (auto& [r, e] : live)
+      for (auto& [s, p] : e->peers) prev_[{r, s}] = {p.recvd, p.wait_s};
+    return res;
+  }
+  const double window_s = now_s - window_start_s_;
+  if (window_s < opt_.window_s) return res;
+  window_start_s_ = now_s;
+  res.closed = true;
+
+  // This window's wait per (receiver, sender), from the counters' deltas.
+  std::map<int, double> caused_sum, own;
+  std::map<int, int> receivers;
+  std::map<int, std::uint64_t> sent;
+  std::map<int, std::map<int, double>> waited_by;
+  for (auto& [r, e] : live)
+    for (auto& [s, p] : e->peers) {
+      auto it = prev_.find({r, s});
+      const Counters before = it == prev_.end() ? Counters{} : it->second;
+      prev_[{r, s}] = {p.recvd, p.wait_s};
+      if (s == r || p.recvd < before.recvd || p.wait_s + 1e-9 < before.wait_s) continue;  // restarted
+      const std::uint64_t dn = p.recvd - before.recvd;
+      const double dw = (p.wait_s - before.wait_s) / window_s;
+      own[r] += dw;
+      if (dn == 0 || !live.count(s)) continue;
+      caused_sum[s] += dw;
+      receivers[s] += 1;
+      sent[s] += dn;
+      waited_by[s][r] = dw;
+    }
+  // This window's share of a CPU, per rank, from its scheduler counters.
+  std::map<int, double> cpu;
+  for (auto& [r, e] : live) {
+    auto it = sched_.find(r);
+    if (e->cpu_ns >= 0 && it != sched_.end() && e->pid == it->second.pid && e->sched_at_ns > it->second.at_ns &&
+        e->cpu_ns >= it->second.cpu_ns)
+      cpu[r] = static_cast<double>(e->cpu_ns - it->second.cpu_ns) / static_cast<double>(e->sched_at_ns - it->second.at_ns);
+    if (e->cpu_ns >= 0) sched_[r] = {e->pid, e->cpu_ns, e->sched_at_ns};
+  }
+
+  struct Now {
+    Sample s;
+    bool compared = false;
+    double base_caused = 0, base_own = 0, base_cpu = 0, rise = 0, drop = 0, rise_min = 0, drop_min = 0;
+  };
+  std::map<int, Now> now;
+  for (auto& [s, n] : receivers) {
+    if (sent[s] < opt_.min_messages || !cpu.count(s)) continue;
+    Now& x = now[s];
+    x.s = {caused_sum[s] / n, own[s], cpu[s]};
+    const auto& hist = baseline_[s];
+    if (static_cast<int>(hist.size()) < opt_.min_baseline) continue;
+    std::vector<double> cs, os, us;
+    for (auto& h : hist) {
+      cs.push_back(h.caused);
+      os.push_back(h.own);
+      us.push_back(h.cpu);
+    }
+    x.compared = true;
+    x.base_caused = c3::median(cs);
+    x.base_own = c3::median(os);
+    x.base_cpu = c3::median(us);
+    x.rise = x.s.caused - x.base_caused;
+    x.drop = x.base_cpu - x.s.cpu;
+    x.rise_min = std::max(opt_.floor, opt_.spread_k * spread_of(cs));
+    x.drop_min = std::max(opt_.cpu_floor * x.base_cpu, opt_.spread_k * spread_of(us));
+  }
+  std::set<int> flagged;
+  for (auto& [s, x] : now) {
+    if (!x.compared) continue;
+    // The others' drop: a change of the whole job (a phase, a busier node) is
+    // nobody's.
+    std::vector<double> others;
+    for (auto& [o, y] : now)
+      if (o != s && y.compared) others.push_back(y.drop);
+    const double others_drop = others.empty() ? 0 : c3::median(others);
+    log::debug("change point: rank {} caused {:.3f} (baseline {:.3f}, rise min {:.3f}) own {:.3f} ({:.3f}) "
+               "cpu {:.3f} (baseline {:.3f}, drop min {:.3f}, others' drop {:.3f})",
+               s, x.s.caused, x.base_caused, x.rise_min, x.s.own, x.base_own, x.s.cpu, x.base_cpu, x.drop_min,
+               others_drop);
+    if (x.drop > x.drop_min && others_drop < x.drop / 2 && x.rise > x.rise_min) flagged.insert(s);
+  }
+  for (auto& [s, x] : now) {
+    // A window whose CPU share dropped (flagged or not) does not enter the
+    // baseline: a slow rank that is not confirmed yet must not become its
+    // own normal.
+    if (flagged.count(s) || (x.compared && x.drop > x.drop_min)) continue;
+    auto& hist = baseline_[s];
+    hist.push_back(x.s);
+    while (static_cast<int>(hist.size()) > opt_.history) hist.pop_front();
+  }
+  flagged_ = flagged;
+
+  // Confirmations are consecutive windows: a rank not flagged in this one
+  // (compared or not: a rank stopped for good sends nothing, and is the
+  // progress rules' to name) starts again.
+  for (auto it = confirm_.begin(); it != confirm_.end();)
+    it = flagged.count(it->first) ? std::next(it) : confirm_.erase(it);
+  for (auto& [s, sn] : now) {
+    if (!sn.compared) continue;
+    const std::string key = LateSenderTracker::key_for(s);
+    if (!flagged.count(s)) {
+      confirm_.erase(s);
+      if (open.count(key) && ++healthy_[s] >= opt_.confirmations) {
+        res.resolved.push_back(key);
+        healthy_.erase(s);
+      }
+      continue;
+    }
+    healthy_.erase(s);
+    if (++confirm_[s] < opt_.confirmations || open.count(key)) continue;
+    const RankEvidence& e = *live.at(s);
+    json waited = json::object();
+    for (auto& [r, w] : waited_by[s]) waited[std::to_string(r)] = w;
+    VerdictDraft d;
+    d.kind = c3::VerdictKind::kStraggler;
+    d.status = c3::VerdictStatus::kAttributed;
+    d.ranks = {s};
+    d.hosts = {e.node};
+    const double score = sn.rise;
+    d.evidence = {
+        {"rule", "its receivers wait for it more than they did, and it does not wait more itself, confirmed"},
+        {"type", "p2p"},
+        {"source", "p2p_change_point"},
+        {"culprits", json::array({{{"rank", s}, {"host", e.node}, {"pid", e.pid}, {"score", score}}})},
+        {"caused_wait", sn.s.caused},
+        {"baseline_caused_wait", sn.base_caused},
+        {"caused_rise_min", sn.rise_min},
+        {"own_wait", sn.s.own},
+        {"baseline_own_wait", sn.base_own},
+        {"cpu_share", sn.s.cpu},
+        {"baseline_cpu_share", sn.base_cpu},
+        {"cpu_drop_min", sn.drop_min},
+        {"waited_by", waited},
+        {"window_s", window_s},
+        {"confirmations", confirm_[s]}};
+    d.key = key;
+    res.verdicts.push_back(std::move(d));
+  }
+  return res;
+}
+
+}  // namespace scout::scoutd

@@ -1,0 +1,93 @@
+// Stragglers against their own past (point-to-point programs of any
+// decomposition). The late-sender rule (late_sender.hpp) needs senders the
+// communication pattern makes equivalent; irregular decompositions (meep's,
+// most real codes' at small rank counts) have none. Here each rank is
+// compared with itself, over windows of wall time (at least window_s), on
+// two signals:
+//
+//   cpu(r)    = its share of a CPU in the window (/proc/<pid>/schedstat,
+//               read by its node's scoutd). MPI and NCCL ranks busy-poll
+//               while they wait, so a rank's share is set by the node, not
+//               by its role; it drops when the rank is stopped, throttled by
+//               a cgroup quota, or shares its core with another process;
+//   caused(r) = the wait its receivers had for its messages in the window,
+//               per receiver, as a fraction of the window (Scalasca's
+//               late-sender time of sender r, averaged over its receivers).
+//
+// A rank is flagged in a window when, against its baseline (the median of
+// its earlier windows, min_baseline to history of them),
+//
+//   its CPU share dropped by more than max(cpu_floor x baseline, k x spread),
+//   the other ranks' median drop is under half of its own (a phase of the
+//   whole job, or a busier node, is nobody's), and
+//   its receivers wait for it more: caused rose by more than max(floor,
+//   k x spread) (it is on the critical path: a rank that only sleeps more,
+//   or a rank that merely propagates the delay, is not named),
+//
+// where the spread is the robust scale of its baseline windows: the
+// threshold comes from the job's own jitter, with a floor. A rank's role
+// (more neighbours, a root, a pipeline stage, more work) sets its levels
+// for the whole run and is in its baseline. Windows where its share dropped
+// stay out of the baseline. A rank flagged in K consecutive windows is a
+// straggler (source p2p_change_point, key straggler:p2p:<rank>, shared with
+// the late-sender rule so one slow rank is one incident); it is resolved
+// after K unflagged windows. A rank slow from the start has no change
+// point: the late-sender rule names it against its peers where they exist.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "scoutd/detect/straggler_detector.hpp"
+
+namespace scout::scoutd {
+
+struct ChangePointOptions {
+  int confirmations = 3;   // consecutive flagged windows before a verdict (and unflagged to resolve)
+  int min_baseline = 4;    // baseline windows before a rank is compared
+  int history = 16;        // baseline windows kept (the latest)
+  double window_s = 2.0;   // a window lasts at least this long
+  double floor = 0.05;     // the smallest rise of caused wait, as a fraction of wall time
+  double cpu_floor = 0.2;  // the smallest drop of CPU share, as a fraction of its baseline
+  double spread_k = 4.0;   // ... and k x the robust spread of the rank's baseline
+  std::uint64_t min_messages = 10;  // a rank's receivers got this many from it in a window
+};
+
+class ChangePointTracker {
+ public:
+  explicit ChangePointTracker(ChangePointOptions o = {}) : opt_(o) {}
+  struct Result {
+    std::vector<VerdictDraft> verdicts;
+    std::vector<std::string> resolved;
+    bool closed = false;  // a window closed
+  };
+  Result update(const std::vector<RankEvidence>& ranks, double now_s, const std::set<std::string>& open);
+  // Whether the rank was flagged in the last closed window.
+  bool flagged(int rank) const { return flagged_.count(rank) > 0; }
+
+ private:
+  struct Counters {
+    std::uint64_t recvd = 0;
+    double wait_s = 0;
+  };
+  struct Sample {
+    double caused = 0, own = 0, cpu = 0;
+  };
+  struct Sched {
+    int pid = 0;
+    long long cpu_ns = 0;
+    std::int64_t at_ns = 0;
+  };
+  std::map<int, Sched> sched_;
+  ChangePointOptions opt_;
+  double window_start_s_ = -1;
+  std::map<std::pair<int, int>, Counters> prev_;  // (receiver, sender) at the window's start
+  std::map<int, std::deque<Sample>> baseline_;
+  std::map<int, int> confirm_, healthy_;
+  std::set<int> flagged_;
+};
+
+}  // namespace scout::scoutd
