@@ -34,6 +34,7 @@
 #include "ledgerd/site_config.hpp"
 #include "common/options.hpp"
 #include "libc3/rank_record.hpp"
+#include "scoutd/detect/stack_classes.hpp"
 #include "scoutd/wire/control_protocol.hpp"
 #include "common/runtime_paths.hpp"
 #include "sql/ledger.hpp"
@@ -228,6 +229,53 @@ int cmd_replay(const Args& a) {
                                     sockets.size(), dir));
 }
 
+// Where every rank of the job is now: each scoutd takes its ranks' stacks
+// (scout-stack), and the stack-trace classes are printed as a tree.
+int cmd_stacks(const Args& a) {
+  std::string dir;
+  const auto sockets = job_sockets(a, dir);
+  std::vector<sd::RankStack> all;
+  json ranks = json::array();
+  int answered = 0;
+  for (auto& path : sockets) {
+    try {
+      cli::ControlConnection c(path, 30, job_dir_owner(dir));
+      c.request("SET FORMAT json");
+      auto lines = c.request("STACKS");
+      std::string why;  // a scoutd is the job's user's process: its reply is untrusted
+      auto parsed = scout::common::parse_untrusted(lines.empty() ? "{}" : lines.front(), scout::common::kReplyLimits, &why);
+      if (!parsed || !parsed->is_object() || !(*parsed)["ranks"].is_array())
+        throw std::runtime_error("stacks reply: " + (why.empty() ? std::string("expected an object with ranks") : why));
+      for (auto& r : (*parsed)["ranks"]) {
+        if (!r.is_object() || !r.contains("rank") || !r["rank"].is_number_integer()) continue;
+        sd::RankStack s;
+        s.rank = r["rank"].get<int>();
+        if (r.contains("frames") && r["frames"].is_array())
+          for (auto& f : r["frames"])
+            if (f.is_string() && s.frames.size() < 64) s.frames.push_back(f.get<std::string>().substr(0, 256));
+        if (s.frames.empty()) s.error = r.value("error", std::string("no frames")).substr(0, 256);
+        all.push_back(s);
+        ranks.push_back(r);
+      }
+      ++answered;
+      c.quit();
+    } catch (const std::exception& e) {
+      std::string msg = e.what();
+      if (msg.rfind("ERROR:", 0) == 0) die(kExitUsage, fmt::format("stacks: {}", msg.substr(7)));
+      std::fprintf(stderr, "scoutctl: stacks: %s: %s\n", path.c_str(), e.what());
+    }
+  }
+  if (answered == 0)
+    die(kExitUnreachable, fmt::format("stacks: no scoutd of job {} answered ({} sockets in {})", a.job,
+                                      sockets.size(), dir));
+  const json classes = sd::stack_classes(all);
+  json out = {{"job", a.job}, {"node", fmt::format("{} of {} answered", answered, sockets.size())},
+              {"ranks", ranks}, {"classes", classes}};
+  if (a.json) std::puts(out.dump(2).c_str());
+  else std::fputs(sd::render_stacks_text(out).c_str(), stdout);
+  return kExitOk;
+}
+
 int cmd_status(const Args& a) {
   json merged = fetch_status(a);
   if (a.json) std::puts(merged.dump(2).c_str());
@@ -309,6 +357,9 @@ scout::opts::Table make_table(Args& a) {
       "  query JOBID     verdicts of a job from the ledger (during and after the job)\n"
       "  status JOBID    live per-rank view from the job's scoutds: collective position,\n"
       "                  step time, compute/wait split and straggler score\n"
+      "  stacks JOBID    where every rank is now: each scoutd takes its ranks' user-space\n"
+      "                  stacks (ptrace, resumed untouched); printed as stack-trace\n"
+      "                  classes (ranks with the same stack), untraceable ranks listed\n"
       "  top JOBID       status refreshed like top(1), ranks sorted by score, suspects\n"
       "                  highlighted; q quits (--count N, --interval S; --json: one\n"
       "                  JSON object per refresh)\n"
@@ -354,10 +405,10 @@ int main(int argc, char** argv) {
     if (const char* e = std::getenv("SCOUT_SPOOL")) a.spool = e;
   if (pos.empty()) die(kExitUsage, "missing command; expected 'query JOBID' or 'status JOBID' (see scoutctl --help)");
   a.command = pos[0];
-  static const char* kCommands[] = {"query", "status", "top", "replay", "checkpoints", "recovery", "node", "clear",
+  static const char* kCommands[] = {"query", "status", "stacks", "top", "replay", "checkpoints", "recovery", "node", "clear",
                                     "ping", "nodes"};
   if (std::none_of(std::begin(kCommands), std::end(kCommands), [&](const char* c) { return a.command == c; }))
-    die(kExitUsage, fmt::format("unknown command '{}'; expected query, status, top, replay, checkpoints, "
+    die(kExitUsage, fmt::format("unknown command '{}'; expected query, status, stacks, top, replay, checkpoints, "
                                 "recovery, node, nodes, clear or ping", a.command));
   if (a.command == "ping" || a.command == "nodes") {
     if (pos.size() != 1) die(kExitUsage, fmt::format("{}: takes no argument", a.command));
@@ -389,6 +440,7 @@ int main(int argc, char** argv) {
     if (a.command == "query") return cmd_query(a);
     if (a.command == "top") return cmd_top(a);
     if (a.command == "replay") return cmd_replay(a);
+    if (a.command == "stacks") return cmd_stacks(a);
     if (a.command == "checkpoints") return cmd_checkpoints(a);
     if (a.command == "recovery") return cmd_recovery(a);
     return cmd_status(a);

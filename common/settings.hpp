@@ -77,7 +77,11 @@ inline constexpr SwitchSetting kReplay{"replay", "replay", true, "replay cycles 
                                        kPlugstack | kScoutd};
 inline constexpr SwitchSetting kLearn{"learn", "learn", true, "federated telemetry outlier detection",
                                       kPlugstack | kScoutd};
-inline constexpr const SwitchSetting* kSwitchSettings[] = {&kReplay, &kLearn};
+inline constexpr SwitchSetting kStacks{"stacks", "stacks", true,
+                                       "take the stacks of ranks stalled for half the stall threshold (scout-stack,\n"
+                                       "ptrace as the job's user) for the hang evidence",
+                                       kPlugstack | kScoutd};
+inline constexpr const SwitchSetting* kSwitchSettings[] = {&kReplay, &kLearn, &kStacks};
 
 // "seconds from 1 to 86400"; "a fraction of the node's CPU time above 0 and at most 1".
 std::string expected_text(const NumericSetting& s);

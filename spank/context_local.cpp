@@ -136,6 +136,7 @@ int local_user_init(spank_t sp) {
   pass(common::kReplayInterval.flag, std::to_string(cfg.replay_interval));
   pass(common::kReplayBudget.flag, std::to_string(cfg.replay_budget));
   pass(common::kLearn.flag, cfg.learn ? "on" : "off");
+  pass(common::kStacks.flag, cfg.stacks ? "on" : "off");
   if (!cfg.learn_aggregation.empty()) {
     tail.push_back("--learn-aggregation");
     tail.push_back(cfg.learn_aggregation);

@@ -45,6 +45,7 @@ bool* switch_of(PluginConfig& c, const std::string& key) {
   if (!s || !(s->homes & common::kPlugstack)) return nullptr;
   if (s == &common::kReplay) return &c.replay;
   if (s == &common::kLearn) return &c.learn;
+  if (s == &common::kStacks) return &c.stacks;
   return nullptr;
 }
 }  // namespace
@@ -125,7 +126,7 @@ std::string parse_plugin_args(const std::vector<std::string>& args, PluginConfig
     } else {
       return "plugstack argument '" + k + "': unknown key; expected one of scoutd, probe, nccl_probe, srun, "
              "scontrol, spool, ledger, runtime_dir, default, required, stall_threshold, grace, "
-             "gate, drain_kinds, prolog_kinds, fail_closed, companion_wait, learn, learn_aggregation, replay, replay_interval, replay_budget, "
+             "gate, drain_kinds, prolog_kinds, fail_closed, companion_wait, learn, learn_aggregation, stacks, replay, replay_interval, replay_budget, "
              "blame_jobs, blame_users, blame_window, node_check, dstate_wait";
     }
     if (!err.empty()) return err;

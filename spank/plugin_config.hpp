@@ -41,6 +41,7 @@ struct PluginConfig {
   bool node_check = true;       // root's own node check before deciding
   double dstate_wait = common::kDstateWait.def;  // seconds between the two D-state samples
   bool learn = common::kLearn.def;  // federated telemetry outlier detection
+  bool stacks = common::kStacks.def;  // stacks of stalled ranks for hang evidence
   std::string learn_aggregation;  // scoutd --learn-aggregation; empty: scoutd's default
   bool replay = common::kReplay.def;                        // replay cycles for silent data corruption
   double replay_interval = common::kReplayInterval.def;     // seconds between cycles (0: on demand only)

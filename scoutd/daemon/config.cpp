@@ -95,6 +95,9 @@ opts::Table make_table(ScoutdConfig& c) {
          },
          [&c] { return c.ckpt_marker; }});
   t.setting(common::kLearn, c.learn);
+  t.setting(common::kStacks, c.stacks);
+  t.seconds("stack-budget", c.stack_budget_s, 0.1, 60, "a rank's stack is given up after S", "stack_budget");
+  t.text("stack-helper", "PATH", c.stack_helper, "the scout-stack program (default: beside scoutd)", "stack_helper");
   t.seconds("learn-window", c.learn_window_s, 0.1, 3600, "telemetry window", "learn_window");
   t.seconds("learn-round", c.learn_round_s, 0.1, 86400, "federated round period", "learn_round");
   t.integer("learn-warmup", "R", c.learn_warmup, 1, 100000, "rounds before windows are scored", "learn_warmup");

@@ -48,6 +48,10 @@ struct ScoutdConfig {
   std::string ckpt_marker;
   // Federated telemetry outlier detection.
   bool learn = common::kLearn.def;
+  // Stacks of stalled ranks (scout-stack), each within stack_budget_s.
+  bool stacks = common::kStacks.def;
+  double stack_budget_s = 3;
+  std::string stack_helper;  // "" = the scout-stack beside scoutd
   double learn_window_s = 10;
   double learn_round_s = 60;
   int learn_warmup = 3;

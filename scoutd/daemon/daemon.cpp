@@ -16,6 +16,7 @@
 #include "ledgerd/client.hpp"
 #include "ledgerd/site_config.hpp"
 #include "scoutd/daemon/control_server.hpp"
+#include "scoutd/detect/stack_classes.hpp"
 #include "scoutd/round/parts.hpp"
 #include "common/proc_info.hpp"
 #include "common/runtime_paths.hpp"
@@ -152,8 +153,10 @@ void Daemon::init_control() {
   std::error_code ec;
   std::filesystem::create_directories(job_dir, ec);
   ::chmod(job_dir.c_str(), 0700);
+  stack_helper_ = cfg_.stack_helper.empty() ? find_stack_helper(SCOUT_SBINDIR "/scout-stack") : cfg_.stack_helper;
   ControlProviders providers{[this] { return status_json(); }, [this] { return engine_->desk().verdicts_json(); },
                              cfg_.job_id, watcher_->node(), {}};
+  if (cfg_.stacks) providers.stacks = [this] { return stacks_now(); };
   if (cfg_.replay)
     providers.replay = [this] {
       ctx_.replay_demand = true;
@@ -187,6 +190,31 @@ std::unique_ptr<Forwarder> Daemon::make_forwarder() {
       [this](const std::string& m) { warn(m); });
   log(fmt::format("forwarding verdicts to scout-ledgerd at {}:{}", ep.host, ep.port));
   return forwarder;
+}
+
+// scoutctl stacks: every live rank of this node, now, within a total budget
+// (the control session waits for it).
+json Daemon::stacks_now() {
+  std::vector<RankStack> taken;
+  json ranks = json::array();
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(4 * cfg_.stack_budget_s);
+  for (auto& w : watcher_->live_ranks()) {
+    RankStack e;
+    e.rank = w.rank;
+    if (std::chrono::steady_clock::now() >= until) {
+      e.error = "the request's time budget was spent";
+    } else {
+      TakenStack t = take_stack(stack_helper_, w.pid, cfg_.stack_budget_s);
+      e.frames = std::move(t.frames);
+      e.error = std::move(t.error);
+    }
+    json r = {{"rank", w.rank}, {"pid", w.pid}};
+    if (e.error.empty()) r["frames"] = e.frames;
+    else r["error"] = e.error;
+    ranks.push_back(std::move(r));
+    taken.push_back(std::move(e));
+  }
+  return {{"job", cfg_.job_id}, {"node", watcher_->node()}, {"ranks", ranks}, {"classes", stack_classes(taken)}};
 }
 
 json Daemon::status_json() {
@@ -233,6 +261,10 @@ int Daemon::run() {
   init_participants();
   init_control();
   watcher_->start();
+  if (cfg_.stacks) {
+    stacks_ = std::make_unique<StackSampler>(*watcher_, stack_helper_, cfg_.stall_threshold_s / 2, cfg_.stack_budget_s);
+    stacks_->start();
+  }
   const auto& mine = ctx_.observers[static_cast<std::size_t>(ctx_.me)];
   // Under Slurm the ranks are found by node name as they appear (no block).
   const std::string which = mine.last_rank >= mine.first_rank
@@ -262,6 +294,7 @@ void Daemon::fini() {
     log(fmt::format("ledgerd: {} verdict(s) not forwarded; the epilog forwards them from the spool", left));
   if (server_) server_->stop();  // before the participants its status reads go
   engine_.reset();
+  stacks_.reset();
   watcher_->stop();
   watcher_->unlink_records();
   const auto tree_lost = tree_->lost().size();

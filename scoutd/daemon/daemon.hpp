@@ -29,6 +29,7 @@
 #include "scoutd/observe/rank_watcher.hpp"
 #include "scoutd/round/engine.hpp"
 #include "scoutd/round/participant.hpp"
+#include "scoutd/stack/stack_sampler.hpp"
 #include "scoutd/wire/peer_messages.hpp"
 #include "sql/ledger.hpp"
 
@@ -56,6 +57,7 @@ class Daemon {
   std::unique_ptr<Forwarder> make_forwarder();
   void fini();
   nlohmann::json status_json();
+  nlohmann::json stacks_now();
   void announce_ranks();
   void log(const std::string& msg) const;   // info
   void warn(const std::string& msg) const;  // warning: something failed
@@ -72,6 +74,8 @@ class Daemon {
   std::unique_ptr<LedgerSink> sink_;
   std::unique_ptr<RoundEngine> engine_;            // the participants and their rounds
   std::unique_ptr<ControlServer> server_;
+  std::unique_ptr<StackSampler> stacks_;           // stacks of stalled ranks (off: null)
+  std::string stack_helper_;
   bool peers_lost_ = false;
 };
 

@@ -28,6 +28,8 @@ void to_json(json& j, const RankEvidence& e) {
     if (e.comm_wait.count(c)) cm[fmt::format("{:016x}", c)] = m;  // only the ones in use
   j["comm_members"] = cm;
   if (e.state_s > 0) j["state_s"] = e.state_s;
+  if (!e.stack.empty()) j["stack"] = {{"frames", e.stack}};
+  else if (!e.stack_error.empty()) j["stack"] = {{"error", e.stack_error}};
   if (e.cpu_ns >= 0) j["sched"] = {{"cpu_ns", e.cpu_ns}, {"runq_ns", e.runq_ns}, {"at_ns", e.sched_at_ns}};
   if (e.dead_s > 0) j["dead_s"] = e.dead_s;
   if (e.p2p_ops || !e.p2p_call.empty()) {
@@ -98,6 +100,17 @@ void from_json(const json& j, RankEvidence& e) {
         e.comm_members[std::stoull(k, nullptr, 16)] = std::move(m);
       }
   e.state_s = j.value("state_s", 0.0);
+  if (j.contains("stack") && j["stack"].is_object()) {
+    const json& st = j["stack"];
+    if (st.contains("frames")) {
+      const json& fr = st.at("frames");
+      if (!fr.is_array() || fr.size() > kMaxStackFrames)
+        throw std::invalid_argument(fmt::format("stack.frames: expected an array of at most {} names", kMaxStackFrames));
+      for (auto& f : fr) e.stack.push_back(f.get<std::string>().substr(0, kMaxFrameChars));
+    } else {
+      e.stack_error = st.at("error").get<std::string>().substr(0, 256);
+    }
+  }
   if (j.contains("sched") && j["sched"].is_object()) {
     const json& sc = j["sched"];
     e.cpu_ns = common::json_int<long long>(sc, "cpu_ns");

@@ -14,6 +14,9 @@
 
 namespace scout::scoutd {
 
+inline constexpr std::size_t kMaxStackFrames = 32;
+inline constexpr std::size_t kMaxFrameChars = 160;
+
 struct RankEvidence {
   int rank = -1;
   std::string node;
@@ -39,6 +42,11 @@ struct RankEvidence {
   // then (differences between two gathers of one rank are comparable).
   long long cpu_ns = -1, runq_ns = -1;
   std::int64_t sched_at_ns = 0;
+  // Its user-space stack (innermost first, at most kMaxStackFrames), taken
+  // by scout-stack once it had been stalled for a while and kept until it
+  // progresses again; or why it could not be taken. Empty both: none taken.
+  std::vector<std::string> stack;
+  std::string stack_error;
   int steps = 0;             // training steps seen (see step_timing.hpp)
   double step_s = 0, compute_s = 0, wait_s = 0;  // medians over recent steps
   // Median duration of this rank's recent collectives per communicator.

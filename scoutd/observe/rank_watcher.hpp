@@ -80,6 +80,17 @@ class RankWatcher final : public RankSource {
   void mark_deaths_reported(const std::vector<int>& ranks) override;
   // Ranks seen for the first time since the last call (for the ledger).
   std::vector<std::pair<int, int>> take_new_attachments();
+  // Live ranks stalled for at least `min_s` whose stack has not been taken
+  // during this stall (key: the stall's progress key, for set_stack).
+  struct StackWanted {
+    int rank = 0, pid = 0;
+    std::uint64_t key = 0;
+  };
+  std::vector<StackWanted> stacks_wanted(double min_s) const;
+  // Every live rank (for scoutctl stacks).
+  std::vector<StackWanted> live_ranks() const;
+  // Keeps a stack taken for a stall; dropped when the rank progresses.
+  void set_stack(int rank, std::uint64_t key, std::vector<std::string> frames, std::string error);
   // Removes the shm names of this node's ranks (crashed ranks leave theirs).
   void unlink_records();
   const std::string& node() const noexcept override { return node_; }
@@ -126,6 +137,11 @@ class RankWatcher final : public RankSource {
     std::int64_t gpu_done_ns = 0;   // when gpu.done last advanced (scoutd's clock)
     char state = '?';               // sampled /proc state, and since when
     std::int64_t state_since_ns = 0;
+    // Its stack, taken during the stall that began at progress_key == stack_key.
+    bool have_stack = false;
+    std::uint64_t stack_key = 0;
+    std::vector<std::string> stack;
+    std::string stack_error;
   };
   static constexpr std::size_t kMaxSlots = 65536;
   void loop();

@@ -146,6 +146,10 @@ std::vector<RankEvidence> RankWatcher::evidence(bool for_gather) const {
         e.syscall = p.syscall;
         e.rchar = p.rchar;
         e.wchar = p.wchar;
+        if (s.have_stack && s.stack_key == s.progress_key) {
+          e.stack = s.stack;
+          e.stack_error = s.stack_error;
+        }
         e.cpu_ns = p.cpu_ns;
         e.runq_ns = p.runq_ns;
         e.sched_at_ns = now;
@@ -158,6 +162,39 @@ std::vector<RankEvidence> RankWatcher::evidence(bool for_gather) const {
     out.push_back(std::move(e));
   }
   return out;
+}
+
+std::vector<RankWatcher::StackWanted> RankWatcher::stacks_wanted(double min_s) const {
+  std::lock_guard lk(mu_);
+  std::vector<StackWanted> out;
+  const std::int64_t now = monotonic_ns();
+  for (auto& s : slots_) {
+    if (!s.rec || !s.have_last || s.death_ns || s.foreign || (s.last.state & c3::kStateFinalized)) continue;
+    if ((now - s.last_progress_ns) / 1e9 < min_s) continue;
+    if (s.have_stack && s.stack_key == s.progress_key) continue;
+    out.push_back({s.rank, s.pid, s.progress_key});
+  }
+  return out;
+}
+
+std::vector<RankWatcher::StackWanted> RankWatcher::live_ranks() const {
+  std::lock_guard lk(mu_);
+  std::vector<StackWanted> out;
+  for (auto& s : slots_)
+    if (s.rec && s.have_last && !s.death_ns && !s.foreign && !(s.last.state & c3::kStateFinalized))
+      out.push_back({s.rank, s.pid, s.progress_key});
+  return out;
+}
+
+void RankWatcher::set_stack(int rank, std::uint64_t key, std::vector<std::string> frames, std::string error) {
+  std::lock_guard lk(mu_);
+  for (auto& s : slots_)
+    if (s.rank == rank && s.progress_key == key) {
+      s.have_stack = true;
+      s.stack_key = key;
+      s.stack = std::move(frames);
+      s.stack_error = std::move(error);
+    }
 }
 
 void RankWatcher::mark_deaths_reported(const std::vector<int>& ranks) {

@@ -5,11 +5,27 @@
 #include <fmt/format.h>
 
 #include "scoutd/detect/progress_detector.hpp"
+#include "scoutd/detect/stack_classes.hpp"
 #include "scoutd/round/parts.hpp"
 
 namespace scout::scoutd {
 
 namespace {
+
+// A hang, stall or deadlock carries where every rank is: the stack-trace
+// classes of the ranks whose stacks their scoutds took during the stall.
+std::vector<VerdictDraft> with_stacks(std::vector<VerdictDraft> drafts, const std::vector<RankEvidence>& ranks) {
+  for (auto& d : drafts) {
+    if (d.kind != c3::VerdictKind::kHang && d.kind != c3::VerdictKind::kStall && d.kind != c3::VerdictKind::kDeadlock)
+      continue;
+    std::vector<RankStack> stacks;
+    for (auto& e : ranks)
+      if (!e.stack.empty() || !e.stack_error.empty()) stacks.push_back({e.rank, e.stack, e.stack_error});
+    nlohmann::json classes = stack_classes(stacks);
+    if (!classes.is_null()) d.evidence["stacks"] = std::move(classes);
+  }
+  return drafts;
+}
 
 class Progress final : public Participant {
  public:
@@ -53,7 +69,7 @@ class Progress final : public Participant {
     bool deaths_pending = false;
     if (auto c = detect_crash(g.ranks, opt_, &deaths_pending)) desk_.draft(*c);
     if (deaths_pending) down.deaths_pending = true;  // the deaths stay unreported: gathered again
-    else desk_.draft_all(detect_progress(g.ranks, opt_));
+    else desk_.draft_all(with_stacks(detect_progress(g.ranks, opt_), g.ranks));
   }
 
   void gather_done(bool complete, const wire::Down& down) override {

@@ -2,9 +2,11 @@
 #include "scoutd/wire/control_protocol.hpp"
 
 #include "common/json_num.hpp"
+#include "scoutd/detect/stack_classes.hpp"
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -180,6 +182,53 @@ std::string render_verdicts_text(const json& v) {
   return out;
 }
 
+// The classes as STAT's prefix tree, outermost frame first: each line a
+// frame and the ranks whose stacks pass through it.
+std::string render_stacks_text(const json& s) {
+  std::string out = fmt::format("job {} node {}: stacks of {} rank(s)\n", escape_text(text_of(s, "job", "?")),
+                                escape_text(text_of(s, "node", "?")),
+                                s.contains("ranks") && s["ranks"].is_array() ? s["ranks"].size() : 0);
+  const json c = s.value("classes", json());
+  if (!c.is_object()) return out;
+  struct Node {
+    std::vector<int> ranks;
+    std::vector<std::pair<std::string, Node>> kids;  // in first-seen order
+  };
+  Node root;
+  auto ranks_of = [](const json& k) {
+    std::vector<int> r;
+    for (auto& x : k.value("ranks", json::array())) r.push_back(x.is_number_integer() ? x.get<int>() : -1);
+    return r;
+  };
+  for (auto& k : c.value("classes", json::array())) {
+    const std::vector<int> rs = ranks_of(k);
+    const json frames = k.value("frames", json::array());
+    Node* n = &root;
+    for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
+      const std::string f = it->is_string() ? it->get<std::string>() : "?";
+      auto kid = std::find_if(n->kids.begin(), n->kids.end(), [&](auto& p) { return p.first == f; });
+      if (kid == n->kids.end()) {
+        n->kids.push_back({f, Node{}});
+        kid = std::prev(n->kids.end());
+      }
+      n = &kid->second;
+      n->ranks.insert(n->ranks.end(), rs.begin(), rs.end());
+    }
+  }
+  std::function<void(const Node&, int)> print = [&](const Node& n, int depth) {
+    for (auto& [f, kid] : n.kids) {
+      out += fmt::format("{:>{}}{}  [{} rank{}: {}]\n", "", 2 * depth, escape_text(f), kid.ranks.size(),
+                         kid.ranks.size() == 1 ? "" : "s", rank_list(kid.ranks));
+      print(kid, depth + 1);
+    }
+  };
+  print(root, 0);
+  if (c.contains("text") && c["text"].is_string()) out += "classes: " + escape_text(c["text"].get<std::string>()) + "\n";
+  for (auto& u : c.value("untraced", json::array()))
+    out += fmt::format("not traced [{}]: {}\n", rank_list(ranks_of(u)), escape_text(text_of(u, "error", "?")));
+  return out;
+}
+
 ControlReply handle_control_line(ControlState& st, const std::string& raw, const ControlProviders& p) {
   std::string line = raw;
   if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -221,13 +270,18 @@ ControlReply handle_control_line(ControlState& st, const std::string& raw, const
     json v = p.verdicts();
     return {(st.json ? v.dump() + "\n" : render_verdicts_text(v)) + "OK\n", false};
   }
+  if (cmd == "STACKS" && w.size() == 1) {
+    if (!p.stacks) return error("stacks are off for this job (scoutd --stacks off)");
+    json s = p.stacks();
+    return {(st.json ? s.dump() + "\n" : render_stacks_text(s)) + "OK\n", false};
+  }
   if (cmd == "REPLAY" && w.size() == 1) {
     if (!p.replay) return error("replay is off for this job (scoutd --replay off)");
     std::string r = p.replay();
     if (!r.empty()) return error(r);
     return {st.json ? "{\"replay\":\"requested\"}\nOK\n" : "replay cycle requested\nOK\n", false};
   }
-  return error(fmt::format("unknown command '{}'; expected HELLO, STATUS, VERDICTS, REPLAY, "
+  return error(fmt::format("unknown command '{}'; expected HELLO, STATUS, VERDICTS, STACKS, REPLAY, "
                            "SET FORMAT json|text or QUIT", printable(line)));
 }
 

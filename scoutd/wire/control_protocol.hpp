@@ -2,7 +2,7 @@
 // `nc -U` (after NCCL's RAS). The client opens with `HELLO 1`; the server
 // answers every request with zero or more lines and then one line `OK` or
 // one line `ERROR: <what was expected>`. Commands: HELLO <version>, STATUS,
-// VERDICTS, REPLAY, SET FORMAT json|text, QUIT. Pure logic here; the socket lives in
+// VERDICTS, STACKS, REPLAY, SET FORMAT json|text, QUIT. Pure logic here; the socket lives in
 // control_server.cpp.
 #pragma once
 
@@ -27,6 +27,8 @@ struct ControlProviders {
   std::string job, node;
   // Asks for a replay cycle; returns "" or why it cannot. Empty: replay off.
   std::function<std::string()> replay{};
+  // Takes the stacks of this node's ranks now. Empty: stacks off.
+  std::function<nlohmann::json()> stacks{};
 };
 
 struct ControlReply {
@@ -44,5 +46,6 @@ std::string escape_text(const std::string& in);
 // Text renderings shared with scoutctl.
 std::string render_status_text(const nlohmann::json& status);
 std::string render_verdicts_text(const nlohmann::json& verdicts);
+std::string render_stacks_text(const nlohmann::json& stacks);
 
 }  // namespace scout::scoutd

@@ -1,0 +1,186 @@
+// scout-stack: the user-space stack of a process's threads, for scoutd's
+// hang evidence (and for a person, like eu-stack). It attaches with ptrace
+// through elfutils' libdwfl (which stops each thread, unwinds it from the
+// CFI of its ELF files, and detaches: a process that was stopped is left
+// stopped, a running one resumes), symbolises each frame from the ELF
+// symbol tables, and prints one JSON object per line:
+//
+//   {"pid":N,"tid":T,"frames":["nanosleep","compute","main",...]}   innermost first
+//   {"pid":N,"error":"..."}                                          not traced, and why
+//
+// scoutd runs it with a deadline (common::run_command) and as the ranks'
+// own user: it never needs privileges of its own. Exit status 0 when every
+// process was traced, 1 when one was not, 2 on bad usage.
+#include <cxxabi.h>
+#include <elfutils/libdwfl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+using nlohmann::json;
+
+constexpr int kMaxFrames = 64;
+
+std::string demangle(const char* name) {
+  int status = 0;
+  char* d = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  std::string out = status == 0 && d ? d : name;
+  std::free(d);
+  // The function, without its parameter list: classes of stacks compare names.
+  int depth = 0;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (out[i] == '<') ++depth;
+    if (out[i] == '>') --depth;
+    if (out[i] == '(' && depth == 0 && i > 0) return out.substr(0, i);
+  }
+  return out;
+}
+
+struct Walk {
+  Dwfl* dwfl = nullptr;
+  std::vector<std::string> frames;
+};
+
+int on_frame(Dwfl_Frame* frame, void* arg) {
+  auto* w = static_cast<Walk*>(arg);
+  Dwarf_Addr pc = 0;
+  bool activation = false;
+  if (!dwfl_frame_pc(frame, &pc, &activation)) return DWARF_CB_ABORT;
+  // A return address points after the call: look up the call itself.
+  const Dwarf_Addr at = activation ? pc : pc - 1;
+  Dwfl_Module* m = dwfl_addrmodule(w->dwfl, at);
+  const char* name = m ? dwfl_module_addrname(m, at) : nullptr;
+  if (name) {
+    std::string n = name;
+    if (auto at_sign = n.find('@'); at_sign != std::string::npos && at_sign > 0) n.resize(at_sign);  // memcpy@GLIBC_2.14
+    w->frames.push_back(demangle(n.c_str()));
+  } else {
+    // No symbol: the module and the offset in it, which are the same in
+    // every process of a program whatever its load address (ASLR).
+    Dwarf_Addr start = 0;
+    const char* mod = m ? dwfl_module_info(m, nullptr, &start, nullptr, nullptr, nullptr, nullptr, nullptr) : nullptr;
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "+0x%llx", static_cast<unsigned long long>(at - start));
+    std::string s = "??";
+    if (mod) {
+      const char* base = std::strrchr(mod, '/');
+      s = std::string(base ? base + 1 : mod) + buf;
+    }
+    w->frames.push_back(s);
+  }
+  return static_cast<int>(w->frames.size()) >= kMaxFrames ? DWARF_CB_ABORT : DWARF_CB_OK;
+}
+
+std::string dwfl_error() {
+  const char* e = dwfl_errmsg(-1);
+  return e ? e : "unknown error";
+}
+
+// The stack of `pid`'s main thread (all threads with `all`); false and a
+// JSON error line when it cannot be taken.
+bool trace(pid_t pid, bool all) {
+  static const Dwfl_Callbacks callbacks = {
+      dwfl_linux_proc_find_elf, dwfl_standard_find_debuginfo, nullptr, nullptr};
+  Dwfl* dwfl = dwfl_begin(&callbacks);
+  if (!dwfl) {
+    std::puts(json{{"pid", pid}, {"error", "libdwfl: " + dwfl_error()}}.dump().c_str());
+    return false;
+  }
+  bool ok = true;
+  int rc = dwfl_linux_proc_report(dwfl, pid);
+  if (rc != 0 || dwfl_report_end(dwfl, nullptr, nullptr) != 0) {
+    std::string why = rc > 0 ? std::strerror(rc) : dwfl_error();
+    if (rc == ENOENT) why = "no such process";
+    std::puts(json{{"pid", pid}, {"error", "cannot read its memory map: " + why}}.dump().c_str());
+    dwfl_end(dwfl);
+    return false;
+  }
+  rc = dwfl_linux_proc_attach(dwfl, pid, false);
+  if (rc != 0) {
+    std::string why = rc > 0 ? std::strerror(rc) : dwfl_error();
+    if (rc == EPERM) why += " (ptrace: another user's process, or kernel.yama.ptrace_scope)";
+    std::puts(json{{"pid", pid}, {"error", "cannot attach: " + why}}.dump().c_str());
+    dwfl_end(dwfl);
+    return false;
+  }
+  auto one = [&](pid_t tid) {
+    Walk w{dwfl, {}};
+    const int r = dwfl_getthread_frames(dwfl, tid, on_frame, &w);
+    if (w.frames.empty() && r != 0) {
+      std::puts(json{{"pid", pid}, {"tid", tid}, {"error", "cannot unwind: " + dwfl_error()}}.dump().c_str());
+      ok = false;
+      return;
+    }
+    std::puts(json{{"pid", pid}, {"tid", tid}, {"frames", w.frames}}.dump().c_str());
+  };
+  if (all) {
+    struct Ctx {
+      decltype(one)* f;
+    } ctx{&one};
+    dwfl_getthreads(
+        dwfl,
+        [](Dwfl_Thread* t, void* arg) -> int {
+          (*static_cast<Ctx*>(arg)->f)(dwfl_thread_tid(t));
+          return DWARF_CB_OK;
+        },
+        &ctx);
+  } else {
+    one(pid);
+  }
+  dwfl_end(dwfl);  // detaches: every thread continues as it was
+  return ok;
+}
+
+void usage(FILE* f) {
+  std::fputs(
+      "usage: scout-stack [--all-threads] PID...\n"
+      "Prints the user-space stack of each process's main thread (every thread with\n"
+      "--all-threads) as JSON lines: {\"pid\",\"tid\",\"frames\":[innermost first]}, or\n"
+      "{\"pid\",\"error\"} when it cannot be traced. The process is attached with ptrace,\n"
+      "unwound and detached; it is left running or stopped as it was.\n",
+      f);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool all = false;
+  std::vector<pid_t> pids;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      usage(stdout);
+      return 0;
+    }
+    if (a == "--all-threads") {
+      all = true;
+      continue;
+    }
+    char* end = nullptr;
+    errno = 0;
+    const long v = std::strtol(a.c_str(), &end, 10);
+    if (a.empty() || *end || errno || v <= 0 || v > INT_MAX) {
+      std::fprintf(stderr, "scout-stack: '%s': expected a process id (a positive integer)\n", a.c_str());
+      usage(stderr);
+      return 2;
+    }
+    pids.push_back(static_cast<pid_t>(v));
+  }
+  if (pids.empty()) {
+    usage(stderr);
+    return 2;
+  }
+  bool ok = true;
+  for (pid_t p : pids) ok &= trace(p, all);
+  return ok ? 0 : 1;
+}
