@@ -26,6 +26,10 @@ expect_eq "verdicts" "$(echo "$v" | jq length)" 1
 expect_eq "ranks" "$(echo "$v" | jq -c '.[0].ranks')" "[4]"
 expect_eq "hosts" "$(echo "$v" | jq -c '.[0].hosts')" '["n3"]'
 expect_eq "state" "$(echo "$v" | jq -r '.[0].evidence.culprits[0].state')" T
+# Each node's scoutd (the job's user's) traced its ranks with the installed
+# scout-stack: all six are in the stack classes, none untraced.
+expect_eq "stack classes cover every rank" "$(echo "$v" | jq -c '[.[0].evidence.stacks.classes[].ranks[]] | sort')" "[0,1,2,3,4,5]"
+expect_eq "untraced ranks" "$(echo "$v" | jq -c '.[0].evidence.stacks.untraced')" "[]"
 pid=$(echo "$v" | jq '.[0].evidence.culprits[0].pid')
 tr '\0' '\n' < "/proc/$pid/environ" | grep -qx "SLURMD_NODENAME=n3" || fail "culprit pid $pid is not on n3"
 # Her job, as at any site: the ranks and every scoutd run as the job's user.
