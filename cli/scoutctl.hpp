@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -36,5 +37,10 @@ int cmd_ping(const Args& a);
 int cmd_node(const Args& a);
 int cmd_nodes(const Args& a);
 int cmd_clear(const Args& a);
+// scoutctl_live.cpp: a live job's scoutds (control sockets).
+long job_dir_owner(const std::string& dir);
+std::vector<std::string> job_sockets(const Args& a, std::string& dir);
+int cmd_stacks(const Args& a);
+int cmd_set(const Args& a, const std::vector<std::string>& assignments);
 
 }  // namespace scout::cli

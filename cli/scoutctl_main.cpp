@@ -34,7 +34,6 @@
 #include "ledgerd/site_config.hpp"
 #include "common/options.hpp"
 #include "libc3/rank_record.hpp"
-#include "scoutd/detect/stack_classes.hpp"
 #include "scoutd/wire/control_protocol.hpp"
 #include "common/runtime_paths.hpp"
 #include "sql/ledger.hpp"
@@ -146,26 +145,6 @@ int cmd_query(const Args& a) {
   return kExitOk;
 }
 
-// Whose scoutds may answer for a job, besides root and the caller: the owner
-// of the job's runtime directory, which the SPANK plugin (root) made 0700 for
-// the job's user (a name planted there before the job is taken back then).
-long job_dir_owner(const std::string& dir) {
-  struct stat st {};
-  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || (st.st_mode & 077) != 0) return -1;
-  return static_cast<long>(st.st_uid);
-}
-
-// The control sockets of a job's scoutds, sorted; dies with exit 5 (naming
-// the command) when there is none.
-std::vector<std::string> job_sockets(const Args& a, std::string& dir) {
-  std::string root = a.runtime_dir.empty() ? scout::common::default_runtime_root() : a.runtime_dir;
-  dir = scout::common::job_runtime_dir(root, a.job);
-  auto sockets = scout::common::list_control_sockets(dir);
-  if (sockets.empty())
-    die(kExitUnreachable, fmt::format("{}: job {} has no running scoutd (no sockets in {})", a.command, a.job, dir));
-  return sockets;
-}
-
 json fetch_status(const Args& a) {
   std::string dir;
   const auto sockets = job_sockets(a, dir);
@@ -227,53 +206,6 @@ int cmd_replay(const Args& a) {
   }
   die(kExitUnreachable, fmt::format("replay: no scoutd of job {} answered ({} sockets in {})", a.job,
                                     sockets.size(), dir));
-}
-
-// Where every rank of the job is now: each scoutd takes its ranks' stacks
-// (scout-stack), and the stack-trace classes are printed as a tree.
-int cmd_stacks(const Args& a) {
-  std::string dir;
-  const auto sockets = job_sockets(a, dir);
-  std::vector<sd::RankStack> all;
-  json ranks = json::array();
-  int answered = 0;
-  for (auto& path : sockets) {
-    try {
-      cli::ControlConnection c(path, 30, job_dir_owner(dir));
-      c.request("SET FORMAT json");
-      auto lines = c.request("STACKS");
-      std::string why;  // a scoutd is the job's user's process: its reply is untrusted
-      auto parsed = scout::common::parse_untrusted(lines.empty() ? "{}" : lines.front(), scout::common::kReplyLimits, &why);
-      if (!parsed || !parsed->is_object() || !(*parsed)["ranks"].is_array())
-        throw std::runtime_error("stacks reply: " + (why.empty() ? std::string("expected an object with ranks") : why));
-      for (auto& r : (*parsed)["ranks"]) {
-        if (!r.is_object() || !r.contains("rank") || !r["rank"].is_number_integer()) continue;
-        sd::RankStack s;
-        s.rank = r["rank"].get<int>();
-        if (r.contains("frames") && r["frames"].is_array())
-          for (auto& f : r["frames"])
-            if (f.is_string() && s.frames.size() < 64) s.frames.push_back(f.get<std::string>().substr(0, 256));
-        if (s.frames.empty()) s.error = r.value("error", std::string("no frames")).substr(0, 256);
-        all.push_back(s);
-        ranks.push_back(r);
-      }
-      ++answered;
-      c.quit();
-    } catch (const std::exception& e) {
-      std::string msg = e.what();
-      if (msg.rfind("ERROR:", 0) == 0) die(kExitUsage, fmt::format("stacks: {}", msg.substr(7)));
-      std::fprintf(stderr, "scoutctl: stacks: %s: %s\n", path.c_str(), e.what());
-    }
-  }
-  if (answered == 0)
-    die(kExitUnreachable, fmt::format("stacks: no scoutd of job {} answered ({} sockets in {})", a.job,
-                                      sockets.size(), dir));
-  const json classes = sd::stack_classes(all);
-  json out = {{"job", a.job}, {"node", fmt::format("{} of {} answered", answered, sockets.size())},
-              {"ranks", ranks}, {"classes", classes}};
-  if (a.json) std::puts(out.dump(2).c_str());
-  else std::fputs(sd::render_stacks_text(out).c_str(), stdout);
-  return kExitOk;
 }
 
 int cmd_status(const Args& a) {
@@ -360,6 +292,10 @@ scout::opts::Table make_table(Args& a) {
       "  stacks JOBID    where every rank is now: each scoutd takes its ranks' user-space\n"
       "                  stacks (ptrace, resumed untouched); printed as stack-trace\n"
       "                  classes (ranks with the same stack), untraceable ranks listed\n"
+      "  set JOBID KEY=VALUE...  retune the running job: stall_threshold, straggler_factor,\n"
+      "                  straggler_confirmations, replay_budget, outsig_period, learn\n"
+      "                  (on|off); applied by the deciding observer at a round\n"
+      "                  boundary, adopted by every scoutd, recorded in the ledger\n"
       "  top JOBID       status refreshed like top(1), ranks sorted by score, suspects\n"
       "                  highlighted; q quits (--count N, --interval S; --json: one\n"
       "                  JSON object per refresh)\n"
@@ -405,10 +341,10 @@ int main(int argc, char** argv) {
     if (const char* e = std::getenv("SCOUT_SPOOL")) a.spool = e;
   if (pos.empty()) die(kExitUsage, "missing command; expected 'query JOBID' or 'status JOBID' (see scoutctl --help)");
   a.command = pos[0];
-  static const char* kCommands[] = {"query", "status", "stacks", "top", "replay", "checkpoints", "recovery", "node", "clear",
+  static const char* kCommands[] = {"query", "status", "stacks", "set", "top", "replay", "checkpoints", "recovery", "node", "clear",
                                     "ping", "nodes"};
   if (std::none_of(std::begin(kCommands), std::end(kCommands), [&](const char* c) { return a.command == c; }))
-    die(kExitUsage, fmt::format("unknown command '{}'; expected query, status, stacks, top, replay, checkpoints, "
+    die(kExitUsage, fmt::format("unknown command '{}'; expected query, status, stacks, set, top, replay, checkpoints, "
                                 "recovery, node, nodes, clear or ping", a.command));
   if (a.command == "ping" || a.command == "nodes") {
     if (pos.size() != 1) die(kExitUsage, fmt::format("{}: takes no argument", a.command));
@@ -432,7 +368,9 @@ int main(int argc, char** argv) {
       die(kExitInternal, fmt::format("{}: {}", a.command, e.what()));
     }
   }
-  if (pos.size() != 2) die(kExitUsage, fmt::format("{}: expected exactly one JOBID", a.command));
+  std::vector<std::string> set_args;
+  if (a.command == "set" && pos.size() > 2) set_args.assign(pos.begin() + 2, pos.end());
+  else if (pos.size() != 2) die(kExitUsage, fmt::format("{}: expected exactly one JOBID", a.command));
   a.job = pos[1];
   if (!scout::common::valid_job_id(a.job))
     die(kExitUsage, fmt::format("{}: '{}' is not a job id; expected a decimal number like 1000001", a.command, a.job));
@@ -441,6 +379,7 @@ int main(int argc, char** argv) {
     if (a.command == "top") return cmd_top(a);
     if (a.command == "replay") return cmd_replay(a);
     if (a.command == "stacks") return cmd_stacks(a);
+    if (a.command == "set") return cmd_set(a, set_args);
     if (a.command == "checkpoints") return cmd_checkpoints(a);
     if (a.command == "recovery") return cmd_recovery(a);
     return cmd_status(a);

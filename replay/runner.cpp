@@ -44,6 +44,7 @@ std::uint64_t cycle_seed(long cycle) noexcept {
 
 ReplayRunner::ReplayRunner(std::string node, ReplayOptions opt, FaultInjector faults)
     : node_(std::move(node)), opt_(std::move(opt)), faults_(std::move(faults)) {
+  budget_.store(opt_.budget);
   cores_ = opt_.cores.empty() ? allowed_cpus() : opt_.cores;
   if (opt_.recipes.empty()) opt_.recipes.assign(std::begin(kAllRecipes), std::end(kAllRecipes));
   if (opt_.node_cpus <= 0) opt_.node_cpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
@@ -102,7 +103,7 @@ bool ReplayRunner::busy() const {
 // After `cpu_ns` of work, wait so that the replay's share of the node's CPU
 // time stays within the budget: work / (work + wait) <= budget x node CPUs.
 void ReplayRunner::pace(std::uint64_t cpu_ns) {
-  const double share = std::min(1.0, opt_.budget * opt_.node_cpus);
+  const double share = std::min(1.0, budget_.load() * opt_.node_cpus);
   if (share >= 1.0) return;
   const auto wait = std::chrono::nanoseconds(static_cast<std::int64_t>(cpu_ns * (1.0 / share - 1.0)));
   std::unique_lock lk(mu_);

@@ -3,6 +3,7 @@
 // at a time so a bad core can be named, paced to a CPU budget.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -81,7 +82,9 @@ class ReplayRunner {
   std::size_t pending() const;                        // finished, not yet taken
   bool busy() const;
   const std::vector<int>& cores() const { return cores_; }
-  double budget() const { return opt_.budget; }
+  double budget() const { return budget_.load(); }
+  // scoutctl set replay_budget: the next pause uses it.
+  void set_budget(double b) { budget_.store(b); }
 
  private:
   struct Job {
@@ -96,6 +99,7 @@ class ReplayRunner {
 
   std::string node_;
   ReplayOptions opt_;
+  std::atomic<double> budget_{0.01};
   FaultInjector faults_;
   std::vector<int> cores_;
   std::string class_;

@@ -76,6 +76,15 @@ VerdictRow to_row(const common::Verdict& v);
 // The same, each as common::to_json: what scoutctl and scout-ledgerd print.
 nlohmann::json verdicts_json(const std::vector<VerdictRow>& rows);
 
+// A setting retuned while the job ran (scoutctl set), as adopted.
+struct SettingRow {
+  std::string job_id, step;
+  std::int64_t version = 0;
+  std::string key, old_value, new_value;
+  std::int64_t set_by_uid = -1;
+  std::string set_by, via_node, set_at;
+};
+
 struct GatingRow {
   std::string job_id, node, decision, reason, decided_by, decided_at;
   std::string evidence = "{}";  // what root checked and the result (JSON)
@@ -112,7 +121,7 @@ struct LedgerMetrics {
   std::map<std::string, std::int64_t> open_by_node, drains_by_node;
 };
 
-inline constexpr int kSchemaVersion = 9;
+inline constexpr int kSchemaVersion = 10;
 
 // ISO-8601 UTC with milliseconds, e.g. 2026-11-29T17:39:29.123Z
 std::string now_iso8601();
@@ -193,6 +202,9 @@ class Ledger {
   // Returns the number of verdicts added.
   int import_job(Ledger& from, const std::string& job_id, const std::string& origin,
                  std::int64_t origin_uid, const std::function<bool(const VerdictRow&)>& keep);
+  // Idempotent on (job, step, version, key): every observer records it.
+  void insert_setting(const SettingRow& s);
+  std::vector<SettingRow> settings(const std::string& job_id);
   void insert_gating(const GatingRow& g);  // empty job_id: a node-level decision (clear)
   std::vector<GatingRow> gating(const std::string& job_id);
   std::vector<GatingRow> node_gating(const std::string& node);  // oldest first

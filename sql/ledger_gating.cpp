@@ -12,6 +12,21 @@ namespace scout::sql {
 
 using namespace statements;
 
+void Ledger::insert_setting(const SettingRow& r) {
+  stmt(kInsertSetting).bind(r.job_id).bind(r.step).bind(r.version).bind(r.key).bind(r.old_value).bind(r.new_value)
+      .bind(r.set_by_uid).bind(r.set_by).bind(r.via_node).bind(r.set_at.empty() ? now_iso8601() : r.set_at).run();
+}
+
+std::vector<SettingRow> Ledger::settings(const std::string& job_id) {
+  auto& s = stmt(kSelectSettings).bind(job_id);
+  std::vector<SettingRow> out;
+  while (s.step())
+    out.push_back({s.text(0), s.text(1), s.i64(2), s.text(3), s.text(4), s.text(5), s.i64(6), s.text(7),
+                   s.text(8), s.text(9)});
+  s.reset();
+  return out;
+}
+
 void Ledger::insert_gating(const GatingRow& g) {
   auto& s = stmt(kInsertGating);
   if (g.job_id.empty()) s.bind_null();  // a node-level decision (clear)

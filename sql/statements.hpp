@@ -50,6 +50,12 @@ inline constexpr const char* kResolveImportedByKey =
 inline constexpr const char* kInsertJobIfMissing =
     "INSERT OR IGNORE INTO jobs(job_id,user,uid,launcher,command,nodes,ranks,started_at) "
     "VALUES(?,?,?,?,?,?,?,?)";
+inline constexpr const char* kInsertSetting =
+    "INSERT OR IGNORE INTO settings(job_id,step,version,key,old_value,new_value,set_by_uid,set_by,via_node,set_at) "
+    "VALUES(?,?,?,?,?,?,?,?,?,?)";
+inline constexpr const char* kSelectSettings =
+    "SELECT job_id,step,version,key,old_value,new_value,set_by_uid,set_by,via_node,set_at FROM settings "
+    "WHERE job_id=? ORDER BY version, key";
 inline constexpr const char* kInsertGating =
     "INSERT INTO gating(job_id,node,decision,reason,decided_by,decided_at,evidence) VALUES(?,?,?,?,?,?,?)";
 inline constexpr const char* kSelectGating =

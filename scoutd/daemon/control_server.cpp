@@ -21,10 +21,11 @@ namespace {
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(stream_protocol::socket s, const ControlProviders& p, std::shared_ptr<int> count, int idle_s)
+  Session(stream_protocol::socket s, const ControlProviders& p, std::shared_ptr<int> count, int idle_s, long uid)
       : socket_(std::move(s)), providers_(p), buf_(kMaxLineBytes + 2), timer_(socket_.get_executor()),
         count_(std::move(count)), idle_s_(idle_s) {
     ++*count_;
+    state_.uid = uid;
   }
   ~Session() { --*count_; }
 
@@ -155,7 +156,7 @@ void ControlServer::accept() {
         s.non_blocking(true, ignore);
         asio::write(s, asio::buffer(msg), ignore);
       } else {
-        std::make_shared<Session>(std::move(s), providers_, sessions_, idle_s_)->start();
+        std::make_shared<Session>(std::move(s), providers_, sessions_, idle_s_, static_cast<long>(cred.uid))->start();
       }
     }
     accept();

@@ -3,6 +3,7 @@
 #include "scoutd/daemon/daemon.hpp"
 
 #include <sys/stat.h>
+#include <pwd.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -32,6 +33,7 @@ Daemon::Daemon(ScoutdConfig cfg) : cfg_(std::move(cfg)), ctx_(cfg_) {
   };
   ctx_.log = [this](const std::string& m) { log(m); };
   ctx_.warn = [this](const std::string& m) { warn(m); };
+  ctx_.record_tune = [this](const json& applied, std::uint64_t version) { record_tune(applied, version); };
   ctx_.now_iso = [] { return sql::now_iso8601(); };
   ctx_.stopping = [] { return g_stop_signal != 0; };
   ctx_.round = [this](const c3::Bytes& up, const c3::TreeRound::Combine& c, const c3::TreeRound::Decide& d) {
@@ -140,6 +142,7 @@ void Daemon::init_participants() {
   auto& desk = engine_->desk();
   if (cfg_.learn) engine_->add(make_learner(ctx_, desk));
   if (cfg_.gpu_health_interval_s > 0) engine_->add(make_gpu_health(ctx_, desk));
+  engine_->add(make_tuning(ctx_));
   engine_->add(make_progress(ctx_, desk));
   engine_->add(make_outputs(ctx_, desk));
   engine_->add(make_stragglers(ctx_, desk));
@@ -157,6 +160,9 @@ void Daemon::init_control() {
   ControlProviders providers{[this] { return status_json(); }, [this] { return engine_->desk().verdicts_json(); },
                              cfg_.job_id, watcher_->node(), {}};
   if (cfg_.stacks) providers.stacks = [this] { return stacks_now(); };
+  providers.tune = [this](const std::vector<std::pair<std::string, std::string>>& changes, long uid) {
+    return queue_tune(changes, uid);
+  };
   if (cfg_.replay)
     providers.replay = [this] {
       ctx_.replay_demand = true;
@@ -217,6 +223,42 @@ json Daemon::stacks_now() {
   return {{"job", cfg_.job_id}, {"node", watcher_->node()}, {"ranks", ranks}, {"classes", stack_classes(taken)}};
 }
 
+// scoutctl set: a checked request, queued for the deciding observer (the
+// Tuning participant carries it). Bounded: a client cannot queue without end.
+std::string Daemon::queue_tune(const std::vector<std::pair<std::string, std::string>>& changes, long uid) {
+  static std::uint64_t n = 0;
+  RoundContext::TuneRequest r;
+  r.uid = uid;
+  r.user = uid >= 0 ? std::to_string(uid) : "?";
+  if (uid >= 0) {
+    passwd pw{}, *res = nullptr;
+    char buf[1024];
+    if (getpwuid_r(static_cast<uid_t>(uid), &pw, buf, sizeof buf, &res) == 0 && res) r.user = res->pw_name;
+  }
+  r.changes = changes;
+  std::lock_guard lk(ctx_.tune_mu);
+  if (ctx_.tune_pending.size() >= 16) return "16 requests are already waiting for the deciding observer; try again";
+  r.id = fmt::format("{}.{}.{}", watcher_->node(), getpid(), ++n);
+  log(fmt::format("settings request {} from {} (uid {}) queued", r.id, r.user, uid));
+  ctx_.tune_pending.push_back(std::move(r));
+  return "";
+}
+
+void Daemon::record_tune(const json& applied, std::uint64_t version) {
+  for (auto& c : applied.value("changes", json::array())) {
+    if (!c.is_object()) continue;
+    sql::SettingRow row{cfg_.job_id, cfg_.step_id, static_cast<std::int64_t>(version), c.value("key", std::string()),
+                        c.value("old", std::string()), c.value("new", std::string()),
+                        applied.value("uid", json(-1)).is_number_integer() ? applied["uid"].get<std::int64_t>() : -1,
+                        applied.value("user", std::string()), applied.value("node", std::string()), ""};
+    try {
+      ledger_->insert_setting(row);
+    } catch (const std::exception& e) {
+      warn(fmt::format("ledger: settings version {} not recorded: {}", version, e.what()));
+    }
+  }
+}
+
 json Daemon::status_json() {
   json ranks = json::array();
   for (auto& e : watcher_->evidence()) {
@@ -234,6 +276,8 @@ json Daemon::status_json() {
              {"ranks", std::move(ranks)},
              {"wire_refused", wire::stats().malformed + wire::stats().wrong_version}};
   engine_->status(st);
+  if (st.contains("settings") && st["settings"].is_object() && st["settings"].contains("stall_threshold"))
+    st["stall_threshold_s"] = st["settings"]["stall_threshold"];  // the value in force
   return st;
 }
 
@@ -249,6 +293,7 @@ void Daemon::announce_ranks() {
 
 bool Daemon::period() {
   announce_ranks();
+  if (stacks_) stacks_->set_after(ctx_.tun.stall_threshold_s / 2);
   for (std::optional<RoundEngine::Round> r = engine_->begin_period(); r;)
     r = engine_->finished(tree_->run(r->up, r->combine, r->decide));
   return engine_->go_on();

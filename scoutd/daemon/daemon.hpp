@@ -58,6 +58,8 @@ class Daemon {
   void fini();
   nlohmann::json status_json();
   nlohmann::json stacks_now();
+  std::string queue_tune(const std::vector<std::pair<std::string, std::string>>& changes, long uid);
+  void record_tune(const nlohmann::json& applied, std::uint64_t version);
   void announce_ranks();
   void log(const std::string& msg) const;   // info
   void warn(const std::string& msg) const;  // warning: something failed

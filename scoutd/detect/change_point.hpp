@@ -67,6 +67,7 @@ class ChangePointTracker {
   Result update(const std::vector<RankEvidence>& ranks, double now_s, const std::set<std::string>& open);
   // Whether the rank was flagged in the last closed window.
   bool flagged(int rank) const { return flagged_.count(rank) > 0; }
+  ChangePointOptions& options() { return opt_; }
 
  private:
   struct Counters {

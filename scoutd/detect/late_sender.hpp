@@ -47,6 +47,7 @@ class LateSenderTracker {
   static std::string key_for(int rank);
   // Whether the sender was an outlier in the last closed window.
   bool flagged(int rank) const { return confirm_.count(rank) > 0; }
+  LateSenderOptions& options() { return opt_; }
 
  private:
   LateSenderOptions opt_;

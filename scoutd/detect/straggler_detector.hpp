@@ -41,6 +41,7 @@ class StragglerTracker {
   // `open` are the keys of straggler incidents already recorded.
   Result update(const std::vector<RankEvidence>& ranks, const std::set<std::string>& open);
   static std::string key_for(int rank);
+  StragglerOptions& options() { return opt_; }
 
  private:
   StragglerOptions opt_;
@@ -66,6 +67,7 @@ class CommTracker {
     std::vector<std::string> resolved;
   };
   Result update(const std::vector<RankEvidence>& ranks, const std::set<std::string>& open);
+  StragglerOptions& options() { return opt_; }
 
  private:
   StragglerOptions opt_;

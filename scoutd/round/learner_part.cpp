@@ -44,7 +44,7 @@ class Learner final : public Participant {
   void add_trigger(wire::Trigger& t) override { t.learn_pending = static_cast<std::uint32_t>(client_->pending_flags()); }
 
   bool decide_trigger(const TriggerIn& in, wire::Down& down) override {
-    if (ctx_.now() - last_learn_s_ >= ctx_.cfg.learn_round_s) {
+    if (ctx_.tun.learn && ctx_.now() - last_learn_s_ >= ctx_.cfg.learn_round_s) {  // learn=off: paused
       last_learn_s_ = ctx_.now();
       down.learn = true;
     }
@@ -60,7 +60,7 @@ class Learner final : public Participant {
   }
 
   void end_period(bool complete, const wire::Down& down) override {
-    if (ctx_.now() - last_window_s_ >= ctx_.cfg.learn_window_s) {
+    if (ctx_.tun.learn && ctx_.now() - last_window_s_ >= ctx_.cfg.learn_window_s) {
       last_window_s_ = ctx_.now();
       const auto ev = ctx_.ranks->evidence();
       std::vector<common::GpuTelemetry> gpus;

@@ -16,7 +16,7 @@ class Outputs final : public Participant {
   void add_trigger(wire::Trigger& t) override { t.outsig_pending = ctx_.summary.outsig_new; }
 
   bool decide_trigger(const TriggerIn& in, wire::Down&) override {
-    if (in.t.outsig_pending > 0 && (in.t.stop || ctx_.now() - last_gather_s_ >= ctx_.cfg.outsig_period_s)) {
+    if (in.t.outsig_pending > 0 && (in.t.stop || ctx_.now() - last_gather_s_ >= ctx_.tun.outsig_period_s)) {
       last_gather_s_ = ctx_.now();
       return true;
     }

@@ -14,11 +14,13 @@
 
 #include <atomic>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "common/tunables.hpp"
 #include "libc3/tree_round.hpp"
 #include "scoutd/daemon/config.hpp"
 #include "scoutd/observe/rank_watcher.hpp"
@@ -33,7 +35,14 @@ struct ObserverInfo {
 };
 
 struct RoundContext {
-  explicit RoundContext(const ScoutdConfig& c) : cfg(c) {}
+  explicit RoundContext(const ScoutdConfig& c) : cfg(c) {
+    tun.stall_threshold_s = c.stall_threshold_s;
+    tun.straggler_factor = c.straggler_relative;
+    tun.straggler_confirmations = c.straggler_confirmations;
+    tun.replay_budget = c.replay_budget;
+    tun.outsig_period_s = c.outsig_period_s;
+    tun.learn = c.learn;
+  }
   const ScoutdConfig& cfg;
   int me = 0, size = 0;
   std::vector<ObserverInfo> observers;
@@ -51,6 +60,23 @@ struct RoundContext {
       round;
   LocalSummary summary;                           // this period's, taken once
   std::atomic<bool> replay_demand{false};         // scoutctl replay (control thread, any observer)
+  // Settings in force (scoutctl set; round/tune_part.cpp): read by the
+  // participants on the main thread, written there when a down message
+  // carries new ones. `tune_mu` guards the requests the control thread
+  // queues and the copy `scoutctl status` reads.
+  common::Tunables tun;
+  struct TuneRequest {
+    std::string id;      // <node>.<pid>.<n>
+    long uid = -1;
+    std::string user;
+    std::vector<std::pair<std::string, std::string>> changes;
+  };
+  std::mutex tune_mu;
+  std::vector<TuneRequest> tune_pending;
+  nlohmann::json tune_status = nlohmann::json::object();
+  // Records an adopted change in this observer's ledger (the daemon's).
+  std::function<void(const nlohmann::json& applied, std::uint64_t version)> record_tune =
+      [](const nlohmann::json&, std::uint64_t) {};
   bool compute_straggler_confirmed = false;       // deciding observer: is its core computing wrong?
 };
 

@@ -20,6 +20,8 @@ std::unique_ptr<Participant> make_learner(RoundContext& ctx, Incidents& desk);
 std::unique_ptr<Participant> make_gpu_health(RoundContext& ctx, Incidents& desk);
 // Stops, stalls, hangs, deadlocks, crashes (detect/progress_detector).
 std::unique_ptr<Participant> make_progress(RoundContext& ctx, Incidents& desk);
+// scoutctl set: settings retuned at a round boundary (tune_part.cpp).
+std::unique_ptr<Participant> make_tuning(RoundContext& ctx);
 // Collective-output signatures compared across ranks (detect/output_tracker).
 std::unique_ptr<Participant> make_outputs(RoundContext& ctx, Incidents& desk);
 // Compute, communicator and late-sender stragglers (detect/straggler_detector, late_sender).

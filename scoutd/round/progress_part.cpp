@@ -48,15 +48,15 @@ class Progress final : public Participant {
     t.deaths = s.unreported_deaths;
     t.min_seq = s.min_seq;
     t.max_seq = s.max_seq;
-    t.suspects += (s.max_stopped_s >= ctx_.cfg.stall_threshold_s ? 1u : 0u) + s.ended;
+    t.suspects += (s.max_stopped_s >= ctx_.tun.stall_threshold_s ? 1u : 0u) + s.ended;
   }
 
   bool decide_trigger(const TriggerIn& in, wire::Down&) override {
     const auto& t = in.t;
     // Progress resumed everywhere: open progress incidents are resolved.
-    if (in.decoded && t.attached > 0 && t.max_stall_s < ctx_.cfg.stall_threshold_s && t.deaths == 0)
+    if (in.decoded && t.attached > 0 && t.max_stall_s < ctx_.tun.stall_threshold_s && t.deaths == 0)
       desk_.progress_resumed();
-    return (t.max_stall_s >= ctx_.cfg.stall_threshold_s && t.waiting > 0) || t.deaths > 0 || t.suspects > 0;
+    return (t.max_stall_s >= ctx_.tun.stall_threshold_s && t.waiting > 0) || t.deaths > 0 || t.suspects > 0;
   }
 
   void add_gather(wire::Gather& g) override {
@@ -66,6 +66,7 @@ class Progress final : public Participant {
   }
 
   void decide_gather(const wire::Gather& g, wire::Down& down) override {
+    opt_.stall_threshold_s = ctx_.tun.stall_threshold_s;  // scoutctl set may have changed it
     bool deaths_pending = false;
     if (auto c = detect_crash(g.ranks, opt_, &deaths_pending)) desk_.draft(*c);
     if (deaths_pending) down.deaths_pending = true;  // the deaths stay unreported: gathered again

@@ -46,6 +46,7 @@ class Replay final : public Participant {
   }
 
   void add_trigger(wire::Trigger& t) override {
+    if (runner_->budget() != ctx_.tun.replay_budget) runner_->set_budget(ctx_.tun.replay_budget);  // scoutctl set
     t.replay_pending = static_cast<std::uint32_t>(runner_->pending());
     t.replay_demand = ctx_.replay_demand.exchange(false) ? 1u : 0u;
   }

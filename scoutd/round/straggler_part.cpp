@@ -63,11 +63,11 @@ class Stragglers final : public Participant {
     bool trouble = !desk_.open_or_queued("straggler").empty();  // re-checked each gather
     // The slowest rank's compute time against an upper estimate of the
     // median from the merged histogram.
-    if (stands_out(t.compute_hist, t.max_compute_s, cfg.straggler_absolute_s, cfg.straggler_relative) ||
-        stands_out(t.comm_hist, t.max_comm_s, cfg.straggler_absolute_s, cfg.straggler_relative))
+    if (stands_out(t.compute_hist, t.max_compute_s, cfg.straggler_absolute_s, ctx_.tun.straggler_factor) ||
+        stands_out(t.comm_hist, t.max_comm_s, cfg.straggler_absolute_s, ctx_.tun.straggler_factor))
       trouble = true;
     // Point-to-point traffic: late senders are compared every outsig period.
-    if (t.p2p_active > 0 && ctx_.now() - last_p2p_gather_s_ >= cfg.outsig_period_s / 2) {
+    if (t.p2p_active > 0 && ctx_.now() - last_p2p_gather_s_ >= ctx_.tun.outsig_period_s / 2) {
       last_p2p_gather_s_ = ctx_.now();
       trouble = true;
     }
@@ -75,6 +75,7 @@ class Stragglers final : public Participant {
   }
 
   void decide_gather(const wire::Gather& g, wire::Down& down) override {
+    retune();
     const auto open = desk_.open_or_queued("straggler");
     auto st = compute_.update(g.ranks, open);
     if (!st.verdicts.empty() && ctx_.cfg.replay) ctx_.compute_straggler_confirmed = true;
@@ -112,6 +113,14 @@ class Stragglers final : public Participant {
   }
 
  private:
+  // The factor and confirmations in force (scoutctl set).
+  void retune() {
+    const int k = ctx_.tun.straggler_confirmations;
+    compute_.options().relative = comm_.options().relative = ctx_.tun.straggler_factor;
+    compute_.options().confirmations = comm_.options().confirmations = k;
+    late_.options().confirmations = change_.options().confirmations = k;
+  }
+
   RoundContext& ctx_;
   Incidents& desk_;
   StragglerTracker compute_;

@@ -69,7 +69,7 @@ void StackSampler::loop() {
   std::unique_lock lk(mu_);
   while (!cv_.wait_for(lk, std::chrono::milliseconds(500), [this] { return stop_; })) {
     lk.unlock();
-    for (auto& w : watcher_.stacks_wanted(after_s_)) {
+    for (auto& w : watcher_.stacks_wanted(after_s_.load())) {
       TakenStack t = take_stack(helper_, w.pid, budget_s_);
       if (!t.error.empty()) log::info("stack of rank {} (pid {}): {}", w.rank, w.pid, t.error);
       watcher_.set_stack(w.rank, w.key, std::move(t.frames), std::move(t.error));

@@ -41,12 +41,15 @@ class StackSampler {
   void start();
   void stop();
   std::uint64_t taken() const { return taken_; }
+  // The stall threshold changed (scoutctl set): half of it from now on.
+  void set_after(double after_s) { after_s_.store(after_s); }
 
  private:
   void loop();
   RankWatcher& watcher_;
   std::string helper_;
-  double after_s_, budget_s_;
+  std::atomic<double> after_s_;
+  double budget_s_;
   std::thread thread_;
   std::mutex mu_;
   std::condition_variable cv_;

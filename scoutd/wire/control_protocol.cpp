@@ -2,6 +2,7 @@
 #include "scoutd/wire/control_protocol.hpp"
 
 #include "common/json_num.hpp"
+#include "common/tunables.hpp"
 #include "scoutd/detect/stack_classes.hpp"
 
 #include <algorithm>
@@ -270,6 +271,20 @@ ControlReply handle_control_line(ControlState& st, const std::string& raw, const
     json v = p.verdicts();
     return {(st.json ? v.dump() + "\n" : render_verdicts_text(v)) + "OK\n", false};
   }
+  if (cmd == "TUNE" && w.size() >= 2) {
+    if (!p.tune) return error("this scoutd cannot be retuned");
+    if (w.size() > 1 + common::kTuneKeys.size()) return error(fmt::format("expected at most {} key=value", common::kTuneKeys.size()));
+    std::vector<std::pair<std::string, std::string>> changes;
+    common::Tunables check;
+    for (std::size_t i = 1; i < w.size(); ++i) {
+      std::string k, v, why;
+      if (!common::split_assignment(w[i], k, v, &why) || !common::set_tunable(check, k, v, &why)) return error(printable(why));
+      changes.emplace_back(k, v);
+    }
+    const std::string r = p.tune(changes, st.uid);
+    if (!r.empty()) return error(r);
+    return {st.json ? "{\"tune\":\"queued\"}\nOK\n" : "queued for the deciding observer\nOK\n", false};
+  }
   if (cmd == "STACKS" && w.size() == 1) {
     if (!p.stacks) return error("stacks are off for this job (scoutd --stacks off)");
     json s = p.stacks();
@@ -281,7 +296,7 @@ ControlReply handle_control_line(ControlState& st, const std::string& raw, const
     if (!r.empty()) return error(r);
     return {st.json ? "{\"replay\":\"requested\"}\nOK\n" : "replay cycle requested\nOK\n", false};
   }
-  return error(fmt::format("unknown command '{}'; expected HELLO, STATUS, VERDICTS, STACKS, REPLAY, "
+  return error(fmt::format("unknown command '{}'; expected HELLO, STATUS, VERDICTS, STACKS, TUNE key=value, REPLAY, "
                            "SET FORMAT json|text or QUIT", printable(line)));
 }
 

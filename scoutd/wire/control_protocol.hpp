@@ -2,12 +2,14 @@
 // `nc -U` (after NCCL's RAS). The client opens with `HELLO 1`; the server
 // answers every request with zero or more lines and then one line `OK` or
 // one line `ERROR: <what was expected>`. Commands: HELLO <version>, STATUS,
-// VERDICTS, STACKS, REPLAY, SET FORMAT json|text, QUIT. Pure logic here; the socket lives in
+// VERDICTS, STACKS, TUNE key=value..., REPLAY, SET FORMAT json|text, QUIT. Pure logic here; the socket lives in
 // control_server.cpp.
 #pragma once
 
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -19,6 +21,7 @@ inline constexpr std::size_t kMaxLineBytes = 4096;
 struct ControlState {
   bool greeted = false;
   bool json = false;
+  long uid = -1;  // the client's, from SO_PEERCRED (the job's owner or root)
 };
 
 struct ControlProviders {
@@ -29,6 +32,9 @@ struct ControlProviders {
   std::function<std::string()> replay{};
   // Takes the stacks of this node's ranks now. Empty: stacks off.
   std::function<nlohmann::json()> stacks{};
+  // scoutctl set: queues key=value changes (checked) for the deciding
+  // observer; returns "" or why they are refused. Empty: not tunable.
+  std::function<std::string(const std::vector<std::pair<std::string, std::string>>&, long uid)> tune{};
 };
 
 struct ControlReply {

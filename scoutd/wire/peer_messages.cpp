@@ -132,6 +132,7 @@ void combine_triggers(Bytes& acc, const Bytes& child) {
   a->learn_pending += c->learn_pending;
   a->suspects += c->suspects;
   a->p2p_active += c->p2p_active;
+  a->tune_pending += c->tune_pending;
   a->book_behind += c->book_behind;
   acc = encode_trigger(*a);
 }
@@ -181,7 +182,7 @@ Bytes encode_gather(const Gather& g) {
   json replay = json::array();
   for (auto& r : g.replay) replay.push_back({{"observer", r.observer}, {"report", r.report}});
   json j = {{"ranks", g.ranks}, {"replay", std::move(replay)}, {"telemetry", g.telemetry},
-            {"gpu_health", g.gpu_health}};
+            {"gpu_health", g.gpu_health}, {"tune", g.tune}};
   return encode_json(Kind::kGatherUp, j);
 }
 
@@ -209,6 +210,12 @@ std::optional<Gather> decode_gather(const Bytes& msg) {
   decode_section(*j, "gpu_health", gpu, g.refused);
   for (auto& f : gpu) {
     if (f.is_object()) g.gpu_health.push_back(std::move(f));
+    else ++g.refused;
+  }
+  std::vector<json> tune;
+  decode_section(*j, "tune", tune, g.refused);
+  for (auto& r : tune) {
+    if (r.is_object()) g.tune.push_back(std::move(r));  // checked key by key where applied
     else ++g.refused;
   }
   return g;
@@ -240,6 +247,7 @@ Bytes encode_down(const Down& d) {
   if (d.book) j["book"] = *d.book;
   if (d.median_compute_s) j["median_compute_s"] = *d.median_compute_s;
   if (d.replay_start) j["replay_start"] = *d.replay_start;
+  if (d.tune) j["tune"] = *d.tune;
   if (!d.replay_rerun.empty()) {
     json rr = json::array();
     for (auto& r : d.replay_rerun)
@@ -293,6 +301,10 @@ std::optional<Down> decode_down(const Bytes& msg, std::string* why) {
   if (auto it = j->find("replay_start"); it != j->end()) {
     if (!it->is_number_integer()) return refuse("\"replay_start\": an integer cycle");
     d.replay_start = it->get<long>();
+  }
+  if (auto it = j->find("tune"); it != j->end()) {
+    if (!it->is_object()) return refuse("\"tune\": an object (settings and applied)");
+    d.tune = std::move(*it);
   }
   if (auto it = j->find("replay_rerun"); it != j->end()) {
     if (!it->is_array()) return refuse("\"replay_rerun\": an array");

@@ -76,7 +76,7 @@ struct Trigger {
   std::uint32_t book_behind;     // observers whose incident book missed events
   std::uint32_t suspects;        // ranks with direct evidence: stopped/D/zombie for the threshold, or ended
   std::uint32_t p2p_active;      // ranks that moved point-to-point messages since the last period
-  std::uint32_t pad;
+  std::uint32_t tune_pending;    // observers holding scoutctl set requests
 };
 Bytes encode_trigger(const Trigger& t);
 std::optional<Trigger> decode_trigger(const Bytes& msg);
@@ -105,9 +105,10 @@ struct Gather {
   std::vector<ReplayUp> replay;              // finished replay cycles and re-runs
   std::vector<AnomalyFlag> telemetry;        // the learner's anomaly flags
   std::vector<nlohmann::json> gpu_health;    // GPU health findings (GpuHealthWatch)
+  std::vector<nlohmann::json> tune;          // scoutctl set requests (round/tune_part.cpp)
   std::size_t refused = 0;                   // decode only: entries dropped
 };
-inline constexpr const char* kGatherSections[] = {"ranks", "replay", "telemetry", "gpu_health"};
+inline constexpr const char* kGatherSections[] = {"ranks", "replay", "telemetry", "gpu_health", "tune"};
 Bytes encode_gather(const Gather& g);
 // nullopt when the message, its JSON or its shape is malformed (counted).
 std::optional<Gather> decode_gather(const Bytes& msg);
@@ -133,6 +134,7 @@ struct Down {
   std::optional<double> median_compute_s;                   // gather: for the ranks' scores
   std::optional<long> replay_start;                         // a replay cycle to start
   std::vector<ReplayRerun> replay_rerun;                    // devices to re-run
+  std::optional<nlohmann::json> tune;                       // settings in force and the requests applied
 };
 Bytes encode_down(const Down& d);
 // nullopt when the message is malformed or a field has the wrong type
