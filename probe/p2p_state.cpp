@@ -76,10 +76,14 @@ inline void bump(std::uint64_t& field, std::uint64_t by) noexcept {
   else __atomic_store_n(&field, __atomic_load_n(&field, __ATOMIC_RELAXED) + by, __ATOMIC_RELAXED);
 }
 
-void count_sent(c3::RecordV6& v6, int world, std::uint64_t bytes) noexcept {
+// A sent message; `send_wait_ns`: how long a blocking send waited for its
+// receiver (Scalasca's late receiver: a rendezvous send to a rank that has
+// not posted the receive yet).
+void count_sent(c3::RecordV6& v6, int world, std::uint64_t bytes, std::uint64_t send_wait_ns = 0) noexcept {
   if (c3::PeerSlot* p = peer_slot(v6, world)) {
     bump(p->sent, 1);
     bump(p->sent_bytes, bytes);
+    if (send_wait_ns) bump(p->send_wait_ns, send_wait_ns);
   }
 }
 
@@ -179,7 +183,9 @@ void P2PBlock::end(int dest, std::uint64_t sent_bytes, int source, std::uint64_t
   if (!g_record || call == 0) return;
   c3::RecordV6& v6 = c3::v6_of(*g_record);
   if (dest >= 0) {
-    count_sent(v6, world_rank_of(comm, dest), sent_bytes);
+    // A send alone (not a Sendrecv, whose wait is its receive's): its time
+    // is the wait for a late receiver.
+    count_sent(v6, world_rank_of(comm, dest), sent_bytes, source < 0 ? now_ns() - t0 : 0);
     add_op();
   }
   if (source >= 0) {  // only a receive's wait is timed: the late-sender model

@@ -66,7 +66,8 @@ struct scout_peer_v6 {
   uint64_t sent, sent_bytes, recvd, recvd_bytes;
   uint64_t wait_ns;    /* time blocked waiting for messages from this peer */
   uint64_t waits;      /* messages whose wait was timed (wait_ns sums those) */
-  uint64_t reserved;
+  uint64_t send_wait_ns; /* time blocked in blocking sends to this peer (a late receiver);
+                           was reserved: 0 from probes before it was counted */
 } __attribute__((aligned(8)));
 
 struct scout_record_v6 {

@@ -33,7 +33,7 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
   if (window_start_s_ < 0) {
     window_start_s_ = now_s;
     for (auto& [r, e] : live)
-      for (auto& [s, p] : e->peers) prev_[{r, s}] = {p.recvd, p.wait_s};
+      for (auto& [s, p] : e->peers) prev_[{r, s}] = {p.recvd, p.sent, p.wait_s, p.send_wait_s};
     return res;
   }
   const double window_s = now_s - window_start_s_;
@@ -50,10 +50,14 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
     for (auto& [s, p] : e->peers) {
       auto it = prev_.find({r, s});
       const Counters before = it == prev_.end() ? Counters{} : it->second;
-      prev_[{r, s}] = {p.recvd, p.wait_s};
-      if (s == r || p.recvd < before.recvd || p.wait_s + 1e-9 < before.wait_s) continue;  // restarted
-      const std::uint64_t dn = p.recvd - before.recvd;
-      const double dw = (p.wait_s - before.wait_s) / window_s;
+      prev_[{r, s}] = {p.recvd, p.sent, p.wait_s, p.send_wait_s};
+      if (s == r || p.recvd < before.recvd || p.sent < before.sent || p.wait_s + 1e-9 < before.wait_s ||
+          p.send_wait_s + 1e-9 < before.send_wait_s)
+        continue;  // restarted
+      // r waited for s's messages (s a late sender) and in its blocking
+      // sends to s (s a late receiver): both are waits s caused r.
+      const std::uint64_t dn = (p.recvd - before.recvd) + (p.sent - before.sent);
+      const double dw = (p.wait_s - before.wait_s + p.send_wait_s - before.send_wait_s) / window_s;
       own[r] += dw;
       if (dn == 0 || !live.count(s)) continue;
       caused_sum[s] += dw;

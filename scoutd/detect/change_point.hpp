@@ -10,9 +10,11 @@
 //               while they wait, so a rank's share is set by the node, not
 //               by its role; it drops when the rank is stopped, throttled by
 //               a cgroup quota, or shares its core with another process;
-//   caused(r) = the wait its receivers had for its messages in the window,
-//               per receiver, as a fraction of the window (Scalasca's
-//               late-sender time of sender r, averaged over its receivers).
+//   caused(r) = the wait its partners had because of it in the window, per
+//               partner, as a fraction of the window: waiting for its
+//               messages (Scalasca's late sender) and blocked in sends to it
+//               (a late receiver: LAMMPS's MPI_Send to a rank that has not
+//               posted its receive), averaged over the ranks it exchanges with.
 //
 // A rank is flagged in a window when, against its baseline (the median of
 // its earlier windows, min_baseline to history of them),
@@ -71,8 +73,8 @@ class ChangePointTracker {
 
  private:
   struct Counters {
-    std::uint64_t recvd = 0;
-    double wait_s = 0;
+    std::uint64_t recvd = 0, sent = 0;
+    double wait_s = 0, send_wait_s = 0;
   };
   struct Sample {
     double caused = 0, own = 0, cpu = 0;

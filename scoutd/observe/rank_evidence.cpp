@@ -52,7 +52,7 @@ void to_json(json& j, const RankEvidence& e) {
   }
   if (!e.peers.empty()) {
     json ps = json::array();
-    for (auto& [w, p] : e.peers) ps.push_back({w, p.sent, p.recvd, p.sent_bytes, p.recvd_bytes, p.waits, p.wait_s});
+    for (auto& [w, p] : e.peers) ps.push_back({w, p.sent, p.recvd, p.sent_bytes, p.recvd_bytes, p.waits, p.wait_s, p.send_wait_s});
     j["peers"] = ps;
   }
   if (!e.outsigs.empty()) {
@@ -169,7 +169,7 @@ void from_json(const json& j, RankEvidence& e) {
   if (j.contains("peers") && j["peers"].is_array())
     for (auto& x : j["peers"]) {
       if (e.peers.size() >= 256) break;
-      if (!x.is_array() || x.size() != 7) continue;
+      if (!x.is_array() || (x.size() != 7 && x.size() != 8)) continue;
       RankEvidence::Peer p;
       p.sent = common::json_int_at<std::uint64_t>(x[1]);
       p.recvd = common::json_int_at<std::uint64_t>(x[2]);
@@ -177,6 +177,7 @@ void from_json(const json& j, RankEvidence& e) {
       p.recvd_bytes = common::json_int_at<std::uint64_t>(x[4]);
       p.waits = common::json_int_at<std::uint64_t>(x[5]);
       p.wait_s = x[6].get<double>();
+      if (x.size() == 8) p.send_wait_s = x[7].get<double>();
       e.peers[common::json_int_at<int>(x[0])] = p;
     }
   if (j.contains("outsigs") && j["outsigs"].is_array())

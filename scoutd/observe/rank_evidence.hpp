@@ -78,6 +78,7 @@ struct RankEvidence {
   struct Peer {
     std::uint64_t sent = 0, recvd = 0, sent_bytes = 0, recvd_bytes = 0, waits = 0;
     double wait_s = 0;
+    double send_wait_s = 0;  // blocked in blocking sends to this peer (a late receiver)
   };
   std::map<int, Peer> peers;
   // A GPU rank (record version 7, libscout_nccl.so): its operations are

@@ -371,6 +371,7 @@ bool RankWatcher::read_v6(Slot& s, std::int64_t /*now*/, bool counters) {
       e.recvd_bytes = p.recvd_bytes;
       e.waits = p.waits;
       e.wait_s = static_cast<double>(p.wait_ns) / 1e9;
+      e.send_wait_s = static_cast<double>(p.send_wait_ns) / 1e9;
       s.peers[static_cast<int>(p.peer - 1)] = e;
     }
   }
