@@ -30,6 +30,12 @@ fi
 echo "== point-to-point detection: delays, smallest slowdown named, third-party overhead"
 sh "$top_srcdir/bench/p2p-detection.sh"
 echo
+echo "== overhead on unmodified Debian MPI programs: interleaved pairs, mean ratio with a 95% interval (docs/campaign.md)"
+sh "$top_srcdir/bench/overhead.sh"
+echo
+echo "== fault campaign on unmodified Debian programs: stragglers three ways, stops, crashes, healthy runs (docs/campaign.md)"
+sh "$top_srcdir/bench/fault-campaign.sh"
+echo
 echo "== replay (silent data corruption): cost per cycle, budget under load"
 "$B/bench/replay_bench"
 echo

@@ -45,6 +45,7 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
   std::map<int, double> caused_sum, own;
   std::map<int, int> receivers;
   std::map<int, std::uint64_t> sent;
+  std::map<int, double> rate;  // messages a rank exchanged per second
   std::map<int, std::map<int, double>> waited_by;
   for (auto& [r, e] : live)
     for (auto& [s, p] : e->peers) {
@@ -59,6 +60,7 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
       const std::uint64_t dn = (p.recvd - before.recvd) + (p.sent - before.sent);
       const double dw = (p.wait_s - before.wait_s + p.send_wait_s - before.send_wait_s) / window_s;
       own[r] += dw;
+      rate[r] += static_cast<double>(dn) / window_s;
       if (dn == 0 || !live.count(s)) continue;
       caused_sum[s] += dw;
       receivers[s] += 1;
@@ -79,24 +81,29 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
     Sample s;
     bool compared = false;
     double base_caused = 0, base_own = 0, base_cpu = 0, rise = 0, drop = 0, rise_min = 0, drop_min = 0;
+    double base_rate = 0, slowed = 0, slowed_min = 0;
   };
   std::map<int, Now> now;
   for (auto& [s, n] : receivers) {
     if (sent[s] < opt_.min_messages || !cpu.count(s)) continue;
     Now& x = now[s];
-    x.s = {caused_sum[s] / n, own[s], cpu[s]};
+    x.s = {caused_sum[s] / n, own[s], cpu[s], rate[s]};
     const auto& hist = baseline_[s];
     if (static_cast<int>(hist.size()) < opt_.min_baseline) continue;
-    std::vector<double> cs, os, us;
+    std::vector<double> cs, os, us, rs;
     for (auto& h : hist) {
       cs.push_back(h.caused);
       os.push_back(h.own);
       us.push_back(h.cpu);
+      rs.push_back(h.rate);
     }
     x.compared = true;
     x.base_caused = c3::median(cs);
     x.base_own = c3::median(os);
     x.base_cpu = c3::median(us);
+    x.base_rate = c3::median(rs);
+    x.slowed = x.base_rate > 0 ? 1 - x.s.rate / x.base_rate : 0;
+    x.slowed_min = std::max(opt_.rate_floor, x.base_rate > 0 ? opt_.spread_k * spread_of(rs) / x.base_rate : 1.0);
     x.rise = x.s.caused - x.base_caused;
     x.drop = x.base_cpu - x.s.cpu;
     x.rise_min = std::max(opt_.floor, opt_.spread_k * spread_of(cs));
@@ -112,10 +119,14 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
       if (o != s && y.compared) others.push_back(y.drop);
     const double others_drop = others.empty() ? 0 : c3::median(others);
     log::debug("change point: rank {} caused {:.3f} (baseline {:.3f}, rise min {:.3f}) own {:.3f} ({:.3f}) "
-               "cpu {:.3f} (baseline {:.3f}, drop min {:.3f}, others' drop {:.3f})",
+               "cpu {:.3f} (baseline {:.3f}, drop min {:.3f}, others' drop {:.3f}) slowed {:.2f} (min {:.2f})",
                s, x.s.caused, x.base_caused, x.rise_min, x.s.own, x.base_own, x.s.cpu, x.base_cpu, x.drop_min,
-               others_drop);
-    if (x.drop > x.drop_min && others_drop < x.drop / 2 && x.rise > x.rise_min) flagged.insert(s);
+               others_drop, x.slowed, x.slowed_min);
+    // On the critical path: its partners wait for it more, or (three ranks
+    // or more compared, so that the others' drop says whether the job slowed
+    // as a whole) the job's exchanges with it slowed down with it.
+    const bool critical = x.rise > x.rise_min || (others.size() >= 2 && x.slowed > x.slowed_min);
+    if (x.drop > x.drop_min && others_drop < x.drop / 2 && critical) flagged.insert(s);
   }
   for (auto& [s, x] : now) {
     // A window whose CPU share dropped (flagged or not) does not enter the
@@ -168,6 +179,8 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
         {"cpu_share", sn.s.cpu},
         {"baseline_cpu_share", sn.base_cpu},
         {"cpu_drop_min", sn.drop_min},
+        {"exchange_rate", sn.s.rate},
+        {"baseline_exchange_rate", sn.base_rate},
         {"waited_by", waited},
         {"window_s", window_s},
         {"confirmations", confirm_[s]}};

@@ -22,9 +22,12 @@
 //   its CPU share dropped by more than max(cpu_floor x baseline, k x spread),
 //   the other ranks' median drop is under half of its own (a phase of the
 //   whole job, or a busier node, is nobody's), and
-//   its receivers wait for it more: caused rose by more than max(floor,
-//   k x spread) (it is on the critical path: a rank that only sleeps more,
-//   or a rank that merely propagates the delay, is not named),
+//   it is on the critical path: its partners wait for it more (caused rose
+//   by more than max(floor, k x spread)), or, with three ranks or more
+//   compared, its exchanges slowed down with it (messages per second fell
+//   by more than max(rate_floor, k x spread) of its baseline: the job
+//   slowed while it alone lost CPU). A rank that only sleeps more while the
+//   others do not, or that merely propagates the delay, is not named,
 //
 // where the spread is the robust scale of its baseline windows: the
 // threshold comes from the job's own jitter, with a floor. A rank's role
@@ -54,6 +57,7 @@ struct ChangePointOptions {
   double window_s = 2.0;   // a window lasts at least this long
   double floor = 0.05;     // the smallest rise of caused wait, as a fraction of wall time
   double cpu_floor = 0.2;  // the smallest drop of CPU share, as a fraction of its baseline
+  double rate_floor = 0.15;  // the smallest slowdown of its exchanges, as a fraction of its baseline
   double spread_k = 4.0;   // ... and k x the robust spread of the rank's baseline
   std::uint64_t min_messages = 10;  // a rank's receivers got this many from it in a window
 };
@@ -77,7 +81,7 @@ class ChangePointTracker {
     double wait_s = 0, send_wait_s = 0;
   };
   struct Sample {
-    double caused = 0, own = 0, cpu = 0;
+    double caused = 0, own = 0, cpu = 0, rate = 0;
   };
   struct Sched {
     int pid = 0;
