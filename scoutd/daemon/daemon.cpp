@@ -210,7 +210,9 @@ json Daemon::stacks_now() {
     if (std::chrono::steady_clock::now() >= until) {
       e.error = "the request's time budget was spent";
     } else {
+      watcher_->set_tracing(w.rank, true);
       TakenStack t = take_stack(stack_helper_, w.pid, cfg_.stack_budget_s);
+      watcher_->set_tracing(w.rank, false);
       e.frames = std::move(t.frames);
       e.error = std::move(t.error);
     }

@@ -253,7 +253,9 @@ void RankWatcher::tick() {
     // A GPU rank also progresses while its GPU works through what was issued.
     if (s.have_gpu) key ^= (s.gpu.started + 3) * 0x94D049BB133111EBULL ^ (s.gpu.done + 5) * 0xBF58476D1CE4E5B9ULL;
     // The process state, sampled every 5 ticks: how long it has held.
-    if (ticks_ % 5 == 0 && s.pid > 0 && s.death_ns == 0) {
+    // Not while scout-stack holds it: its tracing stop ('t') is ours, and a
+    // stopped rank must stay "stopped since" the moment it stopped.
+    if (ticks_ % 5 == 0 && s.pid > 0 && s.death_ns == 0 && !s.tracing) {
       const std::string f = common::proc_stat_fields(s.pid);
       const char st = f.empty() ? 'X' : f[0];
       if (st != s.state || s.state_since_ns == 0) {

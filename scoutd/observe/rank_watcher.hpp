@@ -89,6 +89,9 @@ class RankWatcher final : public RankSource {
   std::vector<StackWanted> stacks_wanted(double min_s) const;
   // Every live rank (for scoutctl stacks).
   std::vector<StackWanted> live_ranks() const;
+  // scout-stack is about to stop the rank for a moment (on) or has let it go
+  // (off): its /proc state then is the tracer's, not the rank's.
+  void set_tracing(int rank, bool on);
   // Keeps a stack taken for a stall; dropped when the rank progresses.
   void set_stack(int rank, std::uint64_t key, std::vector<std::string> frames, std::string error);
   // Removes the shm names of this node's ranks (crashed ranks leave theirs).
@@ -138,6 +141,7 @@ class RankWatcher final : public RankSource {
     char state = '?';               // sampled /proc state, and since when
     std::int64_t state_since_ns = 0;
     // Its stack, taken during the stall that began at progress_key == stack_key.
+    bool tracing = false;  // scout-stack holds it now (set_tracing)
     bool have_stack = false;
     std::uint64_t stack_key = 0;
     std::vector<std::string> stack;

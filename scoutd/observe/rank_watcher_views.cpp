@@ -141,6 +141,9 @@ std::vector<RankEvidence> RankWatcher::evidence(bool for_gather) const {
       }
       if (e.alive) {
         common::ProcInfo p = common::read_proc_info(s.pid);
+        // While scout-stack holds it, the state is the tracer's: the last
+        // one sampled before is the rank's.
+        if (s.tracing && p.exists && s.state != '?') p.state = s.state;
         e.state = p.state;
         e.wchan = p.wchan;
         e.syscall = p.syscall;
@@ -184,6 +187,12 @@ std::vector<RankWatcher::StackWanted> RankWatcher::live_ranks() const {
     if (s.rec && s.have_last && !s.death_ns && !s.foreign && !(s.last.state & c3::kStateFinalized))
       out.push_back({s.rank, s.pid, s.progress_key});
   return out;
+}
+
+void RankWatcher::set_tracing(int rank, bool on) {
+  std::lock_guard lk(mu_);
+  for (auto& s : slots_)
+    if (s.rank == rank) s.tracing = on;
 }
 
 void RankWatcher::set_stack(int rank, std::uint64_t key, std::vector<std::string> frames, std::string error) {

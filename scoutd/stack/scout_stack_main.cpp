@@ -1,9 +1,10 @@
 // scout-stack: the user-space stack of a process's threads, for scoutd's
-// hang evidence (and for a person, like eu-stack). It attaches with ptrace
-// through elfutils' libdwfl (which stops each thread, unwinds it from the
-// CFI of its ELF files, and detaches: a process that was stopped is left
-// stopped, a running one resumes), symbolises each frame from the ELF
-// symbol tables, and prints one JSON object per line:
+// hang evidence (and for a person, like eu-stack). It stops the thread(s)
+// with PTRACE_SEIZE + PTRACE_INTERRUPT (no signal: a process stopped with
+// SIGSTOP is never resumed, not even for a moment), unwinds them through
+// elfutils' libdwfl from the CFI of their ELF files, symbolises each frame
+// from the ELF symbol tables, detaches (each thread continues, or stays
+// stopped, as it was) and prints one JSON object per line:
 //
 //   {"pid":N,"tid":T,"frames":["nanosleep","compute","main",...]}   innermost first
 //   {"pid":N,"error":"..."}                                          not traced, and why
@@ -13,7 +14,12 @@
 // process was traced, 1 when one was not, 2 on bad usage.
 #include <cxxabi.h>
 #include <elfutils/libdwfl.h>
+#include <dirent.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <cerrno>
 #include <climits>
@@ -86,6 +92,53 @@ std::string dwfl_error() {
   return e ? e : "unknown error";
 }
 
+struct Seized {
+  pid_t tid;
+  int signal;  // a signal it was about to take when it stopped: delivered on detach
+};
+
+std::vector<pid_t> threads_of(pid_t pid) {
+  std::vector<pid_t> out{pid};
+  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      const long t = std::strtol(e->d_name, nullptr, 10);
+      if (t > 0 && t != pid) out.push_back(static_cast<pid_t>(t));
+    }
+    closedir(d);
+  }
+  return out;
+}
+
+bool seize(Seized& s, std::string* why) {
+  if (ptrace(PTRACE_SEIZE, s.tid, nullptr, nullptr) != 0) {
+    *why = std::strerror(errno);
+    return false;
+  }
+  if (ptrace(PTRACE_INTERRUPT, s.tid, nullptr, nullptr) != 0) {
+    *why = std::strerror(errno);
+    ptrace(PTRACE_DETACH, s.tid, nullptr, nullptr);
+    return false;
+  }
+  int status = 0;
+  for (;;) {
+    const pid_t r = waitpid(s.tid, &status, __WALL);
+    if (r == s.tid && WIFSTOPPED(status)) break;
+    if (r < 0 && errno == EINTR) continue;
+    *why = r < 0 ? std::strerror(errno) : "it exited";
+    return false;
+  }
+  // A signal-delivery stop (not our interrupt's event stop, nor a group
+  // stop): the signal is handed back when we detach.
+  if ((status >> 16) == 0 && WSTOPSIG(status) != SIGTRAP) s.signal = WSTOPSIG(status);
+  return true;
+}
+
+void release(const std::vector<Seized>& seized) {
+  for (auto& s : seized)
+    ptrace(PTRACE_DETACH, s.tid, nullptr, reinterpret_cast<void*>(static_cast<long>(s.signal)));
+}
+
 // The stack of `pid`'s main thread (all threads with `all`); false and a
 // JSON error line when it cannot be taken.
 bool trace(pid_t pid, bool all) {
@@ -105,12 +158,34 @@ bool trace(pid_t pid, bool all) {
     dwfl_end(dwfl);
     return false;
   }
-  rc = dwfl_linux_proc_attach(dwfl, pid, false);
-  if (rc != 0) {
-    std::string why = rc > 0 ? std::strerror(rc) : dwfl_error();
-    if (rc == EPERM) why += " (ptrace: another user's process, or kernel.yama.ptrace_scope)";
+  // Stop the threads ourselves with PTRACE_SEIZE + PTRACE_INTERRUPT: unlike
+  // PTRACE_ATTACH it needs no SIGSTOP, so a rank that was stopped (SIGSTOP)
+  // is never resumed, not even for a moment, and a running one sees no
+  // signal. They are detached below, each as it was.
+  std::vector<Seized> seized;
+  std::string why;
+  for (pid_t tid : all ? threads_of(pid) : std::vector<pid_t>{pid}) {
+    Seized s{tid, 0};
+    if (!seize(s, &why)) {
+      if (tid == pid) break;
+      continue;  // a thread that ended meanwhile
+    }
+    seized.push_back(s);
+  }
+  if (seized.empty() || seized.front().tid != pid) {
+    release(seized);
+    if (why.find("Operation not permitted") != std::string::npos)
+      why += " (ptrace: another user's process, or kernel.yama.ptrace_scope)";
     std::puts(json{{"pid", pid}, {"error", "cannot attach: " + why}}.dump().c_str());
     dwfl_end(dwfl);
+    return false;
+  }
+  rc = dwfl_linux_proc_attach(dwfl, pid, true);
+  if (rc != 0) {
+    std::string w = rc > 0 ? std::strerror(rc) : dwfl_error();
+    std::puts(json{{"pid", pid}, {"error", "cannot attach: " + w}}.dump().c_str());
+    dwfl_end(dwfl);
+    release(seized);
     return false;
   }
   auto one = [&](pid_t tid) {
@@ -137,7 +212,8 @@ bool trace(pid_t pid, bool all) {
   } else {
     one(pid);
   }
-  dwfl_end(dwfl);  // detaches: every thread continues as it was
+  dwfl_end(dwfl);
+  release(seized);  // every thread continues, or stays stopped, as it was
   return ok;
 }
 

@@ -70,7 +70,9 @@ void StackSampler::loop() {
   while (!cv_.wait_for(lk, std::chrono::milliseconds(500), [this] { return stop_; })) {
     lk.unlock();
     for (auto& w : watcher_.stacks_wanted(after_s_.load())) {
+      watcher_.set_tracing(w.rank, true);
       TakenStack t = take_stack(helper_, w.pid, budget_s_);
+      watcher_.set_tracing(w.rank, false);
       if (!t.error.empty()) log::info("stack of rank {} (pid {}): {}", w.rank, w.pid, t.error);
       watcher_.set_stack(w.rank, w.key, std::move(t.frames), std::move(t.error));
       ++taken_;

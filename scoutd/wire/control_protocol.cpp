@@ -192,10 +192,11 @@ std::string render_stacks_text(const json& s) {
   const json c = s.value("classes", json());
   if (!c.is_object()) return out;
   struct Node {
+    std::string frame;
     std::vector<int> ranks;
-    std::vector<std::pair<std::string, Node>> kids;  // in first-seen order
+    std::vector<std::size_t> kids;  // indices in `tree`, in first-seen order
   };
-  Node root;
+  std::vector<Node> tree(1);  // tree[0]: the root
   auto ranks_of = [](const json& k) {
     std::vector<int> r;
     for (auto& x : k.value("ranks", json::array())) r.push_back(x.is_number_integer() ? x.get<int>() : -1);
@@ -204,26 +205,30 @@ std::string render_stacks_text(const json& s) {
   for (auto& k : c.value("classes", json::array())) {
     const std::vector<int> rs = ranks_of(k);
     const json frames = k.value("frames", json::array());
-    Node* n = &root;
+    std::size_t n = 0;
     for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
       const std::string f = it->is_string() ? it->get<std::string>() : "?";
-      auto kid = std::find_if(n->kids.begin(), n->kids.end(), [&](auto& p) { return p.first == f; });
-      if (kid == n->kids.end()) {
-        n->kids.push_back({f, Node{}});
-        kid = std::prev(n->kids.end());
+      std::size_t next = 0;
+      for (std::size_t k : tree[n].kids)
+        if (tree[k].frame == f) next = k;
+      if (next == 0) {
+        tree.push_back({f, {}, {}});
+        next = tree.size() - 1;
+        tree[n].kids.push_back(next);
       }
-      n = &kid->second;
-      n->ranks.insert(n->ranks.end(), rs.begin(), rs.end());
+      n = next;
+      tree[n].ranks.insert(tree[n].ranks.end(), rs.begin(), rs.end());
     }
   }
-  std::function<void(const Node&, int)> print = [&](const Node& n, int depth) {
-    for (auto& [f, kid] : n.kids) {
-      out += fmt::format("{:>{}}{}  [{} rank{}: {}]\n", "", 2 * depth, escape_text(f), kid.ranks.size(),
+  std::function<void(std::size_t, int)> print = [&](std::size_t n, int depth) {
+    for (std::size_t k : tree[n].kids) {
+      const Node& kid = tree[k];
+      out += fmt::format("{:>{}}{}  [{} rank{}: {}]\n", "", 2 * depth, escape_text(kid.frame), kid.ranks.size(),
                          kid.ranks.size() == 1 ? "" : "s", rank_list(kid.ranks));
-      print(kid, depth + 1);
+      print(k, depth + 1);
     }
   };
-  print(root, 0);
+  print(0, 0);
   if (c.contains("text") && c["text"].is_string()) out += "classes: " + escape_text(c["text"].get<std::string>()) + "\n";
   for (auto& u : c.value("untraced", json::array()))
     out += fmt::format("not traced [{}]: {}\n", rank_list(ranks_of(u)), escape_text(text_of(u, "error", "?")));
