@@ -10,6 +10,9 @@ STACK=$B/scoutd/scout-stack
 
 # scout-stack itself: a sleeping process, one that is gone, bad usage.
 sleep 30 & SL=$!
+# Once it sleeps (not while the dynamic loader still maps its libraries).
+n=0; until grep -q nanosleep "/proc/$SL/wchan" 2>/dev/null || [ "$(cat "/proc/$SL/syscall" 2>/dev/null | cut -d' ' -f1)" = 230 ]; do
+  n=$((n + 1)); [ $n -lt 100 ] || fail "sleep never slept"; sleep 0.05; done
 out=$("$STACK" "$SL")
 echo "$out" | jq -e '.frames | index("clock_nanosleep") != null' >/dev/null || fail "scout-stack of sleep: $out"
 kill -STOP "$SL"; "$STACK" "$SL" >/dev/null
