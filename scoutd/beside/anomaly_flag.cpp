@@ -24,7 +24,11 @@ void from_json(const json& j, AnomalyFlag& f) {
     f.top.emplace_back(t.at("feature").get<std::string>(), t.at("share").get<double>());
 }
 
-VerdictDraft telemetry_anomaly_draft(const AnomalyFlag& f) {
+bool telemetry_consensus(std::uint32_t above, std::uint32_t scored) {
+  return above <= 1 || 2 * static_cast<std::uint64_t>(above) < scored;
+}
+
+VerdictDraft telemetry_anomaly_draft(const AnomalyFlag& f, std::uint32_t above, std::uint32_t scored) {
   VerdictDraft d;
   d.kind = c3::VerdictKind::kTelemetryAnomaly;
   d.status = c3::VerdictStatus::kAdvisory;
@@ -36,7 +40,7 @@ VerdictDraft telemetry_anomaly_draft(const AnomalyFlag& f) {
                 {"rule", fmt::format("reconstruction error above the federated threshold for {} "
                                      "consecutive windows", f.consecutive)},
                 {"score", f.score}, {"threshold", f.threshold}, {"windows", f.consecutive},
-                {"round", f.round}, {"top_features", top},
+                {"round", f.round}, {"top_features", top}, {"ranks_above", above}, {"ranks_scored", scored},
                 {"culprits", json::array({{{"rank", f.rank}, {"node", f.node}}})}};
   d.key = fmt::format("telemetry:{}", f.rank);
   return d;

@@ -64,6 +64,7 @@ FedClient::~FedClient() {
 
 void FedClient::add_windows(const std::vector<TelemetryWindow>& ws) {
   std::lock_guard lk(mu_);
+  std::map<int, bool> latest_above;  // rank -> its latest window of this batch was above
   for (auto& w : ws) {
     if (w.x.size() != static_cast<std::size_t>(D)) continue;
     windows_.push_back(w.x);
@@ -79,11 +80,15 @@ void FedClient::add_windows(const std::vector<TelemetryWindow>& ws) {
     const Vec err = (xr - x).col(0).cwiseAbs2();
     const double s = err.sum() / D;
     int& run = above_[w.rank];
+    latest_above[w.rank] = s > threshold_;
     if (s > threshold_) {
       ++run;
     } else {
       run = 0;
       flagged_[w.rank] = false;
+      // Back to normal before it was reported (a job- or host-wide change
+      // held it): the flag is withdrawn, never reported late.
+      std::erase_if(flags_, [&](const AnomalyFlag& f) { return f.rank == w.rank; });
     }
     if (run >= opt_.consecutive && !flagged_[w.rank]) {
       flagged_[w.rank] = true;
@@ -96,6 +101,11 @@ void FedClient::add_windows(const std::vector<TelemetryWindow>& ws) {
                            err(idx[static_cast<std::size_t>(k)]) / std::max(1e-12, err.sum()));
       flags_.push_back(std::move(f));
     }
+  }
+  if (!latest_above.empty()) {
+    scored_.scored = static_cast<std::uint32_t>(latest_above.size());
+    scored_.above = static_cast<std::uint32_t>(std::count_if(latest_above.begin(), latest_above.end(),
+                                                             [](auto& r) { return r.second; }));
   }
   if (windows_.size() > opt_.max_windows)
     windows_.erase(windows_.begin(), windows_.end() - static_cast<long>(opt_.max_windows));
@@ -202,6 +212,11 @@ void FedClient::train_loop() {
 std::vector<AnomalyFlag> FedClient::take_flags() {
   std::lock_guard lk(mu_);
   return std::exchange(flags_, {});
+}
+
+FedClient::Scored FedClient::last_scored() const {
+  std::lock_guard lk(mu_);
+  return scored_;
 }
 
 std::size_t FedClient::pending_flags() const {

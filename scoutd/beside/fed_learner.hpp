@@ -12,7 +12,9 @@
 // choice) and broadcasts the global model, scaler and threshold. With the
 // personalised aggregation (the default) each node scores with the shared
 // encoder and decoder and a memory it adapted to its own windows.
-// A rank above the threshold for K consecutive windows is flagged.
+// A rank above the threshold for K consecutive windows is flagged; the flag
+// stays pending while the rank stays above, and is withdrawn when it comes
+// back under the threshold before the deciding observer took it.
 #pragma once
 
 #include <atomic>
@@ -70,6 +72,14 @@ class FedClient {
   void apply_global(const std::vector<double>& down);
   std::vector<AnomalyFlag> take_flags();
   std::size_t pending_flags() const;
+  // The latest batch of scored windows (one per rank of this node): how
+  // many were scored and how many were above the threshold. The deciding
+  // observer sums them over the job: flags are taken only while the ranks
+  // above are a minority (telemetry_consensus).
+  struct Scored {
+    std::uint32_t scored = 0, above = 0;
+  };
+  Scored last_scored() const;
   nlohmann::json status() const;
   std::uint64_t model_signature() const;
   long round() const;
@@ -91,7 +101,8 @@ class FedClient {
   double new_count_ = 0;
   std::map<int, int> above_;                     // rank -> consecutive windows
   std::map<int, bool> flagged_;
-  std::vector<AnomalyFlag> flags_;
+  std::vector<AnomalyFlag> flags_;                // pending: only ranks still above
+  Scored scored_{};
   std::optional<learn::MemAE> personal_;         // the node's own memory (personalised); scores when present
   std::optional<learn::MemAE> update_;           // trained, not yet sent
   double update_samples_ = 0;

@@ -41,14 +41,26 @@ class Learner final : public Participant {
     if (!gpus_->available()) gpus_.reset();  // no NVML: the GPU features stay 0
   }
 
-  void add_trigger(wire::Trigger& t) override { t.learn_pending = static_cast<std::uint32_t>(client_->pending_flags()); }
+  void add_trigger(wire::Trigger& t) override {
+    t.learn_pending = static_cast<std::uint32_t>(client_->pending_flags());
+    const auto s = client_->last_scored();
+    t.learn_scored = s.scored;
+    t.learn_above = s.above;
+  }
 
   bool decide_trigger(const TriggerIn& in, wire::Down& down) override {
     if (ctx_.tun.learn && ctx_.now() - last_learn_s_ >= ctx_.cfg.learn_round_s) {  // learn=off: paused
       last_learn_s_ = ctx_.now();
       down.learn = true;
     }
-    return in.t.learn_pending > 0;
+    above_ = in.t.learn_above;
+    scored_ = in.t.learn_scored;
+    const bool agreed = telemetry_consensus(above_, scored_);
+    if (in.t.learn_pending > 0 && !agreed && !held_)
+      ctx_.log(fmt::format("telemetry: {} of {} ranks above the threshold at once: a change of the job or the "
+                           "host, no rank named while it lasts", above_, scored_));
+    held_ = in.t.learn_pending > 0 && !agreed;
+    return in.t.learn_pending > 0 && agreed;
   }
 
   void add_gather(wire::Gather& g) override {
@@ -56,7 +68,14 @@ class Learner final : public Participant {
   }
 
   void decide_gather(const wire::Gather& g, wire::Down&) override {
-    for (auto& f : g.telemetry) desk_.draft(telemetry_anomaly_draft(f));
+    // A gather asked for by another participant carries the flags too: a
+    // job-wide change names no rank there either.
+    if (!g.telemetry.empty() && !telemetry_consensus(above_, scored_)) {
+      ctx_.log(fmt::format("telemetry: {} flag(s) not recorded: {} of {} ranks above the threshold at once",
+                           g.telemetry.size(), above_, scored_));
+      return;
+    }
+    for (auto& f : g.telemetry) desk_.draft(telemetry_anomaly_draft(f, above_, scored_));
   }
 
   void end_period(bool complete, const wire::Down& down) override {
@@ -103,6 +122,8 @@ class Learner final : public Participant {
   std::unique_ptr<common::GpuHealth> gpus_;      // NVML for the GPU features (null: none)
   TelemetrySampler sampler_;
   double last_window_s_ = 0, last_learn_s_ = 0;
+  std::uint32_t above_ = 0, scored_ = 0;  // the job's latest scored windows (telemetry_consensus)
+  bool held_ = false;
   long logged_round_ = -1;
 };
 

@@ -130,6 +130,8 @@ void combine_triggers(Bytes& acc, const Bytes& child) {
   a->replay_demand |= c->replay_demand;
   a->outsig_pending += c->outsig_pending;
   a->learn_pending += c->learn_pending;
+  a->learn_scored += c->learn_scored;
+  a->learn_above += c->learn_above;
   a->suspects += c->suspects;
   a->p2p_active += c->p2p_active;
   a->tune_pending += c->tune_pending;

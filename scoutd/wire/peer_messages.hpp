@@ -73,6 +73,8 @@ struct Trigger {
   std::uint32_t replay_demand;   // someone asked for a replay cycle
   std::uint32_t outsig_pending;  // new collective-output signatures
   std::uint32_t learn_pending;   // telemetry anomaly flags to report
+  std::uint32_t learn_scored;    // ranks whose latest telemetry window was scored
+  std::uint32_t learn_above;     // ... and was above the threshold
   std::uint32_t book_behind;     // observers whose incident book missed events
   std::uint32_t suspects;        // ranks with direct evidence: stopped/D/zombie for the threshold, or ended
   std::uint32_t p2p_active;      // ranks that moved point-to-point messages since the last period

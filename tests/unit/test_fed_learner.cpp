@@ -106,8 +106,32 @@ void run_rounds(scout::learn::Aggregation agg) {
   REQUIRE(flags.size() == 1);
   CHECK(flags[0].rank == 2);
   CHECK(flags[0].top[0].first == "gpu_utilisation");
+  // A flag not yet taken is withdrawn when its rank comes back under the
+  // threshold (it was held by a job-wide change): never reported late.
+  clients[0]->add_windows(windows(0, 2, rng, 3.0));
+  CHECK(clients[0]->pending_flags() == 1);
+  CHECK(clients[0]->last_scored().above == 1);
+  clients[0]->add_windows(windows(0, 1, rng));
+  CHECK(clients[0]->pending_flags() == 0);
+  CHECK(clients[0]->last_scored().scored == 1);
+  CHECK(clients[0]->last_scored().above == 0);
 }
 }  // namespace
+
+TEST_CASE("telemetry consensus: a rank is named against a strict majority scored normal in the same windows") {
+  CHECK(telemetry_consensus(1, 4));
+  CHECK(telemetry_consensus(1, 2));   // one rank above is compared with the learned normal
+  CHECK(telemetry_consensus(1, 1));
+  CHECK_FALSE(telemetry_consensus(2, 4));  // half the job at once: the job's or the host's change
+  CHECK_FALSE(telemetry_consensus(2, 3));
+  CHECK(telemetry_consensus(2, 5));
+  CHECK_FALSE(telemetry_consensus(4, 4));
+  CHECK(telemetry_consensus(7, 64));
+  const AnomalyFlag f{3, "n4", 0.5, 0.15, 3, 12, {{"cpu_utilisation", 0.8}}};
+  const auto d = telemetry_anomaly_draft(f, 1, 4);
+  CHECK(d.evidence["ranks_above"] == 1);
+  CHECK(d.evidence["ranks_scored"] == 4);
+}
 
 TEST_CASE("rounds give every client the same model; scaler and threshold freeze after warm-up") {
   using scout::learn::Aggregation;
