@@ -297,6 +297,13 @@ Ledger Ledger::open_once(const std::string& path, Mode mode) {
     // Touch the file format first: a non-SQLite file fails here.
     l.exec("SELECT count(*) FROM sqlite_master");
     if (mode == Mode::kReadWrite) {
+      // A newer ledger is refused before anything is written to it (not
+      // even the journal mode): a downgrade leaves the file as it was.
+      if (const int v = l.schema_version(); v > kSchemaVersion)
+        throw LedgerError(LedgerError::Code::kSchemaTooNew,
+                          fmt::format("ledger: {}: schema version {} is newer than this scout "
+                                      "understands (up to {}); use the scout that wrote it, or a newer one", path, v,
+                                      kSchemaVersion));
       l.exec("PRAGMA journal_mode=WAL");
       // A verdict reported as committed survives power loss: every commit
       // syncs the WAL (cost per verdict: make bench, ledger-durability).
