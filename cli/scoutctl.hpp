@@ -18,6 +18,7 @@ struct Args {
   std::string command, job, ledger, runtime_dir, spool, reason;
   std::string node;  // node and clear
   bool json = false;
+  bool no_resume = false;  // clear: record only, leave the node's Slurm state
   int count = 0;         // top: refreshes (0 = until q)
   double interval = 1;   // top: seconds between refreshes
 };

@@ -308,9 +308,13 @@ scout::opts::Table make_table(Args& a) {
       "                  its health decisions (drain, keep, refuse, clear)\n"
       "  clear NODE      after repair: record a clear decision (who, when, --reason),\n"
       "                  which closes the node's open verdicts so that scout-prolog\n"
-      "                  accepts it again (writes the site ledger: root)\n"
+      "                  accepts it again (writes the site ledger: root), and resume\n"
+      "                  the node in Slurm if scout drained it (reason 'scout: ...')\n"
+      "                  and no reboot is pending; another tool's drain is left as it\n"
+      "                  is (--no-resume: record only)\n"
       "  nodes           every node with verdicts or decisions: open verdicts, verdicts and\n"
-      "                  drains over 7 and 30 days, the last decision (administrators)\n"
+      "                  drains over 7 and 30 days, the last decision, and Slurm's state\n"
+      "                  and reason in force with who set it (administrators)\n"
       "  ping            reach scout-ledgerd (MUNGE end to end) and say who you are to it\n\n"
       "Options:",
       "Exit status: 0 ok, 1 internal error (recovery: no verified checkpoint),\n"
@@ -325,6 +329,7 @@ scout::opts::Table make_table(Args& a) {
   t.text("reason", "TEXT", a.reason, "clear: why the node is healthy again (kept for audit)");
   t.integer("count", "N", a.count, 1, 1 << 30, "top: refreshes, then exit (default: until q)");
   t.seconds("interval", a.interval, 0.1, 3600, "top: seconds between refreshes");
+  t.flag("no-resume", a.no_resume, "clear: record the clear only; leave the node drained");
   t.flag("json", a.json, "machine-readable output");
   return t;
 }

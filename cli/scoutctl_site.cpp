@@ -11,6 +11,7 @@
 #include <cstring>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -23,6 +24,7 @@
 #include "common/spool_paths.hpp"
 #include "common/untrusted_json.hpp"
 #include "common/json_num.hpp"
+#include "common/slurm_nodes.hpp"
 #include "ledgerd/client.hpp"
 #include "ledgerd/views.hpp"
 #include "ledgerd/site_config.hpp"
@@ -112,7 +114,25 @@ int cmd_node(const Args& a) {
   return kExitOk;
 }
 
-// nodes: every node with verdicts or decisions, for administrators.
+// The Slurm side of a node for `nodes`: its state and the reason in force,
+// who set it, and whether it is scout's (null fields when Slurm cannot say).
+void add_slurm(json& n, const std::map<std::string, scout::common::SlurmNode>& slurm) {
+  auto it = slurm.find(n.value("node", ""));
+  if (it == slurm.end()) {
+    for (const char* k : {"slurm_state", "slurm_reason", "slurm_reason_by", "slurm_reason_at"}) n[k] = nullptr;
+    n["drained_by_scout"] = nullptr;
+    return;
+  }
+  const auto& s = it->second;
+  n["slurm_state"] = s.state;
+  n["slurm_reason"] = s.reason.empty() ? json(nullptr) : json(s.reason);
+  n["slurm_reason_by"] = s.reason_by.empty() ? json(nullptr) : json(s.reason_by);
+  n["slurm_reason_at"] = s.reason_at.empty() ? json(nullptr) : json(s.reason_at);
+  n["drained_by_scout"] = (s.drain || s.down) && s.scout_reason();
+}
+
+// nodes: every node with verdicts or decisions, for administrators, with
+// the state and reason Slurm holds for it now (sinfo, one call).
 int cmd_nodes(const Args& a) {
   json nodes;
   if (auto r = ask_ledgerd(a, {{"op", "nodes"}})) nodes = (*r)["nodes"];
@@ -120,6 +140,16 @@ int cmd_nodes(const Args& a) {
     auto l = open_site_ledger(a, sq::Ledger::Mode::kReadOnly);
     nodes = ld::nodes_json(l);
   }
+  std::map<std::string, scout::common::SlurmNode> slurm;
+  std::string why;
+  if (!nodes.empty()) {
+    for (auto& s : scout::common::slurm_nodes("scontrol", "", 30, &why)) slurm.emplace(s.name, s);
+    if (slurm.empty() && !a.json)
+      std::fprintf(stderr, "scoutctl: nodes: warning: Slurm's node states are not shown: %s\n",
+                   why.empty() ? "sinfo listed no node" : why.c_str());
+  }
+  for (auto& n : nodes)
+    if (n.is_object()) add_slurm(n, slurm);
   if (a.json) {
     std::puts(nodes.dump(2).c_str());
     return kExitOk;
@@ -128,29 +158,53 @@ int cmd_nodes(const Args& a) {
     std::puts("no node has verdicts or decisions");
     return kExitOk;
   }
-  std::printf("%-16s %5s %8s %9s %7s %8s  %s\n", "NODE", "OPEN", "VERD.7D", "VERD.30D", "DRAIN7D", "DRAIN30D",
-              "LAST DECISION");
-  for (auto& n : nodes)
-    std::printf("%-16s %5lld %8lld %9lld %7lld %8lld  %s\n", n.value("node", "?").c_str(),
+  std::printf("%-16s %5s %8s %9s %7s %8s  %-26s %-10s %s\n", "NODE", "OPEN", "VERD.7D", "VERD.30D", "DRAIN7D",
+              "DRAIN30D", "LAST DECISION", "STATE", "REASON (SET BY)");
+  auto text = [](const json& n, const char* k) {
+    return n.contains(k) && n[k].is_string() ? sd::escape_text(n[k].get<std::string>()) : std::string("-");
+  };
+  for (auto& n : nodes) {
+    if (!n.is_object()) continue;
+    std::string reason = text(n, "slurm_reason");
+    if (reason != "-") reason += " (" + text(n, "slurm_reason_by") + ")";
+    std::printf("%-16s %5lld %8lld %9lld %7lld %8lld  %-26s %-10s %s\n", text(n, "node").c_str(),
                 n.value("open_verdicts", 0LL), n.value("verdicts_7d", 0LL), n.value("verdicts_30d", 0LL),
                 n.value("drains_7d", 0LL), n.value("drains_30d", 0LL),
                 n["last_decision"].is_string()
                     ? (n["last_decision"].get<std::string>() + " " + n.value("last_decided_at", "")).c_str()
-                    : "-");
+                    : "-",
+                text(n, "slurm_state").c_str(), reason.c_str());
+  }
   return kExitOk;
+}
+
+// After a clear: the node goes back to service only if scout drained it
+// (common/slurm_nodes.hpp); printed, and returned for --json.
+json resume_after_clear(const Args& a) {
+  if (a.no_resume) return json{{"action", "none"}, {"detail", "--no-resume"}};
+  std::string detail;
+  const auto r = scout::common::resume_node("scontrol", a.node, 30, detail);
+  using R = scout::common::ResumeOutcome;
+  const char* action = r == R::kResumed ? "resumed" : r == R::kFailed ? "error" : "left";
+  if (!a.json) {
+    if (r == R::kResumed) std::printf("node %s: resumed in Slurm (scout had drained it)\n", a.node.c_str());
+    else if (r == R::kFailed) std::fprintf(stderr, "scoutctl: clear: node %s not resumed: %s\n", a.node.c_str(),
+                                           detail.c_str());
+    else std::printf("node %s: Slurm state left as it is: %s\n", a.node.c_str(), detail.c_str());
+  }
+  return json{{"action", action}, {"detail", detail}};
 }
 
 int cmd_clear(const Args& a) {
   if (a.reason.empty())
     die(kExitUsage, "clear: --reason TEXT is required (what was repaired or tested; kept for audit)");
   if (auto r = ask_ledgerd(a, {{"op", "clear"}, {"node", a.node}, {"reason", a.reason}})) {
-    if (a.json) std::puts(r->dump(2).c_str());
-    else {
+    if (!a.json)
       std::printf("node %s: cleared %zu open verdict(s) (recorded by scout-ledgerd: %s)\n", a.node.c_str(),
                   (*r)["cleared"].size(), r->value("decided_by", "?").c_str());
-      std::printf("return it to service with: scontrol update nodename=%s state=resume\n", a.node.c_str());
-    }
-    return kExitOk;
+    (*r)["slurm"] = resume_after_clear(a);
+    if (a.json) std::puts(r->dump(2).c_str());
+    return (*r)["slurm"]["action"] == "error" ? kExitInternal : kExitOk;
   }
   auto l = open_site_ledger(a, sq::Ledger::Mode::kReadWrite);
   auto open = l.open_verdicts_on(a.node, {});
@@ -163,14 +217,14 @@ int cmd_clear(const Args& a) {
   } catch (const sq::LedgerError& e) {
     die(kExitLedger, fmt::format("clear: {} (the site ledger is written by root)", e.what()));
   }
-  if (a.json) {
-    std::puts(json{{"node", a.node}, {"cleared", sq::verdicts_json(open)}, {"reason", a.reason}, {"decided_by", who}}.dump(2).c_str());
-  } else {
+  if (!a.json)
     std::printf("node %s: cleared %zu open verdict(s)%s\n", a.node.c_str(), open.size(),
                 closed.empty() ? "" : (" (" + closed + ")").c_str());
-    std::printf("return it to service with: scontrol update nodename=%s state=resume\n", a.node.c_str());
-  }
-  return kExitOk;
+  const json slurm = resume_after_clear(a);
+  if (a.json)
+    std::puts(json{{"node", a.node}, {"cleared", sq::verdicts_json(open)}, {"reason", a.reason}, {"decided_by", who},
+                   {"slurm", slurm}}.dump(2).c_str());
+  return slurm["action"] == "error" ? kExitInternal : kExitOk;
 }
 
 

@@ -32,6 +32,7 @@
 
 #include "common/root_file.hpp"
 #include "common/slurm_jobs.hpp"
+#include "common/slurm_nodes.hpp"
 #include "common/ids.hpp"
 #include "common/spawn.hpp"
 #include "common/spool_paths.hpp"
@@ -64,11 +65,11 @@ std::string env(const char* n) {
   return v ? v : "";
 }
 
-int drain_node(const sp::PluginConfig& cfg, const std::string& node, const std::string& reason, std::string& err) {
-  auto r = scout::common::run_command({cfg.scontrol, "update", "nodename=" + node, "state=drain", "reason=" + reason}, 30);
-  if (r.ok()) return 0;
-  err = r.error;
-  return -1;
+// Drains the node unless another tool's reason holds it (common/slurm_nodes:
+// scout never replaces it; its own decision is recorded all the same).
+scout::common::DrainOutcome drain_node(const sp::PluginConfig& cfg, const std::string& node, const std::string& reason,
+                                       std::string& detail) {
+  return scout::common::drain_node(cfg.scontrol, node, reason, 30, detail);
 }
 
 // `scontrol show hostnames LIST`: the job's nodes.
@@ -233,9 +234,11 @@ bool prolog(const sp::PluginConfig& cfg, const Args& a, const std::string& who) 
     return true;
   }
   std::string err;
-  if (drain_node(cfg, a.node, d.node_reason, err) != 0)
+  const auto outcome = drain_node(cfg, a.node, d.node_reason, err);
+  if (outcome == scout::common::DrainOutcome::kFailed)
     record({a.job, a.node, "error", d.reason + "; drain failed: " + err, who, ""});
-  record({a.job, a.node, d.decision, d.reason, who, ""});
+  record({a.job, a.node, d.decision, d.reason + (outcome == scout::common::DrainOutcome::kLeft ? "; " + err : ""), who,
+          ""});
   scout::log::warning("refused {} for job {}: {}", a.node, a.job, d.reason);
   return false;
 }
@@ -425,9 +428,15 @@ int main(int argc, char** argv) {
       return unreachable();
     }
     std::string err;
-    if (drain_node(cfg, a.node, d.node_reason, err) != 0) {
+    const auto outcome = drain_node(cfg, a.node, d.node_reason, err);
+    if (outcome == scout::common::DrainOutcome::kFailed) {
       record({a.job, a.node, "error", d.reason + "; drain failed: " + err, who, "", ev});
       return finish(true, "drain " + a.node + ": " + err);
+    }
+    if (outcome == scout::common::DrainOutcome::kLeft) {
+      record({a.job, a.node, "drain", d.reason + "; " + err, who, "", ev});
+      scout::log::info("decided to drain {} ({}); {}", a.node, d.reason, err);
+      return unreachable();
     }
     record({a.job, a.node, "drain", d.reason, who, "", ev});
     scout::log::info("drained {}: {}", a.node, d.reason);

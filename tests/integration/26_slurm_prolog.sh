@@ -5,7 +5,8 @@
 # scout-prolog at the next job (drained again with a scout reason, the job
 # does not run there, 'refuse' recorded). `scoutctl node n3` shows the open
 # verdict; `scoutctl clear n3 --reason ...` records who cleared it and why,
-# and after that the next job runs on n3.
+# resumes n3 in Slurm (scout drained it), and after that the next job runs
+# on n3.
 . "$top_srcdir/tests/integration/slurm_lib.sh"
 start_cluster
 # n3's core 0 computes wrong: root's own node check (the epilog re-runs the
@@ -50,7 +51,9 @@ expect_error 2 "not a node name" "$SCOUTCTL" clear "n3;x" --reason r --ledger "$
 grep -q "node n3: cleared 1 open verdict" "$T/clear.txt" || fail "scoutctl clear said: $(cat "$T/clear.txt")"
 expect_eq "open after clear" "$("$SCOUTCTL" node n3 --ledger "$SITE" --json | jq '.open_verdicts | length')" 0
 expect_eq "clear row" "$(sqlite3 "$SITE" "select job_id is null, reason like 'ran the vendor diagnostics: clean%' from gating where node='n3' and decision='clear'")" "1|1"
-scontrol update nodename=n3 state=resume
+# scout drained n3 (its reason is scout's): the clear resumed it.
+grep -q "node n3: resumed in Slurm" "$T/clear.txt" || fail "scoutctl clear did not resume n3: $(cat "$T/clear.txt")"
+case "$(node_state n3)" in drain*) fail "n3 still drained after the clear: $(node_state n3)" ;; esac
 out=$(timeout 60 srun -w n3 -N1 -n1 sh -c 'echo $SLURMD_NODENAME $SLURM_JOB_ID' 2> "$T/after.err") ||
   fail "the job after the clear failed: $(cat "$T/after.err")"
 expect_eq "job after clear ran on" "${out% *}" n3

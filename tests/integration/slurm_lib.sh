@@ -70,6 +70,7 @@ slurm_cleanup() {
 trap slurm_cleanup EXIT
 
 # start_cluster [EXTRA PLUGSTACK ARGS...]
+# SLURM_CONF_EXTRA: more slurm.conf lines (e.g. RebootProgram=/bin/true).
 # With LEDGERD=yes the head also runs scout-ledgerd (start_ledgerd) and every
 # program of the cluster reads the site configuration $CL/scout.conf.
 start_cluster() {
@@ -97,7 +98,8 @@ start_cluster() {
   case ":$PATH:" in *":$CL.bin/user:"*) ;; *) export PATH="$CL.bin/user:$PATH" ;; esac
   line="required $SCOUT_SO scoutd=$B/scoutd/scoutd probe=$B/probe/.libs/libscout_probe.so spool=$SPOOL ledger=$SITE runtime_dir=$RUNDIR stall_threshold=2 companion_wait=20 blame_jobs=1 blame_users=1 dstate_wait=0.5 $*"
   SCOUT_CLUSTER_EXTRA="Epilog=$CL.epilog
-Prolog=$CL.prolog" SCOUT_CLUSTER_EXPOSE="$top_srcdir $top_builddir" \
+Prolog=$CL.prolog
+${SLURM_CONF_EXTRA:-}" SCOUT_CLUSTER_EXPOSE="$top_srcdir $top_builddir" \
     "$top_srcdir/tests/cluster/cluster.sh" start "$CL" "$line" || fail "cluster did not start: $(tail -20 "$CL"/log/*.log 2>/dev/null)"
   CL_ENV=$CL/env
   . "$CL_ENV"

@@ -12,6 +12,7 @@
 
 #include "common/root_file.hpp"
 #include "common/slurm_jobs.hpp"
+#include "common/slurm_nodes.hpp"
 #include "common/spawn.hpp"
 #include "common/untrusted_json.hpp"
 
@@ -89,6 +90,35 @@ TEST_CASE("squeue fields: uid, state, node list; nothing a user names can be tak
   CHECK_FALSE(parse_squeue_line("1002|RUNNING JobState=RUNNING|n1").has_value());
   CHECK_FALSE(parse_squeue_line("1002|RUNNING|n1 n2").has_value());
   CHECK(parse_squeue_line("1002|PENDING|(null)")->nodelist.empty());
+}
+
+TEST_CASE("sinfo fields: state, who set the reason, the reason read whole; scout's reasons told from others'") {
+  using scout::common::parse_sinfo_line;
+  auto n = parse_sinfo_line("n3|drained|root|2026-12-04T02:26:48|NHC: check_hw_mem | 2 DIMMs");
+  REQUIRE(n.has_value());
+  CHECK(n->name == "n3");
+  CHECK(n->drain);
+  CHECK_FALSE(n->reboot_pending);
+  CHECK(n->reason == "NHC: check_hw_mem | 2 DIMMs");
+  CHECK(n->reason_by == "root");
+  CHECK(n->other_reason());
+  CHECK_FALSE(n->scout_reason());
+  n = parse_sinfo_line("n1|reboot^|root|2026-12-04T02:26:53|scout: stall rank 4 job 7 : reboot issued");
+  REQUIRE(n.has_value());
+  CHECK(n->reboot_pending);
+  CHECK(n->scout_reason());
+  n = parse_sinfo_line("n2|idle|Unknown|Unknown|none");
+  REQUIRE(n.has_value());
+  CHECK(n->reason.empty());
+  CHECK(n->reason_by.empty());
+  CHECK_FALSE(n->drain);
+  CHECK_FALSE(n->other_reason());
+  CHECK(parse_sinfo_line("n2|draining@|slurm|t|scout: x")->drain);
+  CHECK(parse_sinfo_line("n2|draining@|slurm|t|scout: x")->reboot_pending);
+  CHECK(parse_sinfo_line("n2|down*|slurm|t|Not responding")->down);
+  CHECK_FALSE(parse_sinfo_line("n2|idle|x|y").has_value());         // no reason field
+  CHECK_FALSE(parse_sinfo_line("n2 n3|idle|x|y|none").has_value());  // not a node name
+  CHECK_FALSE(parse_sinfo_line("n2|IDLE STATE|x|y|none").has_value());
 }
 
 TEST_CASE("read_root_file: a small regular file of root's, never a link, a FIFO, another's or a large one") {
