@@ -8,6 +8,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <chrono>
 #include <map>
 #include <memory>
 
@@ -48,6 +49,10 @@ std::string render_metrics(Service& service, const Server* server) {
   for (auto& [node, n] : stats.open_by_node) out += fmt::format("scout_open_verdicts{{node=\"{}\"}} {}\n", label(node), n);
   family("scout_drains_total", "counter", "Drain decisions recorded for a node.");
   for (auto& [node, n] : stats.drains_by_node) out += fmt::format("scout_drains_total{{node=\"{}\"}} {}\n", label(node), n);
+  family("scout_node_drained", "gauge",
+         "1 while a node's latest decision is a drain or refusal scout applied (0 after a clear, a keep, or a drain "
+         "left to another tool's reason).");
+  for (auto& [node, d] : stats.drained_now) out += fmt::format("scout_node_drained{{node=\"{}\"}} {}\n", label(node), d ? 1 : 0);
   family("scout_ledgerd_requests_total", "counter", "Requests the service handled, by operation.");
   for (auto& [op, n] : service.requests()) out += fmt::format("scout_ledgerd_requests_total{{op=\"{}\"}} {}\n", label(op), n);
   family("scout_ledgerd_refused_total", "counter", "Requests refused, by reason.");
@@ -55,6 +60,15 @@ std::string render_metrics(Service& service, const Server* server) {
   if (server)
     for (auto& [r, n] : server->refused()) refused[r] += n;
   for (auto& [r, n] : refused) out += fmt::format("scout_ledgerd_refused_total{{reason=\"{}\"}} {}\n", label(r), n);
+  const auto backlogs = service.backlogs(std::chrono::steady_clock::now());
+  family("scout_forward_backlog_verdicts", "gauge",
+         "Verdicts the scoutds of a node committed and have not forwarded to the service yet (their latest report).");
+  for (auto& [node, b] : backlogs)
+    out += fmt::format("scout_forward_backlog_verdicts{{node=\"{}\"}} {}\n", label(node), b.pending);
+  family("scout_forward_backlog_oldest_seconds", "gauge",
+         "Age of the oldest verdict a node's scoutds have not forwarded yet; grows between reports.");
+  for (auto& [node, b] : backlogs)
+    out += fmt::format("scout_forward_backlog_oldest_seconds{{node=\"{}\"}} {:.3f}\n", label(node), b.oldest_s);
   family("scout_ledgerd_connections", "gauge", "Client connections open now.");
   out += fmt::format("scout_ledgerd_connections {}\n", server ? server->connections() : 0);
   return out;

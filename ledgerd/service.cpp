@@ -43,7 +43,7 @@ std::string text(const json& o, const char* k) {
 thread_local std::unique_lock<std::mutex>* t_held = nullptr;  // handle()'s lock
 thread_local std::string t_nonce;                              // echoed in the reply
 
-const char* const kOps[] = {"ping", "submit", "query", "node", "gating", "clear", "nodes"};
+const char* const kOps[] = {"ping", "submit", "query", "node", "gating", "clear", "nodes", "backlog"};
 // The origin of rows root or an administrator submitted ("... uid N").
 constexpr const char* kForwarded = "ledgerd: forwarded by";
 
@@ -171,7 +171,7 @@ json Service::handle_locked(const Identity& who, const std::string& payload) {
   const bool known = std::find(std::begin(kOps), std::end(kOps), op) != std::end(kOps);
   ++requests_[known ? op : "unknown"];
   if (!known)
-    return refuse("malformed", "unknown operation; expected ping, submit, query, node, nodes, gating or clear");
+    return refuse("malformed", "unknown operation; expected ping, submit, query, node, nodes, gating, clear or backlog");
   try {
     if (op == "ping")
       return {{"ok", true}, {"v", kProtocolVersion}, {"uid", who.uid}, {"user", user_name(who.uid)},
@@ -181,6 +181,7 @@ json Service::handle_locked(const Identity& who, const std::string& payload) {
     if (op == "node") return node(who, req);
     if (op == "gating") return gating(who, req);
     if (op == "clear") return clear(who, req);
+    if (op == "backlog") return backlog(who, req);
     return nodes(who);
   } catch (const std::exception& e) {
     return refuse("internal", fmt::format("{} failed: {}", op, e.what()));
@@ -240,6 +241,9 @@ json Service::submit(const Identity& who, const json& req) {
       ledger_.count_verdicts_from(job, who.uid) + static_cast<std::int64_t>(rows.size()) > kMaxUserVerdictsPerJob)
     return refuse("quota", fmt::format("submit: job {} would have more than {} verdicts from uid {}", job,
                                        kMaxUserVerdictsPerJob, who.uid));
+  // Root's epilog forwards what the job's scoutds left: their backlogs
+  // are done with.
+  if (privileged) std::erase_if(backlogs_, [&](auto& b) { return b.first.first == job; });
   const std::string origin = privileged ? fmt::format("{} uid {}", kForwarded, who.uid)
                                         : fmt::format("ledgerd: user-reported by uid {}", who.uid);
   int added = 0, known = 0, replaced = 0;
@@ -356,6 +360,54 @@ json Service::clear(const Identity& who, const json& req) {
 json Service::nodes(const Identity& who) {
   if (!admin(who.uid)) return refuse("not_admin", "nodes: for root and administrators");
   return {{"ok", true}, {"nodes", nodes_json(ledger_)}};
+}
+
+json Service::backlog(const Identity& who, const json& req) {
+  const std::string job = text(req, "job"), node = text(req, "node");
+  if (!common::valid_job_id(job)) return refuse("malformed", "backlog: expected \"job\": a decimal job id");
+  if (!common::valid_node_name(node)) return refuse("malformed", "backlog: expected \"node\": a node name");
+  if (!req.contains("pending") || !req["pending"].is_number_integer() || req["pending"].get<std::int64_t>() < 0 ||
+      req["pending"].get<std::int64_t>() > 10000000)
+    return refuse("malformed", "backlog: expected \"pending\": an integer from 0 to 10000000");
+  if (!req.contains("oldest_s") || !req["oldest_s"].is_number() || !(req["oldest_s"].get<double>() >= 0) ||
+      req["oldest_s"].get<double>() > 1e7)
+    return refuse("malformed", "backlog: expected \"oldest_s\": seconds from 0 to 1e7");
+  if (who.uid != 0 && !admin(who.uid)) {
+    // A user reports only for her running job, and only its nodes.
+    const auto info = job_info(job);
+    if (!info) return refuse("unknown_job", fmt::format("backlog: Slurm does not know job {}", job));
+    if (info->uid != who.uid)
+      return refuse("not_owner", fmt::format("backlog: job {} belongs to uid {}, not to uid {}", job, info->uid, who.uid));
+    if (!info->running) return refuse("not_running", fmt::format("backlog: job {} is not running", job));
+    if (std::find(info->nodes.begin(), info->nodes.end(), node) == info->nodes.end())
+      return refuse("not_allocated", fmt::format("backlog: {} is not in job {}'s allocation", node, job));
+  }
+  const auto now = std::chrono::steady_clock::now();
+  const std::int64_t pending = req["pending"].get<std::int64_t>();
+  const auto key = std::make_pair(job, node);
+  if (pending == 0) {
+    backlogs_.erase(key);
+  } else {
+    if (!backlogs_.count(key) && backlogs_.size() >= kMaxBacklogs)
+      return refuse("quota", fmt::format("backlog: {} backlogs held already", kMaxBacklogs));
+    auto& b = backlogs_[key];
+    b.pending = pending;
+    b.oldest = now - std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                         std::chrono::duration<double>(req["oldest_s"].get<double>()));
+    b.reported = now;
+  }
+  return {{"ok", true}};
+}
+
+std::map<std::string, Service::NodeBacklog> Service::backlogs(std::chrono::steady_clock::time_point now) {
+  std::erase_if(backlogs_, [&](auto& b) { return now - b.second.reported > std::chrono::hours(24); });
+  std::map<std::string, NodeBacklog> out;
+  for (auto& [key, b] : backlogs_) {
+    auto& n = out[key.second];
+    n.pending += b.pending;
+    n.oldest_s = std::max(n.oldest_s, std::chrono::duration<double>(now - b.oldest).count());
+  }
+  return out;
 }
 
 }  // namespace scout::ledgerd

@@ -12,6 +12,9 @@
 //   clear  {node, reason}                  admins
 //   nodes                                  root, admins: every node's open
 //                                          verdicts, 7/30-day counts, last decision
+//   backlog {job, node, pending, oldest_s} the job's user while it runs, root,
+//                                          admins: a scoutd's forwarding backlog
+//                                          (verdicts committed, not yet forwarded)
 // Refusals are counted by reason (for /metrics) and logged by the server.
 #pragma once
 
@@ -79,6 +82,17 @@ class Service {
   const std::map<std::string, std::uint64_t>& refused() const { return refused_; }
   const std::map<std::string, std::uint64_t>& requests() const { return requests_; }
   sql::Ledger& ledger() { return ledger_; }
+  // The scoutds' forwarding backlogs by node (every job's on it summed):
+  // verdicts not forwarded yet, and the age of the oldest now (it grows
+  // between reports, so a scoutd that stopped reaching the service shows).
+  struct NodeBacklog {
+    std::int64_t pending = 0;
+    double oldest_s = 0;
+  };
+  std::map<std::string, NodeBacklog> backlogs(std::chrono::steady_clock::time_point now);
+  // At most this many (job, node) backlogs are kept; a report older than a
+  // day is dropped.
+  static constexpr std::size_t kMaxBacklogs = 100000;
 
  private:
   nlohmann::json handle_locked(const Identity& who, const std::string& payload);
@@ -89,6 +103,7 @@ class Service {
   nlohmann::json gating(const Identity& who, const nlohmann::json& req);
   nlohmann::json clear(const Identity& who, const nlohmann::json& req);
   nlohmann::json nodes(const Identity& who);
+  nlohmann::json backlog(const Identity& who, const nlohmann::json& req);
   bool admin(uid_t uid) const { return is_admin(cfg_, uid); }
   // The oracle's answer, cached (a running job for 30 s, anything else for
   // 5 s): scontrol is slow and slurmctld is not to be asked per request.
@@ -105,6 +120,11 @@ class Service {
     std::chrono::steady_clock::time_point at;
   };
   std::map<std::string, Cached> jobs_;
+  struct Backlog {
+    std::int64_t pending = 0;
+    std::chrono::steady_clock::time_point oldest, reported;
+  };
+  std::map<std::pair<std::string, std::string>, Backlog> backlogs_;  // (job, node)
   std::mutex mu_;  // handle() holds it, except while Slurm answers (job_info)
 };
 

@@ -119,6 +119,7 @@ struct NodeSummary {
 struct LedgerMetrics {
   std::map<std::pair<std::string, std::string>, std::int64_t> verdicts;  // (kind, status) -> count
   std::map<std::string, std::int64_t> open_by_node, drains_by_node;
+  std::map<std::string, bool> drained_now;  // node -> its latest decision left it drained by scout
 };
 
 inline constexpr int kSchemaVersion = 10;

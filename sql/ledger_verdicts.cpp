@@ -53,8 +53,13 @@ LedgerMetrics Ledger::metrics() {
     while (s.step()) m.open_by_node[s.text(0)] = s.i64(1);
     s.reset();
   }
-  auto& s = stmt(kCountDrainsByNode);
-  while (s.step()) m.drains_by_node[s.text(0)] = s.i64(1);
+  {
+    auto& s = stmt(kCountDrainsByNode);
+    while (s.step()) m.drains_by_node[s.text(0)] = s.i64(1);
+    s.reset();
+  }
+  auto& s = stmt(kDrainedNow);
+  while (s.step()) m.drained_now[s.text(0)] = s.i64(1) != 0;
   s.reset();
   return m;
 }

@@ -91,6 +91,12 @@ inline constexpr const char* kCountOpenByNode =
     "GROUP BY h.value";
 inline constexpr const char* kCountDrainsByNode =
     "SELECT node, count(*) FROM gating WHERE decision='drain' GROUP BY node";
+// Every node with a decision, and whether its latest (errors aside) left it
+// drained by scout: a drain or a refusal scout applied (not one it recorded
+// while another tool's reason held the node: "; left as it is").
+inline constexpr const char* kDrainedNow =
+    "SELECT g.node, g.decision IN ('drain','refuse') AND g.reason NOT LIKE '%; left as it is%' FROM gating g "
+    "WHERE g.id = (SELECT max(id) FROM gating WHERE node = g.node AND decision != 'error')";
 // Every node a verdict or a decision names: open verdicts (as the prolog
 // counts them), attributed verdicts and drains since ?1 (7 days) and ?2 (30
 // days), and its last decision.

@@ -193,7 +193,13 @@ std::unique_ptr<Forwarder> Daemon::make_forwarder() {
         json r = c.request({{"op", "submit"}, {"job", job}, {"verdicts", verdicts}});
         if (!r.value("ok", false)) throw std::runtime_error("refused: " + r.value("error", std::string("?")));
       },
-      [this](const std::string& m) { warn(m); });
+      [this](const std::string& m) { warn(m); },
+      [site, job = cfg_.job_id, node = cfg_.node](std::size_t pending, double oldest_s) {
+        ledgerd::LedgerdClient c(site, 10);
+        json r = c.request({{"op", "backlog"}, {"job", job}, {"node", node}, {"pending", pending},
+                            {"oldest_s", oldest_s}});
+        if (!r.value("ok", false)) throw std::runtime_error("refused: " + r.value("error", std::string("?")));
+      });
   log(fmt::format("forwarding verdicts to scout-ledgerd at {}:{}", ep.host, ep.port));
   return forwarder;
 }

@@ -6,7 +6,11 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <filesystem>
 #include <thread>
 
@@ -160,6 +164,7 @@ TEST_CASE("metrics: Prometheus text exposition of verdicts, open verdicts, drain
   CHECK(text.find("scout_verdicts{kind=\"stall\",status=\"attributed\"} 1\n") != std::string::npos);
   CHECK(text.find("scout_open_verdicts{node=\"n3\"} 1\n") != std::string::npos);
   CHECK(text.find("scout_drains_total{node=\"n3\"} 1\n") != std::string::npos);
+  CHECK(text.find("scout_node_drained{node=\"n3\"} 1\n") != std::string::npos);
   CHECK(text.find("scout_ledgerd_refused_total{reason=\"not_owner\"} 1\n") != std::string::npos);
   CHECK(text.find("scout_ledgerd_requests_total{op=\"submit\"} 1\n") != std::string::npos);
   // The exposition format: every family has HELP and TYPE before its
@@ -183,6 +188,101 @@ TEST_CASE("metrics: Prometheus text exposition of verdicts, open verdicts, drain
     CHECK(line.find_first_not_of("0123456789.", sp + 1) == std::string::npos);
     if (line[brace] == '{') CHECK(line[sp - 1] == '}');
   }
+}
+
+TEST_CASE("backlog: a scoutd's unforwarded verdicts reach /metrics by node; the oldest's age grows; cleared") {
+  Site s;
+  s.jobs["17"] = {1000, true, {"n1", "n2", "n3"}};
+  s.jobs["18"] = {1000, true, {"n3"}};
+  auto backlog = [](const char* job, const char* node, std::int64_t pending, double oldest) {
+    return json{{"op", "backlog"}, {"job", job}, {"node", node}, {"pending", pending}, {"oldest_s", oldest}};
+  };
+  CHECK(s.ask(1000, backlog("17", "n3", 3, 120))["ok"] == true);
+  CHECK(s.ask(1000, backlog("18", "n3", 2, 400))["ok"] == true);
+  auto b = s.service->backlogs(std::chrono::steady_clock::now() + std::chrono::seconds(10));
+  REQUIRE(b.count("n3") == 1);
+  CHECK(b["n3"].pending == 5);
+  CHECK(b["n3"].oldest_s >= 410);   // the older job's, and it grew since the report
+  CHECK(b["n3"].oldest_s < 420);
+  const std::string text = render_metrics(*s.service, nullptr);
+  CHECK(text.find("# TYPE scout_forward_backlog_verdicts gauge\nscout_forward_backlog_verdicts{node=\"n3\"} 5\n") !=
+        std::string::npos);
+  CHECK(text.find("scout_forward_backlog_oldest_seconds{node=\"n3\"} ") != std::string::npos);
+  // Another user, a node outside the allocation, a job that does not run,
+  // malformed numbers: refused, nothing recorded.
+  CHECK(s.ask(1001, backlog("17", "n3", 9, 1))["refused"] == "not_owner");
+  CHECK(s.ask(1000, backlog("17", "n9", 9, 1))["refused"] == "not_allocated");
+  s.jobs["19"] = {1000, false, {"n1"}};
+  CHECK(s.ask(1000, backlog("19", "n1", 9, 1))["refused"] == "not_running");
+  CHECK(s.ask(1000, backlog("17", "n3", -1, 1))["refused"] == "malformed");
+  CHECK(s.ask(1000, backlog("17", "n3", 1, -5))["refused"] == "malformed");
+  CHECK(s.ask(1000, backlog("17", "n3 x", 1, 5))["refused"] == "malformed");
+  CHECK(s.ask(1000, {{"op", "backlog"}, {"job", "17"}, {"node", "n3"}, {"pending", 1}, {"oldest_s", "x"}})["refused"] ==
+        "malformed");
+  CHECK(s.service->backlogs(std::chrono::steady_clock::now())["n3"].pending == 5);
+  // An empty backlog is reported: gone; root's epilog forwarding the job's
+  // leftovers: its backlogs are done with.
+  CHECK(s.ask(1000, backlog("17", "n3", 0, 0))["ok"] == true);
+  CHECK(s.service->backlogs(std::chrono::steady_clock::now())["n3"].pending == 2);
+  CHECK(s.ask(0, {{"op", "submit"}, {"job", "18"}, {"verdicts", json::array()}})["ok"] == true);
+  CHECK(s.service->backlogs(std::chrono::steady_clock::now()).empty());
+  CHECK(render_metrics(*s.service, nullptr).find("scout_forward_backlog_verdicts{") == std::string::npos);
+}
+
+namespace {
+// The metric names (scout_...) in a query.
+std::set<std::string> metric_names(const std::string& expr) {
+  std::set<std::string> out;
+  for (std::size_t i = expr.find("scout_"); i != std::string::npos; i = expr.find("scout_", i)) {
+    if (i > 0 && (std::isalnum(static_cast<unsigned char>(expr[i - 1])) || expr[i - 1] == '_')) {
+      ++i;
+      continue;
+    }
+    std::size_t j = i;
+    while (j < expr.size() && (std::isalnum(static_cast<unsigned char>(expr[j])) || expr[j] == '_')) ++j;
+    out.insert(expr.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+std::string read_text(const std::string& rel) {
+  const char* src = std::getenv("top_srcdir");
+  std::ifstream in(std::string(src ? src : "..") + "/" + rel);
+  REQUIRE_MESSAGE(in.good(), "cannot read ", rel);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+}  // namespace
+
+TEST_CASE("contrib: every dashboard query and alert names metrics scout-ledgerd exports") {
+  Site s;
+  std::set<std::string> exported;
+  std::istringstream text(render_metrics(*s.service, nullptr));
+  for (std::string line; std::getline(text, line);)
+    if (line.rfind("# TYPE ", 0) == 0) exported.insert(line.substr(7, line.find(' ', 7) - 7));
+  CHECK(exported.count("scout_forward_backlog_oldest_seconds") == 1);
+  const json dash = json::parse(read_text("contrib/grafana/scout-dashboard.json"));
+  std::size_t queries = 0;
+  for (auto& p : dash.at("panels"))
+    for (auto& t : p.at("targets")) {
+      const std::string expr = t.at("expr").get<std::string>();
+      CAPTURE(expr);
+      const auto names = metric_names(expr);
+      CHECK_FALSE(names.empty());
+      for (auto& n : names) CHECK(exported.count(n) == 1);
+      ++queries;
+    }
+  CHECK(queries >= 10);
+  std::istringstream rules(read_text("contrib/prometheus/scout-alerts.yml"));
+  std::size_t exprs = 0;
+  for (std::string line; std::getline(rules, line);) {
+    const auto k = line.find("expr: ");
+    if (k == std::string::npos) continue;
+    ++exprs;
+    const std::string expr = line.substr(k + 6);
+    CAPTURE(expr);
+    for (auto& n : metric_names(expr)) CHECK(exported.count(n) == 1);
+  }
+  CHECK(exprs == 4);
 }
 
 // The hostile-site review (issue 21): each attack on the service, refused,
