@@ -66,5 +66,11 @@ echo
 echo "== site ledger service: submissions with 64 clients, the epilog's decision time"
 sh "$top_srcdir/bench/ledgerd-bench.sh"
 echo
+echo "== crash consistency of scout-ledgerd: SIGKILL under 64 clients, 50 times"
+SCOUT_CRASHES=50 sh "$top_srcdir/tests/integration/47_ledgerd_crash.sh" 2>&1 | grep -E "^(scout-ledgerd SIGKILLed|FAIL)"
+echo
+echo "== from a job's end to each node's epilog decision: 50 jobs on the test cluster under load"
+sh "$top_srcdir/bench/epilog-latency.sh" 2>&1 | grep -v "^PASS"
+echo
 echo "== federated outlier detection (MemAE): Shuttle, Satellite, Vowel; per-node metrics, 9 methods"
 sh "$top_srcdir/bench/fedad-datasets.sh"

@@ -16,6 +16,4 @@ AC_DEFUN([X_AC_SLURM], [
   AC_MSG_CHECKING([where to install the SPANK plugin])
   AC_MSG_RESULT([$SLURM_PLUGINDIR])
   AC_SUBST([SLURM_PLUGINDIR])
-  AC_PATH_PROG([SRUN], [srun], [/usr/bin/srun])
-  AC_PATH_PROG([SCONTROL], [scontrol], [/usr/bin/scontrol])
 ])
