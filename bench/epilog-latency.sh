@@ -31,10 +31,10 @@ while [ "$i" -lt "$N" ]; do
   [ -n "$J" ] || fail "job epilog-latency-$i not found in Slurm's records"
   for n in n1 n2 n3; do
     k=0
-    until [ "$(sqlite3 "$SITE" "select count(*) from gating where job_id='$J' and node='$n'" 2>/dev/null || echo 0)" -gt 0 ]; do
+    until [ "$(sqlite3 -readonly "$SITE" "select count(*) from gating where job_id='$J' and node='$n'" 2>/dev/null || echo 0)" -gt 0 ]; do
       k=$((k + 1)); [ $k -lt 1500 ] || break; sleep 0.2
     done
-    at=$(sqlite3 "$SITE" "select min(decided_at) from gating where job_id='$J' and node='$n'")
+    at=$(sqlite3 -readonly "$SITE" "select min(decided_at) from gating where job_id='$J' and node='$n'")
     if [ -z "$at" ]; then echo "$J $n none" >> "$T/delays"; continue; fi
     at_ms=$(date -d "$at" +%s%3N)
     echo "$J $n $(( at_ms - end_ms ))" >> "$T/delays"
