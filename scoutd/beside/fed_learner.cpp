@@ -287,19 +287,39 @@ std::vector<double> FedServer::round(const std::vector<std::vector<double>>& con
   }
   double total = 0;
   for (double h : hist) total += h;
-  if (total >= 50 && round_ <= opt_.warmup_rounds) {  // settles during warm-up, then frozen
+  // The threshold settles during warm-up; after it, it may only come down:
+  // a warm-up taken while the host was saturated (every rank's windows
+  // noisy) would otherwise freeze a threshold many times too high. It comes
+  // down to the largest estimate of the last kLowerRounds rounds when that
+  // is lower, so one quiet round does not lower it, and a rank that went
+  // wrong keeps it where it is: the estimate is a high quantile of every
+  // rank's recent windows, which a minority of rising ranks raise, never
+  // lower. It never rises after warm-up (a job-wide change is the
+  // consensus guard's, not the threshold's).
+  constexpr std::size_t kLowerRounds = 3;
+  bool lowered = false;
+  if (total >= 50) {
+    double estimate = 0;
     double cum = 0;
     for (int b = 0; b < kScoreBins; ++b) {
       cum += hist[static_cast<std::size_t>(b)];
       if (cum >= opt_.quantile * total) {
-        threshold_ = bin_upper(b) * opt_.margin;
+        estimate = bin_upper(b) * opt_.margin;
         break;
       }
     }
+    if (round_ <= opt_.warmup_rounds) {
+      threshold_ = estimate;
+    } else if (estimate > 0) {
+      recent_.push_back(estimate);
+      if (recent_.size() > kLowerRounds) recent_.erase(recent_.begin());
+      const double cap = *std::max_element(recent_.begin(), recent_.end());
+      if (recent_.size() == kLowerRounds && cap < threshold_) threshold_ = cap, lowered = true;
+    }
   }
   ++round_;
-  summary = fmt::format("{} of {} clients, {} updates, {:.0f} windows scored, threshold {:.4g}", clients,
-                        contributions.size(), updates, total, threshold_);
+  summary = fmt::format("{} of {} clients, {} updates, {:.0f} windows scored, threshold {:.4g}{}", clients,
+                        contributions.size(), updates, total, threshold_, lowered ? " (lowered)" : "");
   if (count_ < 2) return {};  // no scaler yet: no model to broadcast
   std::vector<double> down;
   down.push_back(static_cast<double>(round_));

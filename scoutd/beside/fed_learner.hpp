@@ -6,8 +6,11 @@
 // finished: it is left out of that round, never waited on), the sums of its
 // new windows' features (a federated scaler) and a histogram of its windows'
 // scores (a federated threshold: a high quantile of the merged histogram,
-// times a margin). Scaler and threshold settle during the warm-up rounds and
-// are then frozen, so an anomaly cannot raise its own bar. The deciding
+// times a margin). Scaler and threshold settle during the warm-up rounds;
+// then the scaler is frozen and the threshold can only come down (to the
+// largest estimate of the last three rounds, when lower: a warm-up under a
+// saturated host does not freeze a bar many times too high), so an anomaly
+// cannot raise its own bar. The deciding
 // observer aggregates (--learn-aggregation; bench/fedad measured the
 // choice) and broadcasts the global model, scaler and threshold. With the
 // personalised aggregation (the default) each node scores with the shared
@@ -128,6 +131,7 @@ class FedServer {
   std::vector<double> sum_, sumsq_;
   double count_ = 0;
   double threshold_ = 0;
+  std::vector<double> recent_;  // the last rounds' estimates after warm-up (lowering rule)
 };
 
 // Concatenates contributions on the wire: each is prefixed by its length.

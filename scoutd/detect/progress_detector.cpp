@@ -16,9 +16,10 @@ std::vector<VerdictDraft> detect_progress(const std::vector<RankEvidence>& ranks
     if (e.attached && e.alive && !e.finalized) live.push_back(&e);
   std::vector<VerdictDraft> out;
   if (live.size() >= 2) {
-    out = detect_gpu(live, opt);
-    if (out.empty()) out = detect_wait_for(live, opt);
-    if (out.empty()) out = detect_consensus(live, opt);
+    bool gpu_pending = false;
+    out = detect_gpu(live, opt, gpu_pending);
+    if (out.empty() && !gpu_pending) out = detect_wait_for(live, opt);
+    if (out.empty() && !gpu_pending) out = detect_consensus(live, opt);
   }
   bool inconclusive_only = std::all_of(out.begin(), out.end(), [](auto& d) {
     return d.status == c3::VerdictStatus::kInconclusive;

@@ -22,7 +22,10 @@ namespace scout::scoutd::rules {
 
 // --- the rules ---------------------------------------------------------------
 std::optional<VerdictDraft> detect_end_event(const std::vector<RankEvidence>& ranks, const DetectorOptions& opt);
-std::vector<VerdictDraft> detect_gpu(const std::vector<const RankEvidence*>& live, const DetectorOptions& opt);
+// pending: a GPU holds the majority's operation unbegun, its own clock still
+// under the threshold (no host rule may name it first).
+std::vector<VerdictDraft> detect_gpu(const std::vector<const RankEvidence*>& live, const DetectorOptions& opt,
+                                     bool& pending);
 std::vector<VerdictDraft> detect_wait_for(const std::vector<const RankEvidence*>& live, const DetectorOptions& opt);
 std::vector<VerdictDraft> detect_consensus(const std::vector<const RankEvidence*>& live, const DetectorOptions& opt);
 // Appends a stall for each stopped process no draft in `out` names yet.

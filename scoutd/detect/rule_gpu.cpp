@@ -15,6 +15,13 @@ namespace scout::scoutd::rules {
 using nlohmann::json;
 
 
+// The verdict's kind must not depend on which clock reaches the threshold
+// first: the waiting hosts' (stalled_s) or the held GPU's (idle_s). While
+// the only ranks outside the majority's operation are GPUs that hold it
+// issued and unbegun but completed something within the threshold, the
+// rule is `pending`: the host rules (wait-for, consensus) do not run that
+// round, and gpu_hang is named once the GPU's own clock gets there (a GPU
+// that completes work resets it; one that never does reaches it).
 // GPU ranks (NCCL): the host issues operations and the GPU runs them later,
 // so a stopped GPU does not stop its host at once. When a strict majority
 // of the ranks is stuck and the GPUs of a strict majority sit inside the
@@ -28,9 +35,13 @@ using nlohmann::json;
 // A GPU that stopped: it has work issued, is inside no operation, and
 // completed nothing for the threshold. (A stopped, D-state or zombie
 // process's record is frozen, its GPU part too: that is a stall instead.)
+// A GPU that holds work: issued, not inside an operation, the process
+// running. It is stopped once it completed nothing for the threshold.
+bool gpu_holding(const RankEvidence& e) {
+  return !is_stalled_state(e.state) && e.seq > e.gpu.done && e.gpu.started == e.gpu.done;
+}
 bool gpu_stopped(const RankEvidence& e, const DetectorOptions& opt) {
-  return !is_stalled_state(e.state) && e.seq > e.gpu.done && e.gpu.started == e.gpu.done &&
-         e.gpu.idle_s >= opt.stall_threshold_s;
+  return gpu_holding(e) && e.gpu.idle_s >= opt.stall_threshold_s;
 }
 
 const RankEvidence::Gpu::CommOps* comm_ops_of(const RankEvidence& e, std::uint64_t id) {
@@ -43,7 +54,8 @@ const RankEvidence::Gpu::CommOps* comm_ops_of(const RankEvidence& e, std::uint64
 // operations apart): when a strict majority of a communicator's members
 // (the ranks that list it) have their GPUs inside its operation k, a member
 // whose GPU completed less than k on it and stopped is the one they wait for.
-std::vector<VerdictDraft> detect_gpu_per_comm(const std::vector<const RankEvidence*>& gpus, const DetectorOptions& opt) {
+std::vector<VerdictDraft> detect_gpu_per_comm(const std::vector<const RankEvidence*>& gpus, const DetectorOptions& opt,
+                                              bool& pending) {
   std::vector<VerdictDraft> out;
   // Each communicator's members, in one pass (tensor-parallel groups of 8
   // at 100,000 ranks are 12,500 communicators).
@@ -67,15 +79,23 @@ std::vector<VerdictDraft> detect_gpu_per_comm(const std::vector<const RankEviden
       if (c3::strict_majority(v.size(), members.size())) k = op, waiting = v;
     if (k == 0) continue;
     std::vector<const RankEvidence*> culprits;
-    bool other = false;
+    bool other = false, young = false;
     for (auto* e : members) {
       auto* c = comm_ops_of(*e, id);
       if (c->begun > c->done && c->done + 1 == k) continue;
       // Its host issued k (a host that did not is a host stall or hang).
-      if (c->done < k && c->issued >= k && gpu_stopped(*e, opt)) culprits.push_back(e);
-      else other = true;
+      if (c->done < k && c->issued >= k && gpu_holding(*e)) {
+        culprits.push_back(e);
+        young = young || !gpu_stopped(*e, opt);
+      } else {
+        other = true;
+      }
     }
     if (culprits.empty() || other) continue;
+    if (young) {  // the GPU's own clock has not reached the threshold yet
+      pending = true;
+      continue;
+    }
     VerdictDraft d = draft(c3::VerdictKind::kGpuHang, c3::VerdictStatus::kAttributed, culprits);
     if (!named.insert(d.ranks).second) continue;  // the same GPUs through another communicator
     json cj = json::array();
@@ -99,7 +119,9 @@ std::vector<VerdictDraft> detect_gpu_per_comm(const std::vector<const RankEviden
   return out;
 }
 
-std::vector<VerdictDraft> detect_gpu(const std::vector<const RankEvidence*>& live, const DetectorOptions& opt) {
+std::vector<VerdictDraft> detect_gpu(const std::vector<const RankEvidence*>& live, const DetectorOptions& opt,
+                                     bool& pending) {
+  pending = false;
   std::vector<VerdictDraft> out;
   std::vector<const RankEvidence*> gpus;
   for (auto* e : live)
@@ -108,7 +130,7 @@ std::vector<VerdictDraft> detect_gpu(const std::vector<const RankEvidence*>& liv
   std::size_t stuck = 0;
   for (auto* e : gpus) stuck += e->stalled_s >= opt.stall_threshold_s;
   if (!c3::strict_majority(stuck, gpus.size())) return out;
-  if (out = detect_gpu_per_comm(gpus, opt); !out.empty()) return out;
+  if (out = detect_gpu_per_comm(gpus, opt, pending); !out.empty() || pending) return out;
   // Without per-communicator tables (more communicators than a record
   // lists): the same rule on the ranks' global positions.
   std::map<std::uint64_t, std::vector<const RankEvidence*>> inside;  // operation -> ranks inside it
@@ -120,11 +142,19 @@ std::vector<VerdictDraft> detect_gpu(const std::vector<const RankEvidence*>& liv
     if (c3::strict_majority(v.size(), gpus.size())) op = p, waiting = v;
   if (op == 0) return out;
   std::vector<const RankEvidence*> culprits, others;
+  bool young = false;
   for (auto* e : gpus) {
     if (e->gpu.started > e->gpu.done && e->gpu.done + 1 == op) continue;
-    if (e->seq >= op && e->gpu.done < op && gpu_stopped(*e, opt)) culprits.push_back(e);
-    else
+    if (e->seq >= op && e->gpu.done < op && gpu_holding(*e)) {
+      culprits.push_back(e);
+      young = young || !gpu_stopped(*e, opt);
+    } else {
       others.push_back(e);
+    }
+  }
+  if (!culprits.empty() && others.empty() && young) {
+    pending = true;  // the GPU's own clock has not reached the threshold yet
+    return out;
   }
   const RankEvidence* ref = waiting.front();
   for (auto* e : waiting)

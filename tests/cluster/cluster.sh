@@ -16,13 +16,67 @@
 #   cluster.sh start DIR [PLUGSTACK_LINE]   start; writes DIR/env (SLURM_CONF)
 #   cluster.sh stop DIR                     stop and remove what it started
 #   cluster.sh on DIR NODE CMD [ARGS...]    run CMD in NODE's mount namespace
+#   cluster.sh munge DIR                    munged running (started if need be)
+#   cluster.sh ports DIR                    take a free block of 20 ports for
+#                                           DIR (prints its base; stop gives it back)
+# Clusters run side by side (make check runs tests in parallel): each start
+# takes its own block of 20 ports (slurmctld at the base, slurmds at base+1..3,
+# the test's scout-ledgerd at base+10 and its metrics at base+11) unless
+# SCOUT_CLUSTER_PORT_BASE names one. A block is held by a lock directory
+# under /var/tmp/scout-ports naming its cluster and owner; a block whose owner
+# died without stopping its cluster (a test killed by a timeout) is taken
+# back: its cluster is stopped first, so no daemon of a dead run holds a port.
 set -eu
 cmd=${1:?usage: cluster.sh start|stop DIR}
 DIR=${2:?usage: cluster.sh start|stop DIR}
 NODES="n1 n2 n3"
 PRIVATE=${SCOUT_CLUSTER_PRIVATE:-/var/spool/scout /var/lib/scout /run/scout}
 HOST=$(hostname)
-PORT_BASE=${SCOUT_CLUSTER_PORT_BASE:-17010}
+PORTS=/var/tmp/scout-ports
+
+# port_busy BASE: some port of BASE..BASE+19 is bound (TCP, IPv4 or IPv6).
+port_busy() {
+  for f in /proc/net/tcp /proc/net/tcp6; do
+    [ -r "$f" ] || continue
+    awk -v lo="$1" -v hi="$(($1 + 19))" 'NR > 1 { split($2, a, ":"); p = 0; h = a[length(a)];
+      for (i = 1; i <= length(h); i++) p = p * 16 + index("0123456789ABCDEF", substr(h, i, 1)) - 1;
+      if (p >= lo && p <= hi) found = 1 } END { exit !found }' "$f" && return 0
+  done
+  return 1
+}
+
+# take_ports: a free block for DIR; its base in DIR/port_base and on stdout.
+# The owner is the process that will stop the cluster (SCOUT_CLUSTER_OWNER,
+# default the caller of cluster.sh): while it lives, the block is its own.
+take_ports() {
+  mkdir -p "$PORTS"
+  owner=${SCOUT_CLUSTER_OWNER:-$PPID}
+  i=0
+  while [ $i -lt 64 ]; do
+    base=$((17100 + i * 20)); lock=$PORTS/$base; i=$((i + 1))
+    if ! mkdir "$lock" 2>/dev/null; then
+      o=$(cat "$lock/owner" 2>/dev/null || true); d=$(cat "$lock/dir" 2>/dev/null || true)
+      { [ -n "$o" ] && kill -0 "$o" 2>/dev/null; } && continue
+      [ -n "$o" ] || [ -z "$(find "$lock" -maxdepth 0 -mmin -1 2>/dev/null)" ] || continue  # being written
+      # Its owner is gone: stop what it left, then race the others for it.
+      [ -n "$d" ] && [ "$d" != "$DIR" ] && [ -f "$d/slurm.conf" ] && (DIR=$d; stop) >/dev/null 2>&1 || true
+      mv "$lock" "$lock.stale.$$" 2>/dev/null && rm -rf "$lock.stale.$$"
+      mkdir "$lock" 2>/dev/null || continue
+    fi
+    if port_busy "$base"; then rm -rf "$lock"; continue; fi
+    echo "$DIR" > "$lock/dir"; echo "$owner" > "$lock/owner"
+    mkdir -p "$DIR"; echo "$base" > "$DIR/port_base"
+    echo "$base"; return 0
+  done
+  echo "cluster: no free block of 20 ports in 17100-18379 (see $PORTS)" >&2
+  return 1
+}
+
+give_ports() {
+  b=$(cat "$DIR/port_base" 2>/dev/null) || return 0
+  [ "$(cat "$PORTS/$b/dir" 2>/dev/null)" = "$DIR" ] && rm -rf "$PORTS/$b"
+  return 0
+}
 
 # kill_tree PID: the process and all its descendants (slurmd leaves its
 # slurmstepds, and they their tasks, behind otherwise).
@@ -50,6 +104,7 @@ stop() {
     [ -f "$f" ] || continue
     pid=$(cat "$f"); kill -9 "$pid" 2>/dev/null || true
   done
+  give_ports
   rm -rf "$DIR"
 }
 
@@ -61,19 +116,30 @@ wait_for() {  # wait_for SECONDS DESCRIPTION COMMAND...
   done
 }
 
-start() {
-  case "$DIR" in /tmp|/tmp/*) echo "cluster: $DIR is under /tmp, which each node replaces; use /var/tmp" >&2; exit 2 ;; esac
-  stop
-  mkdir -p "$DIR/pids" "$DIR/log" "$DIR/state" "$DIR/spool"
-  # munge: reuse a running munged, else start one (it needs /run/munge owned by munge).
+# munge_up: a running munged (reused, else started). It is the host's
+# service, shared by every cluster and test running beside this one: started
+# once, under a lock, and never stopped by a cluster or a test.
+munge_up() {
+  exec 9> /var/tmp/scout-munged.lock
+  flock 9
   if ! munge -n </dev/null >/dev/null 2>&1; then
     mkdir -p /run/munge /var/log/munge /var/lib/munge
     chown munge:munge /run/munge /var/log/munge /var/lib/munge 2>/dev/null || true
     [ -s /etc/munge/munge.key ] || { mungekey --create --keyfile=/etc/munge/munge.key 2>/dev/null || dd if=/dev/urandom of=/etc/munge/munge.key bs=1 count=1024 2>/dev/null; chown munge:munge /etc/munge/munge.key; chmod 600 /etc/munge/munge.key; }
     runuser -u munge -- /usr/sbin/munged --pid-file=/run/munge/munged.pid
-    cp /run/munge/munged.pid "$DIR/pids/munged.pid"
     wait_for 10 munged sh -c 'munge -n </dev/null'
   fi
+  flock -u 9; exec 9>&-
+}
+
+start() {
+  case "$DIR" in /tmp|/tmp/*) echo "cluster: $DIR is under /tmp, which each node replaces; use /var/tmp" >&2; exit 2 ;; esac
+  stop
+  if [ -n "${SCOUT_CLUSTER_PORT_BASE:-}" ]; then PORT_BASE=$SCOUT_CLUSTER_PORT_BASE
+  else PORT_BASE=$(take_ports) || exit 1
+  fi
+  mkdir -p "$DIR/pids" "$DIR/log" "$DIR/state" "$DIR/spool"
+  munge_up
   CONF=$DIR/slurm.conf
   cat > "$CONF" <<CONF
 ClusterName=scout
@@ -157,5 +223,7 @@ case "$cmd" in
   start) start "$@" ;;
   stop) stop ;;
   on) shift 2; on "$@" ;;
+  ports) take_ports ;;
+  munge) munge_up ;;
   *) echo "usage: cluster.sh start|stop|on DIR [PLUGSTACK_LINE | NODE CMD...]" >&2; exit 2 ;;
 esac

@@ -10,17 +10,11 @@ CRASHES=${SCOUT_CRASHES:-3}
 CLIENTS=${SCOUT_CRASH_CLIENTS:-64}
 R=$B/tests/integration/ledgerd_request
 [ "$(id -u)" -eq 0 ] || fail "needs root (munged)"
-MUNGED_PID=
-if ! munge -n </dev/null >/dev/null 2>&1; then
-  mkdir -p /run/munge /var/log/munge /var/lib/munge
-  chown munge:munge /run/munge /var/log/munge /var/lib/munge 2>/dev/null || true
-  [ -s /etc/munge/munge.key ] || { mungekey --create --keyfile=/etc/munge/munge.key; chown munge:munge /etc/munge/munge.key; chmod 600 /etc/munge/munge.key; }
-  runuser -u munge -- /usr/sbin/munged --pid-file=/run/munge/munged.pid
-  MUNGED_PID=$(cat /run/munge/munged.pid)
-fi
+"$top_srcdir/tests/cluster/cluster.sh" munge "$T" || fail "munged did not start"
 LD=
-trap '[ -n "$LD" ] && kill -9 $LD 2>/dev/null; touch "$T/stop"; wait 2>/dev/null; [ -n "$MUNGED_PID" ] && kill "$MUNGED_PID" 2>/dev/null; cleanup' EXIT
-PORT=$(( 17200 + $$ % 500 ))
+# A block of ports of its own (tests run side by side), given back on exit.
+PORT=$(( $(SCOUT_CLUSTER_OWNER=$$ "$top_srcdir/tests/cluster/cluster.sh" ports "$T/ports") + 10 )) || fail "no free ports"
+trap '[ -n "$LD" ] && kill -9 $LD 2>/dev/null; touch "$T/stop"; wait 2>/dev/null; "$top_srcdir/tests/cluster/cluster.sh" stop "$T/ports"; cleanup' EXIT
 printf 'ledgerd = 127.0.0.1:%s\nsite_ledger = %s/site.db\n' "$PORT" "$T" > "$T/scout.conf"
 export SCOUT_CONF=$T/scout.conf
 JOBID=7000100

@@ -35,8 +35,6 @@ id -u "$JOB_USER" >/dev/null 2>&1 || useradd -M -d /nonexistent -s /usr/sbin/nol
 JOB_UID=$(id -u "$JOB_USER") JOB_GID=$(id -g "$JOB_USER")
 # as_job_user CMD... : CMD as the job's user (her scoutctl on the login node)
 as_job_user() { (cd /tmp && HOME=$CL.home USER=$JOB_USER LOGNAME=$JOB_USER setpriv --reuid "$JOB_UID" --regid "$JOB_GID" --init-groups "$@"); }
-# The login node's spool is root's 0755 (as a package leaves it); restored on exit.
-LOGIN_SPOOL_MODE=$(stat -c %a /var/spool/scout 2>/dev/null || echo absent)
 
 # On failure, also show what the cluster's jobs and scoutds wrote.
 fail() {
@@ -58,13 +56,15 @@ slurm_cleanup() {
     scancel --user="$JOB_USER" >/dev/null 2>&1 || true
   fi
   sleep 0.5
+  # Her processes of this cluster only (tests beside this one run jobs as
+  # her too): those whose environment names this cluster's slurm.conf.
+  for p in $(pgrep -u "$JOB_USER" 2>/dev/null); do
+    grep -qz "^SLURM_CONF=$CL/slurm.conf\$" "/proc/$p/environ" 2>/dev/null && kill -KILL "$p" 2>/dev/null || true
+  done
   "$top_srcdir/tests/cluster/cluster.sh" stop "$CL" || true
-  pkill -KILL -u "$JOB_USER" 2>/dev/null || true
   rm -rf "$CL.epilog" "$CL.prolog" "$CL.bin" "$CL.home"
-  case "$LOGIN_SPOOL_MODE" in
-    absent) rmdir /var/spool/scout 2>/dev/null || true ;;
-    *) chmod "$LOGIN_SPOOL_MODE" /var/spool/scout 2>/dev/null || true ;;
-  esac
+  # The login node's spool stays root's 0755, as a package leaves it: a test
+  # beside this one may be using it, so it is neither removed nor re-moded.
   cleanup
 }
 trap slurm_cleanup EXIT
@@ -97,7 +97,7 @@ start_cluster() {
   done
   case ":$PATH:" in *":$CL.bin/user:"*) ;; *) export PATH="$CL.bin/user:$PATH" ;; esac
   line="required $SCOUT_SO scoutd=$B/scoutd/scoutd probe=$B/probe/.libs/libscout_probe.so spool=$SPOOL ledger=$SITE runtime_dir=$RUNDIR stall_threshold=2 companion_wait=20 blame_jobs=1 blame_users=1 dstate_wait=0.5 $*"
-  SCOUT_CLUSTER_EXTRA="Epilog=$CL.epilog
+  SCOUT_CLUSTER_OWNER=$$ SCOUT_CLUSTER_EXTRA="Epilog=$CL.epilog
 Prolog=$CL.prolog
 ${SLURM_CONF_EXTRA:-}" SCOUT_CLUSTER_EXPOSE="$top_srcdir $top_builddir" \
     "$top_srcdir/tests/cluster/cluster.sh" start "$CL" "$line" || fail "cluster did not start: $(tail -20 "$CL"/log/*.log 2>/dev/null)"
@@ -106,7 +106,7 @@ ${SLURM_CONF_EXTRA:-}" SCOUT_CLUSTER_EXPOSE="$top_srcdir $top_builddir" \
   # Her batch jobs' output file (slurmstepd opens it as her; $CL is root's).
   : > "$CL/job.out" && chown "$JOB_USER:" "$CL/job.out"
   if [ "${LEDGERD:-no}" = yes ]; then
-    LEDGERD_PORT=$(( ${SCOUT_CLUSTER_PORT_BASE:-17010} + 10 ))
+    LEDGERD_PORT=$(( $(cat "$CL/port_base") + 10 ))  # the cluster's own block (cluster.sh)
     METRICS_PORT=$((LEDGERD_PORT + 1))
     printf 'ledgerd = 127.0.0.1:%s\nsite_ledger = %s\nadmins = root\nmetrics_listen = 127.0.0.1:%s\n' \
       "$LEDGERD_PORT" "$CL/ledgerd.db" "$METRICS_PORT" > "$CL/scout.conf"

@@ -139,3 +139,49 @@ TEST_CASE("rounds give every client the same model; scaler and threshold freeze 
                    Aggregation::kFedAvgM, Aggregation::kFedAvg})
     run_rounds(agg);
 }
+
+namespace {
+// A contribution of `n` windows whose scores all fall in histogram bin `bin`
+// (and `m` more in bin `bin_hi`), with a scaler part and no model update.
+std::vector<double> scored_contribution(double n, int bin, double m = 0, int bin_hi = 0) {
+  std::vector<double> c{1.0, n};
+  for (int k = 0; k < kTelemetryFeatures; ++k) c.push_back(n);      // sums
+  for (int k = 0; k < kTelemetryFeatures; ++k) c.push_back(2 * n);  // sums of squares
+  std::vector<double> hist(kScoreBins, 0.0);
+  hist[static_cast<std::size_t>(bin)] += n;
+  hist[static_cast<std::size_t>(bin_hi)] += m;
+  c.insert(c.end(), hist.begin(), hist.end());
+  c.push_back(0.0);  // no update
+  return c;
+}
+double threshold_after(FedServer& s, const std::vector<std::vector<double>>& contribs) {
+  std::string summary;
+  auto down = s.round(contribs, summary);
+  REQUIRE(down.size() > 1);
+  return down[1];
+}
+}  // namespace
+
+TEST_CASE("a warm-up under a saturated host does not freeze a high threshold; a minority going wrong keeps it") {
+  LearnOptions o;
+  o.warmup_rounds = 3;
+  scout::learn::MemAEShape shape{kTelemetryFeatures, 8, 4, 6};
+  FedServer s(o, shape);
+  // Warm-up while the host was saturated: every window scores high (bin 40).
+  double t = 0;
+  for (int r = 0; r <= 3; ++r) t = threshold_after(s, {scored_contribution(100, 40), scored_contribution(100, 40)});
+  const double loaded = t;
+  // The host quiets down (bin 20): not after one or two rounds, after three.
+  CHECK(threshold_after(s, {scored_contribution(100, 20), scored_contribution(100, 20)}) == loaded);
+  CHECK(threshold_after(s, {scored_contribution(100, 20), scored_contribution(100, 20)}) == loaded);
+  t = threshold_after(s, {scored_contribution(100, 20), scored_contribution(100, 20)});
+  CHECK(t < loaded / 100);
+  CHECK(t > 0);
+  // One client (a quarter of the windows) goes wrong: its windows set the
+  // high quantile, so the threshold stays where it is; it never rises.
+  for (int r = 0; r < 4; ++r)
+    CHECK(threshold_after(s, {scored_contribution(100, 20, 100, 30), scored_contribution(200, 20)}) == t);
+  // A job-wide rise does not raise it either.
+  for (int r = 0; r < 4; ++r)
+    CHECK(threshold_after(s, {scored_contribution(100, 45), scored_contribution(100, 45)}) == t);
+}

@@ -61,6 +61,47 @@ TEST_CASE("NCCL: no gpu_hang while the held GPU is within the threshold, nor for
   for (auto& x : detect_progress(v, opt())) CHECK(x.status != c3::VerdictStatus::kAttributed);
 }
 
+TEST_CASE("NCCL: the verdict's kind does not depend on which clock reaches the threshold first") {
+  // Order 1: the waiting hosts are past the threshold (stalled 5 s), the held
+  // GPU completed something 0.5 s ago: no host rule names it meanwhile.
+  auto v = gpu_job(4, 2, 0.5);
+  CHECK(detect_progress(v, opt()).empty());
+  for (double idle : {1.0, 1.9}) {
+    v[2].gpu.idle_s = idle;
+    CHECK(detect_progress(v, opt()).empty());
+  }
+  v[2].gpu.idle_s = 2.0;  // its own clock gets there: gpu_hang, never hang first
+  auto d = detect_progress(v, opt());
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].kind == c3::VerdictKind::kGpuHang);
+  CHECK(d[0].ranks == std::vector<int>{2});
+  // Order 2: the GPU's clock first (idle 4 s), the hosts' still under it.
+  v = gpu_job(4, 2, 4.0);
+  for (auto& e : v) e.stalled_s = 1.0;
+  CHECK(detect_progress(v, opt()).empty());
+  for (auto& e : v) e.stalled_s = 2.5;
+  d = detect_progress(v, opt());
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].kind == c3::VerdictKind::kGpuHang);
+  CHECK(d[0].ranks == std::vector<int>{2});
+  // Per communicator, the same in both orders.
+  v = gpu_job(4, 2, 0.5);
+  for (auto& e : v) {
+    RankEvidence::Gpu::CommOps c;
+    c.id = 7;
+    c.issued = 11;
+    c.begun = e.gpu.started;
+    c.done = 10;
+    e.gpu.comms.push_back(c);
+  }
+  CHECK(detect_progress(v, opt()).empty());
+  v[2].gpu.idle_s = 3.0;
+  d = detect_progress(v, opt());
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].kind == c3::VerdictKind::kGpuHang);
+  CHECK(d[0].evidence["communicator_op"] == 11);
+}
+
 TEST_CASE("NCCL GPU evidence survives the gather and refuses an impossible state") {
   auto v = gpu_job(2, 1, 4.0);
   nlohmann::json j = v[0];
