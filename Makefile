@@ -45,9 +45,10 @@ check: deps
 	rm -f $(BUILD)/test-durations.txt
 	$(MAKE) -C $(BUILD) -j$(CHECK_JOBS) check
 
+# Only what the unit tests link is built with the sanitizers (check-unit).
 check-sanitizers: deps $(ASAN_BUILD)/Makefile
-	$(MAKE) -C $(ASAN_BUILD) -j$(JOBS)
-	$(MAKE) -C $(ASAN_BUILD) check
+	rm -f $(ASAN_BUILD)/test-durations.txt
+	$(MAKE) -C $(ASAN_BUILD) -j$(JOBS) check-unit
 
 FUZZ_SECONDS ?= 60
 FUZZ_RUNS    ?=
@@ -55,9 +56,9 @@ fuzz: deps
 	$(MAKE) -f fuzz/Makefile OUT=$(CURDIR)/build-fuzz -j$(JOBS)
 	$(MAKE) -f fuzz/Makefile OUT=$(CURDIR)/build-fuzz run SECONDS=$(FUZZ_SECONDS) RUNS=$(FUZZ_RUNS)
 
-demo: deps
-	$(MAKE) all
-	$(MAKE) -C $(BUILD) standins
+# Only what the demo runs is built first (demo-build); `make` builds the rest.
+demo: deps $(BUILD)/Makefile
+	$(MAKE) -C $(BUILD) -j$(JOBS) demo-build
 	$(BUILD)/examples/demo
 
 bench: deps

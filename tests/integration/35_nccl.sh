@@ -12,6 +12,9 @@
 NTRAIN=$B/examples/nccl_train
 [ -x "$NTRAIN" ] && [ -f "$B/probe/.libs/libscout_nccl.so" ] || { echo "SKIP: built without NCCL"; exit 77; }
 export LD_LIBRARY_PATH=$B/tests/standin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# The stand-in NCCL's segments in this test's directory, not /dev/shm.
+export SCOUT_STANDIN_NCCL_DIR=$T/nccl-segments
+mkdir -p "$SCOUT_STANDIN_NCCL_DIR"
 THRESH=2
 nrun() { start_run -n 4 --nodes 2 --stall-threshold $THRESH --probe nccl -- "$NTRAIN" --step-ms 2 "$@"; }
 
@@ -117,5 +120,4 @@ wait_for_verdict straggler 40
 expect_verdict straggler "[1]" '["n1"]'
 stop_run
 assert_no_leftovers
-rm -f /dev/shm/scoutstandin.* 2>/dev/null || true  # the stand-in NCCL segments of the killed runs
 pass "nccl: gpu_hang, stall, crash, divergence and straggler named on NCCL ranks, a pipeline's stopped GPU and stopped stage too; healthy run clean"

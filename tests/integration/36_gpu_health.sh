@@ -41,6 +41,5 @@ echo "$v" | jq -e 'map(select(.evidence.gpu.bus_id == "0000:17:00.0")) | length 
 "$SCOUTCTL" query "$JOB" | grep -E "gpu_health +attributed +2 +n2 .*GPU 0000:12:00.0" >/dev/null ||
   fail "text query: $("$SCOUTCTL" query "$JOB")"
 stop_run
-rm -f /dev/shm/scoutstandin.* 2>/dev/null || true
 assert_no_leftovers
 pass "gpu_health: XID 79 and a lost GPU named on n2 (rank 2, 0000:12:00.0), XID 63 advisory on n1, another job's GPU left out"

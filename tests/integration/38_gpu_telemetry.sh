@@ -35,6 +35,5 @@ expect_eq "ranks" "$(echo "$t" | jq -c .ranks)" "[1]"
 expect_eq "hosts" "$(echo "$t" | jq -c .hosts)" '["n1"]'
 top=$(echo "$t" | jq -r '.evidence.top_features[0].feature')
 case $top in gpu_utilisation|gpu_power) ;; *) fail "top feature $top; expected a GPU one: $t" ;; esac
-rm -f /dev/shm/scoutstandin.* 2>/dev/null || true
 assert_no_leftovers
 pass "GPU telemetry: rank 1's GPU idles after the warm-up -> telemetry_anomaly on n1 ($top); personalised memory on every node"

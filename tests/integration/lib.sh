@@ -15,7 +15,10 @@ LEDGER=$T/ledger.db
 export SCOUT_LEDGER=$LEDGER SCOUT_RUNTIME_DIR=$T/run
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 RUN_PID=
-JOB=$(( ($$ % 90000) + 10000 ))   # distinct per test process
+# Job ids: a block of 100 per test process (next_job steps inside it), above
+# any pid and any local job id scout-run reserves (1000000 on): tests running
+# side by side never share one, and so never a /dev/shm record name.
+JOB=$(( 10000000 + $$ * 100 ))
 
 cleanup() {
   if [ -n "$RUN_PID" ] && kill -0 "$RUN_PID" 2>/dev/null; then
@@ -130,4 +133,8 @@ use_nccl_standin() {
   export LD_LIBRARY_PATH=$B/tests/standin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   export SCOUT_STANDIN_NVML=$T/nvml.txt
   : > "$SCOUT_STANDIN_NVML"
+  # The stand-in NCCL's segments in this test's directory (removed with it),
+  # never in /dev/shm where a test beside this one has its own.
+  export SCOUT_STANDIN_NCCL_DIR=$T/nccl-segments
+  mkdir -p "$SCOUT_STANDIN_NCCL_DIR"
 }
