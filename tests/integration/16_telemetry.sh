@@ -6,6 +6,7 @@
 # What the nodes' learners hold is read as a user reads it, from
 # `scoutctl status JOB --json` (its "learners": node, round, model, scoring),
 # polled while the job runs.
+# scout-test: alone (the learner's warm-up and a CPU hog inside one rank: tests beside it load every rank's CPU features; issue: pass beside a CPU hog)
 . "$top_srcdir/tests/integration/lib.sh"
 LEARN="--scoutd-arg=--learn-window=0.5 --scoutd-arg=--learn-round=1 --scoutd-arg=--learn-warmup=10"
 # sample_learners: one poll, one line per answer: [[node, round, model, scoring]...]

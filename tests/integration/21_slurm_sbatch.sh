@@ -12,10 +12,12 @@ cat > "$CL/job.sh" <<JOB
 #SBATCH --scout-ckpt-dir=$CL/ckpt
 #SBATCH -N3 -n6
 #SBATCH -o $CL/job.out
-# The checkpoint is written while the step is observed: once its ranks ran
-# 50 steps (they start after the companion is up), not at a fixed time that
-# a loaded host may reach before the scoutds watch the directory.
-( until grep -q "^step 50 " "$CL/job.out"; do sleep 0.2; done; mkdir "$CL/ckpt/step-1"; echo w > "$CL/ckpt/step-1/model.bin" ) &
+# The checkpoint is written while the step is observed: once this node's
+# ranks of step 0 published their records (they start after the companion
+# is up), not at a fixed time that a loaded host may reach before the
+# scoutds watch the directory.
+( until ls /dev/shm/scout.\$SLURM_JOB_ID.0.* >/dev/null 2>&1; do sleep 0.2; done
+  mkdir "$CL/ckpt/step-1"; echo w > "$CL/ckpt/step-1/model.bin" ) &
 srun --mpi=pmix "$TRAIN" --steps 80 --step-ms 150
 srun --mpi=pmix "$TRAIN" --steps 200 --fault crash:rank=3:step=30
 echo "script done"
