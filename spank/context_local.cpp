@@ -239,6 +239,20 @@ int local_user_init(spank_t sp) {
     }
     return 0;  // timed out
   };
+  // A companion that did not come up is stopped with its step: SIGTERM lets
+  // its srun cancel the step (a SIGKILLed srun leaves the step's scoutds
+  // running on the nodes, beside the ones started next, all of them
+  // holding the job's runtime directory); SIGKILL after 5 s.
+  auto stop_companion = [](pid_t p) {
+    ::kill(-p, SIGTERM);
+    int status = 0;
+    for (int i = 0; i < 50; ++i) {
+      if (waitpid(p, &status, WNOHANG) == p) return;
+      ::poll(nullptr, 0, 100);
+    }
+    ::kill(-p, SIGKILL);
+    waitpid(p, &status, 0);
+  };
   pid_t pid = launch();
   if (pid < 0) return fail(std::string("fork: ") + std::strerror(errno));
   if (cfg.companion_wait > 0) {
@@ -246,11 +260,7 @@ int local_user_init(spank_t sp) {
     if (r <= 0) {
       slurm_info("scout: local: warning: the scoutd companion did not come up within %.0f s; starting it again",
                  cfg.companion_wait);
-      if (r == 0) {
-        ::kill(-pid, SIGKILL);
-        int status = 0;
-        waitpid(pid, &status, 0);
-      }
+      if (r == 0) stop_companion(pid);
       pid = launch();
       if (pid < 0) return fail(std::string("fork: ") + std::strerror(errno));
       if (up(pid) <= 0) {
@@ -262,9 +272,7 @@ int local_user_init(spank_t sp) {
                                 "; scoutd's own log on each node: " +
                                 common::spool_scoutd_log(cfg.spool, jid, sid, "NODE") + ")";
         if (cfg.required) {
-          ::kill(-pid, SIGKILL);
-          int status = 0;
-          waitpid(pid, &status, 0);
+          stop_companion(pid);
           if (ready_fd >= 0) ::close(ready_fd);
           slurm_error("scout: local: %s; scout is required at this site, the step is not started", why.c_str());
           return -1;

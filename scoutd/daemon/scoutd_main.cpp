@@ -17,7 +17,17 @@
 #endif
 
 namespace {
-extern "C" void on_stop_signal(int) { scout::scoutd::g_stop_signal = 1; }
+// A stop has a hard deadline: the observers stop by agreement and commit
+// within a few seconds, but a scoutd whose peers are gone (a step killed
+// around it, a lost node) could otherwise wait in MPI for ever, holding the
+// job's runtime directory and a core while Slurm waits for the step
+// (the plugin's grace, 20 s, then KillWait). Everything committed is in
+// SQLite's WAL already; SIGALRM's default action ends the process.
+constexpr unsigned kStopDeadlineS = 15;
+extern "C" void on_stop_signal(int) {
+  if (!scout::scoutd::g_stop_signal) alarm(kStopDeadlineS);  // async-signal-safe
+  scout::scoutd::g_stop_signal = 1;
+}
 
 void install_signals() {
   struct sigaction sa {};

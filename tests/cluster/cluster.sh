@@ -87,8 +87,18 @@ kill_tree() {
 
 stop() {
   [ -d "$DIR" ] || return 0
+  # Every process in a node's mount namespace is that node's: its slurmd,
+  # the slurmstepds it forked (not its descendants once they detach), their
+  # tasks and scoutds. Never the host's own namespace.
+  host_ns=$(readlink /proc/self/ns/mnt)
   for f in "$DIR"/pids/slurmd.*.pid; do
-    [ -f "$f" ] && kill_tree "$(cat "$f")"
+    [ -f "$f" ] || continue
+    pid=$(cat "$f")
+    ns=$(readlink "/proc/$pid/ns/mnt" 2>/dev/null) || continue
+    if [ "$ns" = "$host_ns" ]; then kill_tree "$pid"; continue; fi
+    for p in /proc/[0-9]*; do
+      [ "$(readlink "$p/ns/mnt" 2>/dev/null)" = "$ns" ] && kill -9 "${p#/proc/}" 2>/dev/null
+    done
   done
   # Job processes of this cluster that outlived their slurmstepd (the
   # caller's own shell has SLURM_CONF too, but no SLURM_JOB_ID).

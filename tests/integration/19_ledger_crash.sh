@@ -3,6 +3,7 @@
 # uses is SIGKILLed at a random moment during verdict writes, 100 times. After
 # every kill, PRAGMA integrity_check is ok, and every verdict the writer
 # reported as committed is in the ledger exactly once.
+# Duration: about 85 s with -j3: 100 SIGKILLs of a writer at random moments, each followed by an integrity check.
 . "$top_srcdir/tests/integration/lib.sh"
 W=$B/tests/integration/ledger_writer
 DB=$T/crash.db

@@ -5,6 +5,7 @@
 # wait-for graph within the threshold + 2 s and resolved when continued; a
 # rank spinning outside MPI is a hang; a slow rank and a slow link are late
 # senders; a crash, an MPI_Abort and a deadlock are each named exactly.
+# Duration: about 100 s with -j3: nine 6-rank jobs, a healthy run and one per fault, each waiting for its threshold or confirmations.
 . "$top_srcdir/tests/integration/lib.sh"
 THRESH=2
 run() { next_job; start_run -n 6 --nodes 3 --stall-threshold $THRESH -- "$TRAIN" --halo "$@"; }

@@ -3,6 +3,7 @@
 # two duplicated communicators. 20 healthy runs: zero verdicts (a record with
 # concurrent writers once gave false crash and hang verdicts); a stopped rank
 # is named.
+# Duration: about 100 s with -j3: 20 healthy MPI_THREAD_MULTIPLE runs (a race that once gave false verdicts needs many runs) and a stopped one.
 . "$top_srcdir/tests/integration/lib.sh"
 MT=$B/tests/integration/mt_allreduce
 for i in $(seq 1 20); do

@@ -8,6 +8,7 @@
 # operation counts check that ncclBcast (NCCL calls ncclBroadcast through
 # the PLT) is counted once. Pipelines (ncclSend/ncclRecv, with data-parallel
 # replicas on split communicators) and tensor-parallel groups too.
+# Duration: about 70 s with -j3: fourteen 4-rank NCCL jobs, one per fault kind and communicator layout.
 . "$top_srcdir/tests/integration/lib.sh"
 NTRAIN=$B/examples/nccl_train
 [ -x "$NTRAIN" ] && [ -f "$B/probe/.libs/libscout_nccl.so" ] || { echo "SKIP: built without NCCL"; exit 77; }

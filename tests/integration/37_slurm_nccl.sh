@@ -9,6 +9,7 @@
 #    gpu_health on n3 from its scoutd, and n3's epilog drains n3 after its
 #    own NVML read confirms the GPU is lost; n1 and n2 stay in service.
 # The site's plugstack learn_aggregation= reaches every companion scoutd.
+# Duration: about 75 s with -j3: three jobs on a three-node Slurm cluster started for the test, each through its epilogs.
 . "$top_srcdir/tests/integration/slurm_lib.sh"
 NTRAIN=$B/examples/nccl_train
 [ -x "$NTRAIN" ] && [ -f "$B/probe/.libs/libscout_nccl.so" ] || { echo "SKIP: built without NCCL"; exit 77; }

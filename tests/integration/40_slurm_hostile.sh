@@ -18,7 +18,7 @@
 #     refuses her reply, and she cannot decode root's request.
 . "$top_srcdir/tests/integration/slurm_lib.sh"
 # Nothing of the test users outlives the test, pass or fail.
-trap 'pkill -u scout-alice 2>/dev/null || true; pkill -u scout-bob 2>/dev/null || true; slurm_cleanup' EXIT
+trap 'pkill -KILL -u scout-alice 2>/dev/null || true; pkill -KILL -u scout-bob 2>/dev/null || true; slurm_cleanup' EXIT
 LEDGERD=yes start_cluster
 REQ=$B/tests/integration/ledgerd_request
 for u in scout-alice scout-bob; do

@@ -9,6 +9,7 @@
 # comment says "Ctrl-C ends it" gets SIGINT once its verdict is there, any
 # other must end by itself. A command exits 0 unless its comment documents
 # another status ("exit 1 if none").
+# Duration: about 85 s with -j3: every job of the README block, run to its verdict or end as a user would.
 . "$top_srcdir/tests/integration/lib.sh"
 [ -x "$B/examples/nccl_train" ] || { echo "SKIP: no NCCL headers at configure time: README's NCCL example cannot run"; exit 77; }
 W=$T/readme
