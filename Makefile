@@ -41,10 +41,11 @@ $(ASAN_BUILD)/Makefile: configure
 # Tests run side by side (each owns its ports, directories, ledger files,
 # job ids and Slurm cluster): CHECK_JOBS at a time. Most of a test's time is
 # spent waiting for a stall threshold or a job step, not on a core, so a
-# 2-core machine runs three at once: measured here, -j3 ran the suite in
-# 11.7 min with a load average near 10, -j4 drove it to 20 and slowed
-# the timing tests' ranks enough to miss verdicts. Tests that need the
-# machine to themselves say so ("# scout-test: alone") and run alone.
+# 2-core machine could run more at once, but MPI ranks that wait for a
+# stopped peer spin: measured here, -j4 and -j3 drove the load average to
+# 15-30, timing tests missed verdicts and Open MPI 4.1.4's TCP BTL crashed
+# scoutds in MPI_Init. Two at once. Tests that need the machine to
+# themselves say so ("# scout-test: alone") and run alone.
 CHECK_JOBS      ?= 2
 check: deps
 	$(MAKE) all

@@ -4,6 +4,7 @@
 // srun blocks signals here, holds fds >= 3, and recurses unless the
 // companion's environment is cleaned and marked.
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -221,7 +222,7 @@ int local_user_init(spank_t sp) {
     std::uint32_t ready = 0;
     while (std::chrono::steady_clock::now() < end) {
       int status = 0;
-      if (waitpid(pid, &status, WNOHANG) == pid) return -1;  // exited
+      if (waitpid(pid, &status, WNOHANG) == pid) return -2;  // exited (reaped)
       if (ready_fd < 0) return 0;
       pollfd p{ready_fd, POLLIN, 0};
       if (::poll(&p, 1, 100) > 0) {
@@ -247,7 +248,8 @@ int local_user_init(spank_t sp) {
     ::kill(-p, SIGTERM);
     int status = 0;
     for (int i = 0; i < 50; ++i) {
-      if (waitpid(p, &status, WNOHANG) == p) return;
+      const pid_t w = waitpid(p, &status, WNOHANG);
+      if (w == p || (w < 0 && errno == ECHILD)) return;  // gone (and reaped)
       ::poll(nullptr, 0, 100);
     }
     ::kill(-p, SIGKILL);
@@ -260,10 +262,11 @@ int local_user_init(spank_t sp) {
     if (r <= 0) {
       slurm_info("scout: local: warning: the scoutd companion did not come up within %.0f s; starting it again",
                  cfg.companion_wait);
-      if (r == 0) stop_companion(pid);
+      if (r != -2) stop_companion(pid);  // timed out, or its stdout closed while it may live on
       pid = launch();
       if (pid < 0) return fail(std::string("fork: ") + std::strerror(errno));
-      if (up(pid) <= 0) {
+      const int r2 = up(pid);
+      if (r2 <= 0) {
         // An error the user sees, with where to look; under `required` the
         // step does not start unobserved.
         const std::string where = log.empty() ? std::string("no log: no runtime directory of yours on this host")
@@ -272,7 +275,7 @@ int local_user_init(spank_t sp) {
                                 "; scoutd's own log on each node: " +
                                 common::spool_scoutd_log(cfg.spool, jid, sid, "NODE") + ")";
         if (cfg.required) {
-          stop_companion(pid);
+          if (r2 != -2) stop_companion(pid);
           if (ready_fd >= 0) ::close(ready_fd);
           slurm_error("scout: local: %s; scout is required at this site, the step is not started", why.c_str());
           return -1;

@@ -295,7 +295,9 @@ std::vector<double> FedServer::round(const std::vector<std::vector<double>>& con
   // wrong keeps it where it is: the estimate is a high quantile of every
   // rank's recent windows, which a minority of rising ranks raise, never
   // lower. It never rises after warm-up (a job-wide change is the
-  // consensus guard's, not the threshold's).
+  // consensus guard's, not the threshold's). Only rounds with every node's
+  // windows count: a round without the loaded nodes would pull it under
+  // their normal.
   constexpr std::size_t kLowerRounds = 3;
   bool lowered = false;
   if (total >= 50) {
@@ -310,7 +312,7 @@ std::vector<double> FedServer::round(const std::vector<std::vector<double>>& con
     }
     if (round_ <= opt_.warmup_rounds) {
       threshold_ = estimate;
-    } else if (estimate > 0) {
+    } else if (estimate > 0 && clients == static_cast<int>(contributions.size())) {  // every node's windows
       recent_.push_back(estimate);
       if (recent_.size() > kLowerRounds) recent_.erase(recent_.begin());
       const double cap = *std::max_element(recent_.begin(), recent_.end());

@@ -2,6 +2,7 @@
 // fini calls in reverse; signal handlers only set a flag.
 #include <mpi.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -23,9 +24,11 @@ namespace {
 // job's runtime directory and a core while Slurm waits for the step
 // (the plugin's grace, 20 s, then KillWait). Everything committed is in
 // SQLite's WAL already; SIGALRM's default action ends the process.
-constexpr unsigned kStopDeadlineS = 15;
+// The deadline covers the stop round (up to two round timeouts) and the
+// forwarder's drain (5 s): at least 15 s (set from the options at start).
+unsigned g_stop_deadline_s = 15;
 extern "C" void on_stop_signal(int) {
-  if (!scout::scoutd::g_stop_signal) alarm(kStopDeadlineS);  // async-signal-safe
+  if (!scout::scoutd::g_stop_signal) alarm(g_stop_deadline_s);  // async-signal-safe
   scout::scoutd::g_stop_signal = 1;
 }
 
@@ -35,6 +38,7 @@ void install_signals() {
   sigemptyset(&sa.sa_mask);
   for (int s : {SIGINT, SIGTERM, SIGUSR1}) sigaction(s, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  signal(SIGALRM, SIG_DFL);  // the stop deadline ends the process, whatever a library installed
 }
 }  // namespace
 
@@ -54,6 +58,7 @@ int main(int argc, char** argv) {
   }
   // A daemon: time-stamped lines to its log file; under Slurm also syslog.
   scout::log::init("scoutd", {false, true, cfg.slurm});
+  g_stop_deadline_s = static_cast<unsigned>(std::max(15.0, 2 * cfg.round_timeout_s + 10));
   install_signals();
 #ifdef HAVE_CUDA
   if (cfg.replay) scout::scoutd::install_gpu_backend(cfg.replay_timeout_s);  // no GPU: nothing runs

@@ -21,7 +21,8 @@ using nlohmann::json;
 // issued and unbegun but completed something within the threshold, the
 // rule is `pending`: the host rules (wait-for, consensus) do not run that
 // round, and gpu_hang is named once the GPU's own clock gets there (a GPU
-// that completes work resets it; one that never does reaches it).
+// that completes work resets it; one that never does reaches it). Bounded:
+// past twice the threshold of the waiting hosts, the host rules run.
 // GPU ranks (NCCL): the host issues operations and the GPU runs them later,
 // so a stopped GPU does not stop its host at once. When a strict majority
 // of the ranks is stuck and the GPUs of a strict majority sit inside the
@@ -42,6 +43,14 @@ bool gpu_holding(const RankEvidence& e) {
 }
 bool gpu_stopped(const RankEvidence& e, const DetectorOptions& opt) {
   return gpu_holding(e) && e.gpu.idle_s >= opt.stall_threshold_s;
+}
+// The deferral is bounded: once the waiting hosts have been stuck for twice
+// the threshold, a GPU whose idle clock keeps being reset (it completes work
+// on another communicator) no longer holds the host rules back.
+bool may_defer(const std::vector<const RankEvidence*>& waiting, const DetectorOptions& opt) {
+  double longest = 0;
+  for (auto* e : waiting) longest = std::max(longest, e->stalled_s);
+  return longest < 2 * opt.stall_threshold_s;
 }
 
 const RankEvidence::Gpu::CommOps* comm_ops_of(const RankEvidence& e, std::uint64_t id) {
@@ -93,7 +102,7 @@ std::vector<VerdictDraft> detect_gpu_per_comm(const std::vector<const RankEviden
     }
     if (culprits.empty() || other) continue;
     if (young) {  // the GPU's own clock has not reached the threshold yet
-      pending = true;
+      pending = pending || may_defer(waiting, opt);
       continue;
     }
     VerdictDraft d = draft(c3::VerdictKind::kGpuHang, c3::VerdictStatus::kAttributed, culprits);
@@ -153,7 +162,7 @@ std::vector<VerdictDraft> detect_gpu(const std::vector<const RankEvidence*>& liv
     }
   }
   if (!culprits.empty() && others.empty() && young) {
-    pending = true;  // the GPU's own clock has not reached the threshold yet
+    pending = may_defer(waiting, opt);  // the GPU's own clock has not reached the threshold yet
     return out;
   }
   const RankEvidence* ref = waiting.front();

@@ -47,34 +47,48 @@ port_busy() {
 
 # take_ports: a free block for DIR; its base in DIR/port_base and on stdout.
 # The owner is the process that will stop the cluster (SCOUT_CLUSTER_OWNER,
-# default the caller of cluster.sh): while it lives, the block is its own.
+# default the caller of cluster.sh): while it lives, in this boot, the block
+# is its own. One lock ($PORTS/.lock) covers every take and give, the
+# stopping of a dead owner's cluster included, so two tests never both
+# reclaim one block.
 take_ports() {
   mkdir -p "$PORTS"
   owner=${SCOUT_CLUSTER_OWNER:-$PPID}
+  boot=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo unknown)
+  exec 7>>"$PORTS/.lock"
+  flock -w 120 7 || { echo "cluster: $PORTS/.lock held for 2 min" >&2; return 1; }
+  PORTS_LOCKED=1
   i=0
   while [ $i -lt 64 ]; do
     base=$((17100 + i * 20)); lock=$PORTS/$base; i=$((i + 1))
-    if ! mkdir "$lock" 2>/dev/null; then
+    if [ -d "$lock" ]; then
       o=$(cat "$lock/owner" 2>/dev/null || true); d=$(cat "$lock/dir" 2>/dev/null || true)
-      { [ -n "$o" ] && kill -0 "$o" 2>/dev/null; } && continue
-      [ -n "$o" ] || [ -z "$(find "$lock" -maxdepth 0 -mmin -1 2>/dev/null)" ] || continue  # being written
-      # Its owner is gone: stop what it left, then race the others for it.
-      [ -n "$d" ] && [ "$d" != "$DIR" ] && [ -f "$d/slurm.conf" ] && (DIR=$d; stop) >/dev/null 2>&1 || true
-      mv "$lock" "$lock.stale.$$" 2>/dev/null && rm -rf "$lock.stale.$$"
-      mkdir "$lock" 2>/dev/null || continue
+      b=$(cat "$lock/boot" 2>/dev/null || true)
+      if [ "$b" = "$boot" ] && [ -n "$o" ] && kill -0 "$o" 2>/dev/null; then continue; fi
+      # Its owner is gone: in this boot, stop what it left (its pids are
+      # this boot's); from an earlier boot nothing of it runs.
+      if [ "$b" = "$boot" ] && [ -n "$d" ] && [ "$d" != "$DIR" ] && [ -f "$d/slurm.conf" ]; then
+        (DIR=$d; stop) >/dev/null 2>&1 || true
+      fi
+      rm -rf "$lock"
     fi
-    if port_busy "$base"; then rm -rf "$lock"; continue; fi
-    echo "$DIR" > "$lock/dir"; echo "$owner" > "$lock/owner"
+    if port_busy "$base"; then continue; fi
+    mkdir "$lock" && echo "$DIR" > "$lock/dir" && echo "$owner" > "$lock/owner" && echo "$boot" > "$lock/boot"
     mkdir -p "$DIR"; echo "$base" > "$DIR/port_base"
+    flock -u 7; exec 7>&-
     echo "$base"; return 0
   done
+  flock -u 7; exec 7>&-
   echo "cluster: no free block of 20 ports in 17100-18379 (see $PORTS)" >&2
   return 1
 }
 
 give_ports() {
   b=$(cat "$DIR/port_base" 2>/dev/null) || return 0
-  [ "$(cat "$PORTS/$b/dir" 2>/dev/null)" = "$DIR" ] && rm -rf "$PORTS/$b"
+  [ -d "$PORTS/$b" ] || return 0
+  if [ -z "${PORTS_LOCKED:-}" ]; then exec 7>>"$PORTS/.lock"; flock -w 120 7 || true; fi
+  if [ "$(cat "$PORTS/$b/dir" 2>/dev/null)" = "$DIR" ]; then rm -rf "$PORTS/$b"; fi
+  if [ -z "${PORTS_LOCKED:-}" ]; then flock -u 7 || true; exec 7>&-; fi
   return 0
 }
 
@@ -94,10 +108,13 @@ stop() {
   for f in "$DIR"/pids/slurmd.*.pid; do
     [ -f "$f" ] || continue
     pid=$(cat "$f")
+    # A pid file of a cluster long gone may name a reused pid: only a slurmd
+    # of this cluster's configuration is this cluster's.
+    tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q -- "-f $DIR/slurm.conf" || continue
     ns=$(readlink "/proc/$pid/ns/mnt" 2>/dev/null) || continue
     if [ "$ns" = "$host_ns" ]; then kill_tree "$pid"; continue; fi
     for p in /proc/[0-9]*; do
-      [ "$(readlink "$p/ns/mnt" 2>/dev/null)" = "$ns" ] && kill -9 "${p#/proc/}" 2>/dev/null
+      [ "$(readlink "$p/ns/mnt" 2>/dev/null)" = "$ns" ] && { kill -9 "${p#/proc/}" 2>/dev/null || true; }
     done
   done
   # Job processes of this cluster that outlived their slurmstepd (the
@@ -105,14 +122,17 @@ stop() {
   for p in $(grep -l "SLURM_CONF=$DIR/slurm.conf" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3); do
     grep -q "SLURM_JOB_ID=" "/proc/$p/environ" 2>/dev/null && kill -9 "$p" 2>/dev/null || true
   done
+  # slurmctld (and any slurmd left): only while its command line names this
+  # cluster's configuration (a pid file may outlive its process).
+  ours() { tr '\0' ' ' < "/proc/$1/cmdline" 2>/dev/null | grep -q -- "-f $DIR/slurm.conf"; }
   for f in "$DIR"/pids/*.pid; do
     [ -f "$f" ] || continue
-    pid=$(cat "$f"); kill "$pid" 2>/dev/null || true
+    pid=$(cat "$f"); if ours "$pid"; then kill "$pid" 2>/dev/null || true; fi
   done
   sleep 1
   for f in "$DIR"/pids/*.pid; do
     [ -f "$f" ] || continue
-    pid=$(cat "$f"); kill -9 "$pid" 2>/dev/null || true
+    pid=$(cat "$f"); if ours "$pid"; then kill -9 "$pid" 2>/dev/null || true; fi
   done
   give_ports
   rm -rf "$DIR"
@@ -131,13 +151,13 @@ wait_for() {  # wait_for SECONDS DESCRIPTION COMMAND...
 # once, under a lock, and never stopped by a cluster or a test.
 munge_up() {
   exec 9> /var/tmp/scout-munged.lock
-  flock 9
+  flock -w 60 9 || { echo "cluster: /var/tmp/scout-munged.lock held for a minute" >&2; exit 1; }
   if ! munge -n </dev/null >/dev/null 2>&1; then
     mkdir -p /run/munge /var/log/munge /var/lib/munge
     chown munge:munge /run/munge /var/log/munge /var/lib/munge 2>/dev/null || true
     [ -s /etc/munge/munge.key ] || { mungekey --create --keyfile=/etc/munge/munge.key 2>/dev/null || dd if=/dev/urandom of=/etc/munge/munge.key bs=1 count=1024 2>/dev/null; chown munge:munge /etc/munge/munge.key; chmod 600 /etc/munge/munge.key; }
-    runuser -u munge -- /usr/sbin/munged --pid-file=/run/munge/munged.pid
-    wait_for 10 munged sh -c 'munge -n </dev/null'
+    runuser -u munge -- /usr/sbin/munged --pid-file=/run/munge/munged.pid 9>&-
+    wait_for 10 munged sh -c 'munge -n </dev/null' || { flock -u 9; exit 1; }
   fi
   flock -u 9; exec 9>&-
 }
@@ -146,6 +166,7 @@ start() {
   case "$DIR" in /tmp|/tmp/*) echo "cluster: $DIR is under /tmp, which each node replaces; use /var/tmp" >&2; exit 2 ;; esac
   stop
   if [ -n "${SCOUT_CLUSTER_PORT_BASE:-}" ]; then PORT_BASE=$SCOUT_CLUSTER_PORT_BASE
+    mkdir -p "$DIR"; echo "$PORT_BASE" > "$DIR/port_base"
   else PORT_BASE=$(take_ports) || exit 1
   fi
   mkdir -p "$DIR/pids" "$DIR/log" "$DIR/state" "$DIR/spool"

@@ -51,6 +51,8 @@ fail() {
 
 slurm_cleanup() {
   stop_ledgerd KILL
+  # Any scout-ledgerd of this cluster (one started in a subshell, say).
+  pkill -KILL -f -- "scout-ledgerd --config $CL/scout.conf" 2>/dev/null || true
   if [ -n "${CL_ENV:-}" ] && . "$CL_ENV"; then
     scancel --partition=debug >/dev/null 2>&1 || true  # every user's job of this cluster
   fi

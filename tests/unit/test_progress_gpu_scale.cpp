@@ -62,9 +62,11 @@ TEST_CASE("NCCL: no gpu_hang while the held GPU is within the threshold, nor for
 }
 
 TEST_CASE("NCCL: the verdict's kind does not depend on which clock reaches the threshold first") {
-  // Order 1: the waiting hosts are past the threshold (stalled 5 s), the held
-  // GPU completed something 0.5 s ago: no host rule names it meanwhile.
+  // Order 1: the waiting hosts are past the threshold (stalled 2.5 s, the
+  // threshold is 2 s), the held GPU completed something 0.5 s ago: no host
+  // rule names it meanwhile.
   auto v = gpu_job(4, 2, 0.5);
+  for (auto& e : v) e.stalled_s = 2.5;
   CHECK(detect_progress(v, opt()).empty());
   for (double idle : {1.0, 1.9}) {
     v[2].gpu.idle_s = idle;
@@ -75,6 +77,12 @@ TEST_CASE("NCCL: the verdict's kind does not depend on which clock reaches the t
   REQUIRE(d.size() == 1);
   CHECK(d[0].kind == c3::VerdictKind::kGpuHang);
   CHECK(d[0].ranks == std::vector<int>{2});
+  // Bounded: a GPU whose idle clock keeps being reset (work on another
+  // communicator) holds the host rules back only up to twice the threshold.
+  v = gpu_job(4, 2, 0.5);
+  for (auto& e : v) e.stalled_s = 4.5;
+  for (auto& x : detect_progress(v, opt())) CHECK(x.kind != c3::VerdictKind::kGpuHang);
+  CHECK(!detect_progress(v, opt()).empty());
   // Order 2: the GPU's clock first (idle 4 s), the hosts' still under it.
   v = gpu_job(4, 2, 4.0);
   for (auto& e : v) e.stalled_s = 1.0;
@@ -84,8 +92,9 @@ TEST_CASE("NCCL: the verdict's kind does not depend on which clock reaches the t
   REQUIRE(d.size() == 1);
   CHECK(d[0].kind == c3::VerdictKind::kGpuHang);
   CHECK(d[0].ranks == std::vector<int>{2});
-  // Per communicator, the same in both orders.
+  // Per communicator, the same.
   v = gpu_job(4, 2, 0.5);
+  for (auto& e : v) e.stalled_s = 2.5;
   for (auto& e : v) {
     RankEvidence::Gpu::CommOps c;
     c.id = 7;
