@@ -31,12 +31,9 @@ $(BUILD)/Makefile: configure
 	mkdir -p $(BUILD)
 	cd $(BUILD) && ../configure --enable-fault-injection $(CONFIGURE_FLAGS)
 
-# The sanitizer build compiles at -O1 with line tables only (-g1): what
-# ASan and UBSan need for their reports, in less time than -O2 -g.
-ASAN_CXXFLAGS   ?= -O1 -g1
 $(ASAN_BUILD)/Makefile: configure
 	mkdir -p $(ASAN_BUILD)
-	cd $(ASAN_BUILD) && ../configure --enable-sanitizers CXXFLAGS="$(ASAN_CXXFLAGS)" $(CONFIGURE_FLAGS)
+	cd $(ASAN_BUILD) && ../configure --enable-sanitizers $(CONFIGURE_FLAGS)
 
 # Tests run side by side (each owns its ports, directories, ledger files,
 # job ids and Slurm cluster): CHECK_JOBS at a time. Most of a test's time is

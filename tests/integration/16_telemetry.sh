@@ -7,7 +7,7 @@
 # `scoutctl status JOB --json` (its "learners": node, round, model, scoring),
 # polled while the job runs.
 # scout-test: alone (the learner's warm-up and a CPU hog inside one rank: tests beside it load every rank's CPU features; issue: pass beside a CPU hog)
-# Duration: about 70 s alone: two 1000-step runs; the learner needs its 10-round warm-up before the hog starts at step 700.
+# Duration: about 50 s alone: two 1000-step runs; the learner needs its 10-round warm-up before the hog starts at step 700.
 . "$top_srcdir/tests/integration/lib.sh"
 LEARN="--scoutd-arg=--learn-window=0.5 --scoutd-arg=--learn-round=1 --scoutd-arg=--learn-warmup=10"
 # sample_learners: one poll, one line per answer: [[node, round, model, scoring]...]

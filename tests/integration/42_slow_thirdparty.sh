@@ -10,7 +10,7 @@
 # named (a straggler verdict from its change point against its own past);
 # the healthy run gives no verdict.
 # scout-test: alone (the change-point rule compares a rank with its own past CPU share: tests beside it change every rank's share; issue: pass beside a CPU hog)
-# Duration: about 150 s alone: four meep runs, each with a 15 s baseline the change-point rule needs before a fault, and a healthy run as long as a faulty one.
+# Duration: about 125 s alone: four meep runs, each with a 15 s baseline the change-point rule needs before a fault, and a healthy run as long as a faulty one.
 . "$top_srcdir/tests/integration/lib.sh"
 command -v meep >/dev/null || fail "meep not found: scripts/install-deps installs meep-openmpi"
 command -v taskset >/dev/null || fail "taskset not found (util-linux)"
