@@ -2,6 +2,7 @@
 #include "cli/control_client.hpp"
 
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -46,6 +47,19 @@ ControlConnection::ControlConnection(const std::string& socket_path, int timeout
                                                  "refused (a socket planted at this path?)",
                                                  cred.uid, job_uid >= 0 ? fmt::format(" (uid {})", job_uid) : "")
                                    : std::string("cannot tell who answers (SO_PEERCRED); refused"));
+  }
+  // The name too: a socket file of another user's at this path, even one
+  // that an allowed process answers behind, is not the job's.
+  struct stat st {};
+  const bool seen = ::lstat(socket_path.c_str(), &st) == 0;
+  if (!seen || !S_ISSOCK(st.st_mode) || st.st_uid != cred.uid) {
+    const std::string what = !seen                   ? fmt::format("gone ({})", std::strerror(errno))
+                             : !S_ISSOCK(st.st_mode) ? std::string("not a socket")
+                                                     : fmt::format("a socket of uid {}", st.st_uid);
+    ::close(fd_);
+    fd_ = -1;
+    throw std::runtime_error(fmt::format("answered by uid {}, but the path is {}; refused (a socket planted at this "
+                                         "path?)", cred.uid, what));
   }
   request(fmt::format("HELLO {}", scoutd::kProtocolVersion));
 }

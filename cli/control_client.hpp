@@ -12,10 +12,11 @@ namespace scout::cli {
 class ControlConnection {
  public:
   static constexpr std::size_t kMaxReplyBytes = std::size_t{64} << 20;
-  // Connects and greets (HELLO); `timeout_s` bounds each read.
-  // Connects and checks who answers (SO_PEERCRED): root, the caller, or
-  // `job_uid` (the job's user, when the caller is root and knows it); any
-  // other process at that path is refused before a byte is read. timeout_s
+  // Connects, checks who answers, and greets (HELLO). The peer
+  // (SO_PEERCRED) must be root, the caller, or `job_uid`: the job's user as
+  // Slurm says (scoutctl_live.cpp asks squeue when the caller is root),
+  // never a directory's owner; and the socket file must be the peer's own.
+  // Anything else at that path is refused before a byte is read. timeout_s
   // bounds each request as a whole, not each read.
   explicit ControlConnection(const std::string& socket_path, int timeout_s = 5, long job_uid = -1);
   ~ControlConnection();

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "common/json_num.hpp"
+#include "common/untrusted_text.hpp"
 #include "cli/scoutctl.hpp"
 #include "ledgerd/client.hpp"
 #include "ledgerd/site_config.hpp"
@@ -15,7 +16,9 @@ using nlohmann::json;
 namespace ld = scout::ledgerd;
 
 [[noreturn]] void die(int code, const std::string& msg) {
-  std::fprintf(stderr, "scoutctl: %s\n", msg.c_str());
+  // Escaped: a message may quote a refusal, a path or a name someone else
+  // wrote, and root reads it on a terminal.
+  std::fprintf(stderr, "scoutctl: %s\n", scout::common::escape_control(msg).c_str());
   std::exit(code);
 }
 
@@ -48,7 +51,8 @@ std::optional<json> query_ledgerd(const Args& a) {
     if (!r.value("known", false) && r["verdicts"].empty()) return std::nullopt;  // not there (yet): local files
     return r["verdicts"];
   } catch (const ld::LedgerdError& e) {
-    std::fprintf(stderr, "scoutctl: %s: warning: %s; reading the local ledger files\n", a.command.c_str(), e.what());
+    std::fprintf(stderr, "scoutctl: %s: warning: %s; reading the local ledger files\n", a.command.c_str(),
+                 scout::common::escape_control(e.what()).c_str());
     return std::nullopt;
   }
 }
@@ -84,11 +88,13 @@ int cmd_ping(const Args& a) {
     json r = c.request({{"op", "ping"}});
     if (!r.value("ok", false)) die(kExitLedger, fmt::format("ping: scout-ledgerd refused: {}", r.value("error", "?")));
     r["ledgerd"] = fmt::format("{}:{}", site_ledgerd.host, site_ledgerd.port);
-    if (a.json) std::puts(r.dump(2).c_str());
+    if (a.json) std::puts(scout::common::dump_repairing_utf8(r, 2).c_str());
     else
       std::printf("scout-ledgerd at %s: ok, protocol %d; you are uid %d (%s), role %s\n",
-                  r["ledgerd"].get<std::string>().c_str(), scout::common::json_int_or(r, "v", 0), scout::common::json_int_or(r, "uid", -1),
-                  r.value("user", "?").c_str(), r.value("role", "?").c_str());
+                  scout::common::escape_control(r["ledgerd"].get<std::string>()).c_str(),
+                  scout::common::json_int_or(r, "v", 0), scout::common::json_int_or(r, "uid", -1),
+                  scout::common::escape_control(r.value("user", "?")).c_str(),
+                  scout::common::escape_control(r.value("role", "?")).c_str());
     return kExitOk;
   } catch (const ld::LedgerdError& e) {
     die(kExitUnreachable, fmt::format("ping: {}", e.what()));

@@ -1,10 +1,15 @@
 // scoutctl's commands that talk to a live job's scoutds through their
 // control sockets and need more than one exchange: stacks (every rank's
-// stack now) and set (retune the running job).
+// stack now) and set (retune the running job); and where every command
+// finds a job's sockets and whose answers it takes (root: the job's user as
+// Slurm says, see job_dir_owner).
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <thread>
 
 #include <fmt/format.h>
@@ -12,6 +17,7 @@
 #include "cli/control_client.hpp"
 #include "cli/scoutctl.hpp"
 #include "common/runtime_paths.hpp"
+#include "common/slurm_jobs.hpp"
 #include "common/tunables.hpp"
 #include "common/untrusted_json.hpp"
 #include "scoutd/detect/stack_classes.hpp"
@@ -22,23 +28,55 @@ namespace scout::cli {
 using nlohmann::json;
 namespace sd = scout::scoutd;
 
-// Whose scoutds may answer for a job, besides root and the caller: the owner
-// of the job's runtime directory, which the SPANK plugin (root) made 0700 for
-// the job's user (a name planted there before the job is taken back then).
+namespace {
+// The job's user as Slurm says, per runtime directory job_sockets listed.
+std::map<std::string, long>& slurm_job_users() {
+  static std::map<std::string, long> users;
+  return users;
+}
+}  // namespace
+
+// Whose scoutds may answer for a job, besides root and the caller: for root,
+// the job's user as Slurm says (squeue's uid field, asked once per job by
+// job_sockets), never the directory's owner: the directory may be one a user
+// made, or hers to chmod. -1 (root and the caller only) for other callers
+// and for a job Slurm does not know (scout-run's, whose scoutds are the
+// caller's own). The name is the one scoutctl.hpp declares.
 long job_dir_owner(const std::string& dir) {
-  struct stat st {};
-  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || (st.st_mode & 077) != 0) return -1;
-  return static_cast<long>(st.st_uid);
+  const auto& users = slurm_job_users();
+  const auto it = users.find(dir);
+  return it == users.end() ? -1 : it->second;
 }
 
 // The control sockets of a job's scoutds, sorted; dies with exit 5 (naming
-// the command) when there is none.
+// the command) when there is none, and with exit 2 when root names no
+// runtime directory (root has no default under /tmp).
 std::vector<std::string> job_sockets(const Args& a, std::string& dir) {
-  std::string root = a.runtime_dir.empty() ? scout::common::default_runtime_root() : a.runtime_dir;
+  std::string root = a.runtime_dir;
+  if (root.empty()) {
+    std::string why;
+    const auto r = scout::common::control_runtime_root(&why);
+    if (!r) die(kExitUsage, fmt::format("{}: {}", a.command, why));
+    root = *r;
+  }
   dir = scout::common::job_runtime_dir(root, a.job);
   auto sockets = scout::common::list_control_sockets(dir);
   if (sockets.empty())
     die(kExitUnreachable, fmt::format("{}: job {} has no running scoutd (no sockets in {})", a.command, a.job, dir));
+  // Slurm is asked only when a socket is not root's (root's own scout-run
+  // jobs need no squeue), once per job.
+  if (::getuid() == 0 && !slurm_job_users().count(dir) &&
+      std::any_of(sockets.begin(), sockets.end(), [](const std::string& p) {
+        struct stat st {};
+        return ::lstat(p.c_str(), &st) != 0 || st.st_uid != 0;
+      })) {
+    std::string why;
+    const auto j = scout::common::slurm_job("scontrol", a.job, 10, &why, false);
+    slurm_job_users()[dir] = j ? static_cast<long>(j->uid) : -1;
+    if (!j)
+      std::fprintf(stderr, "scoutctl: %s: warning: Slurm does not say whose job %s is (%s); only root's scoutds are "
+                   "trusted\n", a.command.c_str(), a.job.c_str(), why.c_str());
+  }
   return sockets;
 }
 

@@ -28,6 +28,7 @@
 #include "common/ids.hpp"
 #include "common/spool_paths.hpp"
 #include "common/untrusted_json.hpp"
+#include "common/untrusted_text.hpp"
 #include "common/json_num.hpp"
 #include "ledgerd/client.hpp"
 #include "ledgerd/views.hpp"
@@ -45,6 +46,11 @@ namespace cli = scout::cli;
 namespace ld = scout::ledgerd;
 
 using namespace scout::cli;
+// What the job's user wrote (a checkpoint path, a reason, a socket's name)
+// reaches root's terminal escaped (control characters, C1, stray bytes as
+// \xNN); --json output is dumped with ill-formed UTF-8 replaced.
+using scout::common::dump_repairing_utf8;
+using scout::common::escape_control;
 
 namespace {
 
@@ -81,15 +87,16 @@ int cmd_checkpoints(const Args& a) {
   json out = json::array();
   for (auto& c : l.checkpoints(a.job)) out.push_back(checkpoint_json(c));
   if (a.json) {
-    std::puts(out.dump(2).c_str());
+    std::puts(dump_repairing_utf8(out, 2).c_str());
   } else if (out.empty()) {
     std::printf("job %s: no checkpoints seen\n", a.job.c_str());
   } else {
     std::printf("%-17s  %-24s  %s\n", "STATE", "WRITTEN", "PATH / REASON");
     for (auto& c : out)
-      std::printf("%-17s  %-24s  %s\n%45s%s\n", c["state"].get<std::string>().c_str(),
-                  c["written_at"].get<std::string>().c_str(), c["path"].get<std::string>().c_str(), "",
-                  c["reason"].get<std::string>().c_str());
+      std::printf("%-17s  %-24s  %s\n%45s%s\n", escape_control(c["state"].get<std::string>()).c_str(),
+                  escape_control(c["written_at"].get<std::string>()).c_str(),
+                  escape_control(c["path"].get<std::string>()).c_str(), "",
+                  escape_control(c["reason"].get<std::string>()).c_str());
   }
   return kExitOk;
 }
@@ -110,8 +117,8 @@ int cmd_recovery(const Args& a) {
                  a.job.c_str(), cs.size(), candidates, rejected);
     return kExitInternal;
   }
-  if (a.json) std::puts(checkpoint_json(*best).dump(2).c_str());
-  else std::puts(best->path.c_str());
+  if (a.json) std::puts(dump_repairing_utf8(checkpoint_json(*best), 2).c_str());
+  else std::puts(escape_control(best->path).c_str());  // a path with control characters is not one to restart from
   return kExitOk;
 }
 
@@ -128,13 +135,15 @@ int cmd_query(const Args& a) {
     for (auto& v : *remote) {
       std::string why;
       if (auto d = scout::common::verdict_from_json(v, &why)) out.push_back(scout::common::to_json(*d));
-      else std::fprintf(stderr, "scoutctl: query: warning: scout-ledgerd sent a malformed verdict: %s\n", why.c_str());
+      else
+        std::fprintf(stderr, "scoutctl: query: warning: scout-ledgerd sent a malformed verdict: %s\n",
+                     escape_control(why).c_str());
     }
   } else {
     out = sq::verdicts_json(open_job_ledger(a).verdicts(a.job));
   }
   if (a.json) {
-    std::puts(out.dump(2).c_str());
+    std::puts(dump_repairing_utf8(out, 2).c_str());
   } else if (out.empty()) {
     std::printf("job %s: no verdicts\n", a.job.c_str());
   } else {
@@ -174,7 +183,8 @@ json fetch_status(const Args& a) {
       ++answered;
       c.quit();
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "scoutctl: status: %s: %s\n", path.c_str(), e.what());
+      std::fprintf(stderr, "scoutctl: status: %s: %s\n", escape_control(path).c_str(),
+                   escape_control(e.what()).c_str());
     }
   }
   if (answered == 0)
@@ -195,13 +205,14 @@ int cmd_replay(const Args& a) {
       cli::ControlConnection c(path, 5, job_dir_owner(dir));
       c.request("REPLAY");
       c.quit();
-      if (a.json) std::puts(json{{"job", a.job}, {"replay", "requested"}, {"via", path}}.dump().c_str());
+      if (a.json) std::puts(dump_repairing_utf8(json{{"job", a.job}, {"replay", "requested"}, {"via", path}}).c_str());
       else std::printf("job %s: replay cycle requested\n", a.job.c_str());
       return kExitOk;
     } catch (const std::exception& e) {
       std::string msg = e.what();
       if (msg.rfind("ERROR:", 0) == 0) die(kExitUsage, fmt::format("replay: {}", msg.substr(7)));
-      std::fprintf(stderr, "scoutctl: replay: %s: %s\n", path.c_str(), e.what());
+      std::fprintf(stderr, "scoutctl: replay: %s: %s\n", escape_control(path).c_str(),
+                   escape_control(e.what()).c_str());
     }
   }
   die(kExitUnreachable, fmt::format("replay: no scoutd of job {} answered ({} sockets in {})", a.job,
@@ -210,7 +221,7 @@ int cmd_replay(const Args& a) {
 
 int cmd_status(const Args& a) {
   json merged = fetch_status(a);
-  if (a.json) std::puts(merged.dump(2).c_str());
+  if (a.json) std::puts(dump_repairing_utf8(merged, 2).c_str());
   else std::fputs(sd::render_status_text(merged).c_str(), stdout);
   return kExitOk;
 }
@@ -242,7 +253,7 @@ int cmd_top(const Args& a) {
       return x.value("score", 0.0) > y.value("score", 0.0);
     });
     if (a.json) {
-      std::puts(s.dump().c_str());  // one JSON object per refresh
+      std::puts(dump_repairing_utf8(s).c_str());  // one JSON object per refresh
     } else {
       std::string text = sd::render_status_text(s);
       if (tty) {

@@ -23,6 +23,7 @@
 #include "cli/scoutctl.hpp"
 #include "common/spool_paths.hpp"
 #include "common/untrusted_json.hpp"
+#include "common/untrusted_text.hpp"
 #include "common/json_num.hpp"
 #include "common/slurm_nodes.hpp"
 #include "ledgerd/client.hpp"
@@ -90,7 +91,8 @@ int cmd_node(const Args& a) {
     for (auto& g : l.node_gating(a.node)) decisions.push_back(sq::gating_json(g));
   }
   if (a.json) {
-    std::puts(json{{"node", a.node}, {"open_verdicts", open}, {"decisions", decisions}}.dump(2).c_str());
+    const json out = {{"node", a.node}, {"open_verdicts", open}, {"decisions", decisions}};
+    std::puts(scout::common::dump_repairing_utf8(out, 2).c_str());
     return kExitOk;
   }
   if (open.empty()) std::printf("node %s: no open verdicts\n", a.node.c_str());
@@ -146,12 +148,12 @@ int cmd_nodes(const Args& a) {
     for (auto& s : scout::common::slurm_nodes("scontrol", "", 30, &why)) slurm.emplace(s.name, s);
     if (slurm.empty() && !a.json)
       std::fprintf(stderr, "scoutctl: nodes: warning: Slurm's node states are not shown: %s\n",
-                   why.empty() ? "sinfo listed no node" : why.c_str());
+                   why.empty() ? "sinfo listed no node" : scout::common::escape_control(why).c_str());
   }
   for (auto& n : nodes)
     if (n.is_object()) add_slurm(n, slurm);
   if (a.json) {
-    std::puts(nodes.dump(2).c_str());
+    std::puts(scout::common::dump_repairing_utf8(nodes, 2).c_str());
     return kExitOk;
   }
   if (nodes.empty()) {
@@ -170,9 +172,8 @@ int cmd_nodes(const Args& a) {
     std::printf("%-16s %5lld %8lld %9lld %7lld %8lld  %-26s %-10s %s\n", text(n, "node").c_str(),
                 n.value("open_verdicts", 0LL), n.value("verdicts_7d", 0LL), n.value("verdicts_30d", 0LL),
                 n.value("drains_7d", 0LL), n.value("drains_30d", 0LL),
-                n["last_decision"].is_string()
-                    ? (n["last_decision"].get<std::string>() + " " + n.value("last_decided_at", "")).c_str()
-                    : "-",
+                n["last_decision"].is_string() ? (text(n, "last_decision") + " " + text(n, "last_decided_at")).c_str()
+                                               : "-",
                 text(n, "slurm_state").c_str(), reason.c_str());
   }
   return kExitOk;
@@ -189,8 +190,9 @@ json resume_after_clear(const Args& a) {
   if (!a.json) {
     if (r == R::kResumed) std::printf("node %s: resumed in Slurm (scout had drained it)\n", a.node.c_str());
     else if (r == R::kFailed) std::fprintf(stderr, "scoutctl: clear: node %s not resumed: %s\n", a.node.c_str(),
-                                           detail.c_str());
-    else std::printf("node %s: Slurm state left as it is: %s\n", a.node.c_str(), detail.c_str());
+                                           scout::common::escape_control(detail).c_str());
+    else std::printf("node %s: Slurm state left as it is: %s\n", a.node.c_str(),
+                     scout::common::escape_control(detail).c_str());
   }
   return json{{"action", action}, {"detail", detail}};
 }
@@ -201,9 +203,9 @@ int cmd_clear(const Args& a) {
   if (auto r = ask_ledgerd(a, {{"op", "clear"}, {"node", a.node}, {"reason", a.reason}})) {
     if (!a.json)
       std::printf("node %s: cleared %zu open verdict(s) (recorded by scout-ledgerd: %s)\n", a.node.c_str(),
-                  (*r)["cleared"].size(), r->value("decided_by", "?").c_str());
+                  (*r)["cleared"].size(), scout::common::escape_control(r->value("decided_by", "?")).c_str());
     (*r)["slurm"] = resume_after_clear(a);
-    if (a.json) std::puts(r->dump(2).c_str());
+    if (a.json) std::puts(scout::common::dump_repairing_utf8(*r, 2).c_str());
     return (*r)["slurm"]["action"] == "error" ? kExitInternal : kExitOk;
   }
   auto l = open_site_ledger(a, sq::Ledger::Mode::kReadWrite);
@@ -213,17 +215,23 @@ int cmd_clear(const Args& a) {
   std::string closed;
   for (auto& v : open) closed += fmt::format("{}{} {} job {}", closed.empty() ? "" : ", ", v.kind, v.id, v.job_id);
   try {
-    l.insert_gating({"", a.node, "clear", a.reason + (closed.empty() ? "" : " [closes " + closed + "]"), who, ""});
+    // Stored as valid UTF-8 (a terminal may send Latin-1; rows may hold any
+    // bytes), as scout-ledgerd stores it: every reader can dump the row.
+    l.insert_gating({"", a.node, "clear",
+                     scout::common::repair_utf8(a.reason + (closed.empty() ? "" : " [closes " + closed + "]")),
+                     scout::common::repair_utf8(who), ""});
   } catch (const sq::LedgerError& e) {
     die(kExitLedger, fmt::format("clear: {} (the site ledger is written by root)", e.what()));
   }
   if (!a.json)
     std::printf("node %s: cleared %zu open verdict(s)%s\n", a.node.c_str(), open.size(),
-                closed.empty() ? "" : (" (" + closed + ")").c_str());
+                closed.empty() ? "" : (" (" + scout::common::escape_control(closed) + ")").c_str());
   const json slurm = resume_after_clear(a);
   if (a.json)
-    std::puts(json{{"node", a.node}, {"cleared", sq::verdicts_json(open)}, {"reason", a.reason}, {"decided_by", who},
-                   {"slurm", slurm}}.dump(2).c_str());
+    std::puts(scout::common::dump_repairing_utf8(json{{"node", a.node}, {"cleared", sq::verdicts_json(open)},
+                                                      {"reason", a.reason}, {"decided_by", who}, {"slurm", slurm}},
+                                                 2)
+                  .c_str());
   return slurm["action"] == "error" ? kExitInternal : kExitOk;
 }
 

@@ -9,6 +9,8 @@
 #include <ctime>
 #include <mutex>
 
+#include "common/untrusted_text.hpp"
+
 namespace scout::log {
 
 namespace {
@@ -66,8 +68,13 @@ const std::string& program() { return g_program; }
 
 bool enabled(Level l) { return static_cast<int>(l) <= static_cast<int>(g_level); }
 
-void write(Level l, const std::string& msg) {
+void write(Level l, const std::string& raw) {
   if (!enabled(l)) return;
+  // One message, one line: a message may quote someone's text (a job name,
+  // a reason), and a newline or an escape sequence in it must neither forge
+  // another line nor drive the terminal that reads the log. Call sites
+  // quote and bound such text (common::quoted); this is the floor.
+  const std::string msg = common::escape_control(raw);
   std::lock_guard lk(g_mu);
   if (g_sinks.stderr_stamped)
     std::fprintf(stderr, "%s %-7s %s: %s\n", stamp().c_str(), to_string(l), g_program.c_str(), msg.c_str());

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "common/untrusted_json.hpp"
+#include "common/untrusted_text.hpp"
 
 namespace scout::common {
 
@@ -82,8 +83,9 @@ std::optional<Verdict> verdict_from_json(const json& j, std::string* why) {
   const auto k = c3::verdict_kind_from(kind);
   const auto s = c3::verdict_status_from(status);
   if (!k || !s) {
-    fail(why, fmt::format("verdict: kind '{}' status '{}'; expected one of scout's verdict kinds and statuses",
-                          kind.substr(0, 40), status.substr(0, 40)));
+    // Quoted: the message reaches a reply, a log line and a terminal.
+    fail(why, fmt::format("verdict: kind {} status {}; expected one of scout's verdict kinds and statuses",
+                          quoted(kind, 40), quoted(status, 40)));
     return std::nullopt;
   }
   v.kind = *k;
@@ -103,7 +105,7 @@ std::optional<Verdict> verdict_from_json(const json& j, std::string* why) {
       return std::nullopt;
     }
     // Bounded in depth by whoever parsed j (parse_untrusted); in size here.
-    const std::string text = j["evidence"].dump();
+    const std::string text = dump_repairing_utf8(j["evidence"]);  // j may be built from a row, not parsed
     if (text.size() > kMaxEvidenceBytes) {
       fail(why, fmt::format("verdict: evidence of {} bytes; expected at most {}", text.size(), kMaxEvidenceBytes));
       return std::nullopt;

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "common/untrusted_json.hpp"
+#include "common/untrusted_text.hpp"
 #include "ledgerd/munge_auth.hpp"
 #include "ledgerd/service.hpp"
 
@@ -85,7 +86,7 @@ nlohmann::json LedgerdClient::open_reply(const std::string& reply, const std::st
     drop();
     auto j = common::parse_untrusted(reply, common::kRequestLimits, &why);
     std::string msg = j && j->is_object() && j->contains("error") && (*j)["error"].is_string()
-                          ? (*j)["error"].get<std::string>().substr(0, 300)
+                          ? common::printable_text((*j)["error"].get_ref<const std::string&>(), 300)
                           : "unreadable";
     throw LedgerdError(fmt::format("ledgerd {}:{}: unauthenticated reply: {}", server_.host, server_.port, msg));
   }
@@ -125,7 +126,10 @@ nlohmann::json LedgerdClient::request(nlohmann::json req) {
   req["nonce"] = nonce;
   std::string line;
   try {
-    line = munge_encode_payload(req.dump(), service_uid_) + "\n";
+    // Repaired, not refused: what root's epilog forwards comes from a spool
+    // ledger the job's user wrote, and one stray byte in a row must not
+    // keep the rest from the service (which refuses ill-formed UTF-8).
+    line = munge_encode_payload(common::dump_repairing_utf8(req), service_uid_) + "\n";
   } catch (const MungeError& e) {
     throw LedgerdError(e.what());
   }

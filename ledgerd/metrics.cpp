@@ -35,13 +35,23 @@ std::string label(const std::string& v) {  // escaped for a label value
 }
 }  // namespace
 
-std::string render_metrics(Service& service, const Server* server) {
+std::string render_metrics(Service& service, const Server* server, sql::Ledger* reader) {
   std::string out;
   auto family = [&](const char* name, const char* type, const char* help) {
     out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
   };
-  auto lk = service.lock();
-  const auto stats = service.ledger().metrics();
+  sql::LedgerMetrics stats;
+  std::map<std::string, std::uint64_t> requests, refused;
+  std::map<std::string, Service::NodeBacklog> backlogs;
+  if (reader) {
+    stats = reader->metrics();
+  } else {
+    auto lk = service.lock();
+    stats = service.ledger().metrics();
+  }
+  requests = service.requests();  // copies under the counters' own lock
+  refused = service.refused();
+  backlogs = service.backlogs(std::chrono::steady_clock::now());
   family("scout_verdicts", "gauge", "Verdicts in the site ledger, by kind and status.");
   for (auto& [ks, n] : stats.verdicts)
     out += fmt::format("scout_verdicts{{kind=\"{}\",status=\"{}\"}} {}\n", label(ks.first), label(ks.second), n);
@@ -54,13 +64,11 @@ std::string render_metrics(Service& service, const Server* server) {
          "left to another tool's reason).");
   for (auto& [node, d] : stats.drained_now) out += fmt::format("scout_node_drained{{node=\"{}\"}} {}\n", label(node), d ? 1 : 0);
   family("scout_ledgerd_requests_total", "counter", "Requests the service handled, by operation.");
-  for (auto& [op, n] : service.requests()) out += fmt::format("scout_ledgerd_requests_total{{op=\"{}\"}} {}\n", label(op), n);
+  for (auto& [op, n] : requests) out += fmt::format("scout_ledgerd_requests_total{{op=\"{}\"}} {}\n", label(op), n);
   family("scout_ledgerd_refused_total", "counter", "Requests refused, by reason.");
-  std::map<std::string, std::uint64_t> refused = service.refused();
   if (server)
     for (auto& [r, n] : server->refused()) refused[r] += n;
   for (auto& [r, n] : refused) out += fmt::format("scout_ledgerd_refused_total{{reason=\"{}\"}} {}\n", label(r), n);
-  const auto backlogs = service.backlogs(std::chrono::steady_clock::now());
   family("scout_forward_backlog_verdicts", "gauge",
          "Verdicts the scoutds of a node committed and have not forwarded to the service yet (their latest report).");
   for (auto& [node, b] : backlogs)
@@ -74,11 +82,16 @@ std::string render_metrics(Service& service, const Server* server) {
   return out;
 }
 
-namespace {
+std::string MetricsServer::render() {
+  std::lock_guard<std::mutex> g(reader_mu_);
+  if (!reader_) reader_.emplace(sql::Ledger::open(service_.ledger().path(), sql::Ledger::Mode::kReadOnly));
+  return render_metrics(service_, &server_, &*reader_);
+}
+
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
-  HttpSession(tcp::socket s, Service& service, Server& server)
-      : stream_(std::move(s)), service_(service), server_(server) {}
+  HttpSession(tcp::socket s, MetricsServer& metrics, Server& server)
+      : stream_(std::move(s)), metrics_(metrics), server_(server) {}
   void start() {
     stream_.expires_after(std::chrono::seconds(10));
     auto self = shared_from_this();
@@ -94,7 +107,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
           std::string body;
           bool failed = false;
           try {
-            body = render_metrics(service_, &server_);
+            body = metrics_.render();
           } catch (const std::exception& e) {
             failed = true;
             body = std::string("metrics: ") + e.what() + "\n";
@@ -127,10 +140,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   boost::beast::flat_buffer buf_;
   http::request<http::string_body> req_;
   http::response<http::string_body> res_;
-  Service& service_;
+  MetricsServer& metrics_;
   Server& server_;
 };
-}  // namespace
 
 MetricsServer::MetricsServer(asio::io_context& io, const Endpoint& listen, Service& service, Server& server)
     : io_(io), acceptor_(io), service_(service), server_(server) {
@@ -141,7 +153,7 @@ MetricsServer::MetricsServer(asio::io_context& io, const Endpoint& listen, Servi
 void MetricsServer::accept() {
   acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket s) {
     if (!ec) {
-      std::make_shared<HttpSession>(std::move(s), service_, server_)->start();
+      std::make_shared<HttpSession>(std::move(s), *this, server_)->start();
     } else if (ec == asio::error::no_descriptors || ec == asio::error::no_buffer_space ||
                ec == asio::error::no_memory) {
       // EMFILE: back off instead of spinning at 100% CPU on accept.

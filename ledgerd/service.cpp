@@ -14,6 +14,7 @@
 #include "common/ids.hpp"
 #include "common/slurm_jobs.hpp"
 #include "common/untrusted_json.hpp"
+#include "common/untrusted_text.hpp"
 #include "ledgerd/views.hpp"
 #include "common/log.hpp"
 #include "libc3/rank_record.hpp"
@@ -37,6 +38,44 @@ std::string text(const json& o, const char* k) {
   return o.contains(k) && o[k].is_string() ? o[k].get<std::string>() : std::string();
 }
 
+// A name from the password database, as the ledger stores and replies show
+// it (the uid's name is NSS's word: LDAP may hold any bytes).
+std::string stored_user_name(uid_t uid) { return common::storable_text(user_name(uid), kMaxNameBytes); }
+
+// Requests are UTF-8 text, and one that is not is refused at the door
+// rather than repaired: the JSON parser already refuses ill-formed
+// sequences, and the refusal names the field so that the sender can be
+// fixed (scout's own client repairs what it sends, see client.cpp, so a
+// spool row with a stray byte is still forwarded). The field is found by
+// parsing the repaired request and looking for the U+FFFD the repair put
+// there, when the request held none of its own; otherwise the byte is named.
+std::string ill_formed_utf8_refusal(const std::string& payload, std::size_t bad_at) {
+  const std::string by_byte =
+      fmt::format("request: ill-formed UTF-8 at byte {}; expected JSON text in UTF-8", bad_at);
+  if (payload.find(common::kReplacementCharacter) != std::string::npos) return by_byte;
+  const auto repaired = common::parse_untrusted(common::repair_utf8(payload), common::kRequestLimits);
+  if (!repaired) return by_byte;
+  std::vector<std::pair<const json*, std::string>> todo{{&*repaired, ""}};  // depth bounded by the parse
+  while (!todo.empty()) {
+    const auto [v, path] = todo.back();
+    todo.pop_back();
+    if (v->is_string() && v->get_ref<const std::string&>().find(common::kReplacementCharacter) != std::string::npos)
+      return fmt::format("request: field {} is not valid UTF-8 (byte {}); expected UTF-8 text",
+                         common::quoted(path), bad_at);
+    if (v->is_array())
+      for (std::size_t i = v->size(); i-- > 0;) todo.push_back({&(*v)[i], fmt::format("{}[{}]", path, i)});
+    if (v->is_object())
+      for (auto it = v->begin(); it != v->end(); ++it) {
+        const std::string at = path.empty() ? it.key() : path + "." + it.key();
+        if (it.key().find(common::kReplacementCharacter) != std::string::npos)
+          return fmt::format("request: the key {} is not valid UTF-8 (byte {}); expected UTF-8 text",
+                             common::quoted(at), bad_at);
+        todo.push_back({&it.value(), at});
+      }
+  }
+  return by_byte;
+}
+
 // Per request, so per thread: handle() runs one request on one thread, and
 // releases the service's lock while Slurm answers, so these cannot be
 // members (another request would overwrite them meanwhile).
@@ -55,7 +94,7 @@ JobOracle slurm_oracle(std::string scontrol, double timeout_s) {
     auto j = common::slurm_job(scontrol, job, timeout_s, &why);
     if (!j) {
       if (why.find("exited with status 1") == std::string::npos)  // 1: an unknown job
-        log::warning("Slurm about job {}: {}", job.substr(0, 24), why);
+        log::warning("Slurm about job {}: {}", common::quoted(job, 24), common::printable_text(why, 1024));
       return std::nullopt;
     }
     return JobInfo{j->uid, j->running, j->nodes};
@@ -121,13 +160,17 @@ void Service::record_job(const std::string& job, const std::optional<JobInfo>& i
     ledger_.insert_job_if_missing({.job_id = job, .user = "?", .uid = -1, .launcher = "slurm"});
     return;
   }
-  ledger_.insert_job_if_missing({.job_id = job, .user = user_name(info->uid), .uid = info->uid, .launcher = "slurm"});
+  ledger_.insert_job_if_missing(
+      {.job_id = job, .user = stored_user_name(info->uid), .uid = info->uid, .launcher = "slurm"});
   if (auto row = ledger_.job(job); row && row->uid != static_cast<std::int64_t>(info->uid))
-    ledger_.set_job_owner(job, user_name(info->uid), info->uid);
+    ledger_.set_job_owner(job, stored_user_name(info->uid), info->uid);
 }
 
 json Service::refuse(const std::string& reason, const std::string& message) {
-  ++refused_[reason];
+  {
+    std::lock_guard<std::mutex> g(counters_mu_);
+    ++refused_[reason];
+  }
   return {{"ok", false}, {"refused", reason}, {"error", message}};
 }
 
@@ -138,6 +181,13 @@ json Service::handle(const Identity& who, const std::string& payload) {
   json r = handle_locked(who, payload);
   t_held = nullptr;
   if (!t_nonce.empty()) r["nonce"] = t_nonce;
+  lk.unlock();  // what follows reads the reply alone
+  // Every reply can be dumped: a ledger row may hold bytes that are not
+  // UTF-8 (a user's spool row forwarded, a row older than this check), and
+  // dump() throws on them (type_error 316), so every reply showing that row
+  // would fail, and the server with it. Repaired here, once, whatever built
+  // the reply.
+  common::repair_json_strings(r);
   return r;
 }
 
@@ -145,7 +195,10 @@ json Service::handle_locked(const Identity& who, const std::string& payload) {
   std::string why;
   const auto parsed = common::parse_untrusted(payload, common::kRequestLimits, &why);
   if (!parsed) {
-    ++requests_["unknown"];
+    count_request("unknown");
+    std::size_t bad_at = 0;
+    if (payload.size() <= common::kRequestLimits.max_bytes && !common::valid_utf8(payload, &bad_at))
+      return refuse("malformed", ill_formed_utf8_refusal(payload, bad_at));
     return refuse(payload.size() > common::kRequestLimits.max_bytes ? "too_large" : "malformed",
                   fmt::format("request: {}; expected one JSON object {{\"v\":1,\"op\":...}}", why));
   }
@@ -155,12 +208,12 @@ json Service::handle_locked(const Identity& who, const std::string& payload) {
     if (!n.empty() && n.size() <= 64 && n.find_first_not_of("0123456789abcdef") == std::string::npos) t_nonce = n;
   }
   if (!req.is_object()) {
-    ++requests_["unknown"];
+    count_request("unknown");
     return refuse("malformed", fmt::format("request is {}; expected a JSON object {{\"v\":1,\"op\":...}}",
                                            common::json_type_name(req)));
   }
   if (!req.contains("v") || !req["v"].is_number_integer() || req["v"].get<std::int64_t>() != kProtocolVersion) {
-    ++requests_["unknown"];
+    count_request("unknown");
     return refuse("version", fmt::format("protocol version {}; this scout-ledgerd speaks {}",
                                          !req.contains("v") ? std::string("missing")
                                          : req["v"].is_number_integer() ? std::to_string(req["v"].get<std::int64_t>())
@@ -169,12 +222,12 @@ json Service::handle_locked(const Identity& who, const std::string& payload) {
   }
   const std::string op = text(req, "op");
   const bool known = std::find(std::begin(kOps), std::end(kOps), op) != std::end(kOps);
-  ++requests_[known ? op : "unknown"];
+  count_request(known ? op : "unknown");
   if (!known)
     return refuse("malformed", "unknown operation; expected ping, submit, query, node, nodes, gating, clear or backlog");
   try {
     if (op == "ping")
-      return {{"ok", true}, {"v", kProtocolVersion}, {"uid", who.uid}, {"user", user_name(who.uid)},
+      return {{"ok", true}, {"v", kProtocolVersion}, {"uid", who.uid}, {"user", stored_user_name(who.uid)},
               {"role", who.uid == 0 ? "root" : admin(who.uid) ? "admin" : "user"}};
     if (op == "submit") return submit(who, req);
     if (op == "query") return query(who, req);
@@ -184,7 +237,7 @@ json Service::handle_locked(const Identity& who, const std::string& payload) {
     if (op == "backlog") return backlog(who, req);
     return nodes(who);
   } catch (const std::exception& e) {
-    return refuse("internal", fmt::format("{} failed: {}", op, e.what()));
+    return refuse("internal", fmt::format("{} failed: {}", op, common::printable_text(e.what(), 1024)));
   }
 }
 
@@ -218,16 +271,19 @@ json Service::submit(const Identity& who, const json& req) {
     const std::string vkey = d->key.value_or("");
     if (vkey.empty() || vkey.rfind(job + ".", 0) != 0)
       return refuse("malformed", fmt::format("submit: expected \"vkey\": the verdict's key, starting with '{}.'", job));
+    // The key is the submitter's text, quoted (escaped, bounded) wherever a
+    // refusal or a log line names it.
+    const std::string shown_key = common::quoted(vkey);
     if (!common::valid_step_id(d->step)) return refuse("malformed", "submit: expected \"step\": a step id");
     if (!privileged) {
       if (d->hosts.size() > info->nodes.size())
-        return refuse("malformed", fmt::format("submit: verdict {} names {} hosts; job {} has {} node(s)", vkey,
+        return refuse("malformed", fmt::format("submit: verdict {} names {} hosts; job {} has {} node(s)", shown_key,
                                                d->hosts.size(), job, info->nodes.size()));
       const std::set<std::string> alloc(info->nodes.begin(), info->nodes.end());
       for (auto& h : d->hosts)
         if (!alloc.count(h))
           return refuse("not_allocated", fmt::format("submit: verdict {} names {}, which is not in job {}'s "
-                                                     "allocation", vkey, h, job));
+                                                     "allocation", shown_key, h, job));
     }
     // What the submitter says of provenance, confirmation and row id is not
     // taken: the service stamps its own.
@@ -243,7 +299,10 @@ json Service::submit(const Identity& who, const json& req) {
                                        kMaxUserVerdictsPerJob, who.uid));
   // Root's epilog forwards what the job's scoutds left: their backlogs
   // are done with.
-  if (privileged) std::erase_if(backlogs_, [&](auto& b) { return b.first.first == job; });
+  if (privileged) {
+    std::lock_guard<std::mutex> g(counters_mu_);
+    std::erase_if(backlogs_, [&](auto& b) { return b.first.first == job; });
+  }
   const std::string origin = privileged ? fmt::format("{} uid {}", kForwarded, who.uid)
                                         : fmt::format("ledgerd: user-reported by uid {}", who.uid);
   int added = 0, known = 0, replaced = 0;
@@ -263,8 +322,9 @@ json Service::submit(const Identity& who, const json& req) {
           // logged when it said something else.
           if (owner->kind != row.kind || owner->status != row.status || owner->hosts != row.hosts ||
               owner->ranks != row.ranks)
-            log::warning("verdict {}: the copy of uid {} ({}) replaced by the copy forwarded by uid {}", *row.vkey,
-                       owner->origin_uid.value_or(-1), owner->origin, who.uid);
+            log::warning("verdict {}: the copy of uid {} ({}) replaced by the copy forwarded by uid {}",
+                         common::quoted(*row.vkey), owner->origin_uid.value_or(-1), common::quoted(owner->origin),
+                         who.uid);
           ledger_.replace_verdict_by_key(row, origin, who.uid);
           ++replaced;
         } else {
@@ -323,14 +383,17 @@ json Service::gating(const Identity& who, const json& req) {
   if (decision != "drain" && decision != "keep" && decision != "error" && decision != "refuse" && decision != "suspect")
     return refuse("malformed", "gating: expected \"decision\": drain, suspect, keep, error or refuse");
   const json evidence = req.contains("evidence") && req["evidence"].is_object() ? req["evidence"] : json::object();
-  const std::string ev = evidence.dump();
+  const std::string ev = common::dump_repairing_utf8(evidence);
   if (ev.size() > kMaxEvidenceBytes)
     return refuse("too_large", fmt::format("gating: evidence of {} bytes; expected at most {}", ev.size(), kMaxEvidenceBytes));
   const auto info = job_info(job);
-  const std::string decided_by = text(req, "decided_by").substr(0, 256);
+  // Stored cut on a character boundary: a byte cut inside a character
+  // would store text that no reply showing the row could dump.
+  const std::string decided_by = common::storable_text(text(req, "decided_by"), kMaxDecidedByBytes);
+  const std::string reason = common::storable_text(text(req, "reason"), kMaxReasonBytes);
   ledger_.transaction([&] {
     record_job(job, info);
-    ledger_.insert_gating({job, n, decision, text(req, "reason").substr(0, 4096), decided_by, "", ev});
+    ledger_.insert_gating({job, n, decision, reason, decided_by, "", ev});
     // Root's epilog on `n` says which verdicts it reproduced there (or
     // not): recorded for `n` alone; the prolog of a node refuses only on a
     // confirmation recorded for that node.
@@ -351,9 +414,12 @@ json Service::clear(const Identity& who, const json& req) {
   const auto open = ledger_.open_verdicts_on(n, {});
   std::string closed;
   for (auto& v : open) closed += fmt::format("{}{} {} job {}", closed.empty() ? "" : ", ", v.kind, v.id, v.job_id);
-  const std::string by = fmt::format("scout-ledgerd for uid {} ({})", who.uid, user_name(who.uid));
-  ledger_.insert_gating({"", n, "clear", reason.substr(0, 4096) + (closed.empty() ? "" : " [closes " + closed + "]"),
-                         by, ""});
+  const std::string by = fmt::format("scout-ledgerd for uid {} ({})", who.uid, stored_user_name(who.uid));
+  // The administrator's reason cut on a character boundary; the list of
+  // what it closes comes from ledger rows, which may hold any bytes.
+  const std::string stored = common::storable_text(reason, kMaxReasonBytes) +
+                             (closed.empty() ? "" : " [closes " + common::repair_utf8(closed) + "]");
+  ledger_.insert_gating({"", n, "clear", stored, by, ""});
   return {{"ok", true}, {"node", n}, {"cleared", sql::verdicts_json(open)}, {"decided_by", by}};
 }
 
@@ -385,6 +451,7 @@ json Service::backlog(const Identity& who, const json& req) {
   const auto now = std::chrono::steady_clock::now();
   const std::int64_t pending = req["pending"].get<std::int64_t>();
   const auto key = std::make_pair(job, node);
+  std::lock_guard<std::mutex> g(counters_mu_);
   if (pending == 0) {
     backlogs_.erase(key);
   } else {
@@ -400,6 +467,7 @@ json Service::backlog(const Identity& who, const json& req) {
 }
 
 std::map<std::string, Service::NodeBacklog> Service::backlogs(std::chrono::steady_clock::time_point now) {
+  std::lock_guard<std::mutex> g(counters_mu_);
   std::erase_if(backlogs_, [&](auto& b) { return now - b.second.reported > std::chrono::hours(24); });
   std::map<std::string, NodeBacklog> out;
   for (auto& [key, b] : backlogs_) {
@@ -408,6 +476,21 @@ std::map<std::string, Service::NodeBacklog> Service::backlogs(std::chrono::stead
     n.oldest_s = std::max(n.oldest_s, std::chrono::duration<double>(now - b.oldest).count());
   }
   return out;
+}
+
+std::map<std::string, std::uint64_t> Service::refused() const {
+  std::lock_guard<std::mutex> g(counters_mu_);
+  return refused_;
+}
+
+std::map<std::string, std::uint64_t> Service::requests() const {
+  std::lock_guard<std::mutex> g(counters_mu_);
+  return requests_;
+}
+
+void Service::count_request(const std::string& op) {
+  std::lock_guard<std::mutex> g(counters_mu_);
+  ++requests_[op];
 }
 
 }  // namespace scout::ledgerd

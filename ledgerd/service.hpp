@@ -15,7 +15,10 @@
 //   backlog {job, node, pending, oldest_s} the job's user while it runs, root,
 //                                          admins: a scoutd's forwarding backlog
 //                                          (verdicts committed, not yet forwarded)
-// Refusals are counted by reason (for /metrics) and logged by the server.
+// Refusals are counted by reason (for /metrics) and logged by the server:
+// what they quote of a request is escaped and bounded (common::quoted).
+// Requests are UTF-8 (one that is not is refused, naming the field); every
+// reply is valid UTF-8 whatever the ledger's rows hold, so it can be dumped.
 #pragma once
 
 #include <sys/types.h>
@@ -41,6 +44,11 @@ namespace scout::ledgerd {
 inline constexpr int kProtocolVersion = 2;
 inline constexpr std::size_t kMaxRequestBytes = std::size_t{1} << 20;  // one line
 inline constexpr std::size_t kMaxVerdictsPerSubmit = 1000;
+// What the service stores of a decision's text, cut on a character boundary
+// (common/untrusted_text.hpp): a reason, who decided, a user's name.
+inline constexpr std::size_t kMaxReasonBytes = 4096;
+inline constexpr std::size_t kMaxDecidedByBytes = 256;
+inline constexpr std::size_t kMaxNameBytes = 256;
 using common::kMaxEvidenceBytes;  // a verdict's or a decision's evidence
 
 struct Identity {
@@ -79,8 +87,10 @@ class Service {
   std::unique_lock<std::mutex> lock() { return std::unique_lock<std::mutex>(mu_); }
   // Counters by reason and by operation: fixed label sets (unknown
   // operations count as "unknown"), so no client can grow them.
-  const std::map<std::string, std::uint64_t>& refused() const { return refused_; }
-  const std::map<std::string, std::uint64_t>& requests() const { return requests_; }
+  // (copies, under a lock of their own: /metrics reads them without
+  // waiting for a request that holds the service)
+  std::map<std::string, std::uint64_t> refused() const;
+  std::map<std::string, std::uint64_t> requests() const;
   sql::Ledger& ledger() { return ledger_; }
   // The scoutds' forwarding backlogs by node (every job's on it summed):
   // verdicts not forwarded yet, and the age of the oldest now (it grows
@@ -114,6 +124,10 @@ class Service {
   SiteConfig cfg_;
   sql::Ledger& ledger_;
   JobOracle oracle_;
+  void count_request(const std::string& op);
+  // The counters and backlogs: their own lock, never held while waiting for
+  // anything (a scrape takes it, never mu_).
+  mutable std::mutex counters_mu_;
   std::map<std::string, std::uint64_t> refused_, requests_;
   struct Cached {
     std::optional<JobInfo> info;

@@ -22,6 +22,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <sqlite3.h>
 
 #include "common/gpu_health.hpp"
 #include "common/proc_info.hpp"
@@ -212,11 +213,24 @@ CheckResult check_d_state(const NodeCheckOptions& opt) {
 
 // A kernel-log record that the hardware, not a process, caused. Only
 // records of the kernel facility count (a user's write to /dev/kmsg is
-// LOG_USER), and only messages that *start* with a hardware anchor longer
-// than a task name (TASK_COMM_LEN 16: a process named "EDAC" or "mce:" that
-// segfaults writes "EDAC[123]: segfault at ..." or "mce:[123]: ...", which
-// cannot start with "EDAC MC0: " or "mce: [Hardware Error]"). Hung-task
-// lines name a process the user may own and are left out.
+// LOG_USER), and only messages that start with an anchor whose text runs
+// past what a task name can supply. The kernel prints many records that
+// *start* with a task's name (TASK_COMM_LEN 16: at most 15 bytes, any bytes
+// the task chose): "%s[%d]: segfault at ...", "%s invoked oom-killer: ...",
+// "%s (%d): drop_caches: ...". So a process that names itself "EDAC MC0: 1 CE "
+// and crashes, or meets its cgroup's OOM killer, writes a kernel-facility
+// record that starts with a short anchor. Two rules close that:
+//   - an anchor counts only where it reaches byte 16 and byte 16 (index 15)
+//     is anchor text that no task-name record has there: the kernel's text
+//     after a task name always begins with '[', '(', ':' or ' ';
+//   - EDAC's memory-controller lines ("EDAC MC0: 1 CE ...", 14 bytes and
+//     more) fit in a task name whole: they are not read from the log at all.
+//     EDAC is read from its sysfs counters (check_edac), which only the
+//     kernel's drivers write.
+// What remains: machine checks ("mce: [Hardware Error]: ", "[Hardware
+// Error]: " from APEI/GHES, "mce: CPU<n>: Machine Check") and NVIDIA Xid
+// lines with their PCI address ("NVRM: Xid (PCI:0000:3b:00): 79, ").
+// Hung-task lines name a process the user may own and are left out.
 bool hardware_kernel_record(const std::string& record) {
   // "prio,seq,usec,flags;message": facility = prio >> 3, the kernel's is 0.
   const auto comma = record.find(',');
@@ -226,41 +240,42 @@ bool hardware_kernel_record(const std::string& record) {
   if ((prio >> 3) != 0) return false;
   std::string m = record.substr(semi + 1);
   if (auto nl = m.find('\n'); nl != std::string::npos) m.resize(nl);
+  // Beyond a task name: the anchor matched up to `at` > 15 bytes and the
+  // 16th byte cannot follow a task name in a kernel record.
+  constexpr std::size_t kTaskName = 15;  // TASK_COMM_LEN - 1
+  auto beyond_task_name = [&](std::size_t matched) {
+    return matched > kTaskName && std::strchr("[(: ", m[kTaskName]) == nullptr;
+  };
   // A cursor over the message: each anchor is literal text, digits, or a
-  // word, matched from the start (no std::regex: it trips GCC 12's
-  // -Wmaybe-uninitialized under the sanitizers).
+  // run of a character set, matched from the start (no std::regex: it trips
+  // GCC 12's -Wmaybe-uninitialized under the sanitizers).
   std::size_t at = 0;
   auto lit = [&](std::string_view t) {
     if (m.compare(at, t.size(), t) != 0) return false;
     at += t.size();
     return true;
   };
-  auto run = [&](const char* set) {  // one or more characters of `set`
+  auto run = [&](const char* set, std::size_t n_min, std::size_t n_max) {  // n_min..n_max characters of `set`
     const std::size_t from = at;
-    while (at < m.size() && std::strchr(set, m[at]) && m[at] != 0) ++at;
-    return at > from;
+    while (at < m.size() && at - from < n_max && m[at] != 0 && std::strchr(set, m[at])) ++at;
+    return at - from >= n_min;
   };
-  auto from_start = [&](auto&& match) {
+  auto anchored = [&](auto&& match) {
     at = 0;
-    return match();
+    return match() && beyond_task_name(at);
   };
   static const char* kDigits = "0123456789";
-  return from_start([&] { return lit("mce: [Hardware Error]: "); }) ||
-         from_start([&] { return lit("mce: CPU") && (lit(" "), run(kDigits)) && lit(": Machine Check"); }) ||
-         from_start([&] { return lit("[Hardware Error]: "); }) ||
-         from_start([&] {
-           return lit("EDAC MC") && run(kDigits) && lit(": ") && run(kDigits) && (lit(" CE ") || lit(" UE "));
-         }) ||
-         from_start([&] {
-           return lit("EDAC ") && run("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") && lit(": ") &&
-                  (lit("CE") || lit("UE") || lit("Uncorrected") || lit("Corrected"));
-         }) ||
-         from_start([&] {
-           return lit("NVRM: Xid (PCI:") && run("0123456789abcdefABCDEF:.") && lit("): ") && run(kDigits) && lit(", ");
+  static const char* kHex = "0123456789abcdefABCDEF";
+  return anchored([&] { return lit("mce: [Hardware Error]: "); }) ||
+         anchored([&] { return lit("[Hardware Error]: "); }) ||
+         anchored([&] { return lit("mce: CPU") && run(kDigits, 1, 6) && lit(": Machine Check"); }) ||
+         anchored([&] {
+           // NVRM: Xid (PCI:DDDD:BB:DD): N, : the PCI address, then the Xid number
+           return lit("NVRM: Xid (PCI:") && run(kHex, 4, 4) && lit(":") && run(kHex, 2, 2) && lit(":") &&
+                  run(kHex, 2, 2) && (lit(".") ? run(kHex, 1, 1) : true) && lit("): ") && run(kDigits, 1, 4) &&
+                  lit(", ");
          });
 }
-
-namespace {
 
 CheckResult check_kernel_log(const NodeCheckOptions& opt) {
   const int fd = ::open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -290,10 +305,12 @@ CheckResult check_kernel_log(const NodeCheckOptions& opt) {
   }
   ::close(fd);
   if (hits.empty())
-    return {"kernel_log", "pass", fmt::format("no machine-check, EDAC or GPU Xid record of the kernel in {:.0f} h",
+    return {"kernel_log", "pass", fmt::format("no machine-check or GPU Xid record of the kernel in {:.0f} h",
                                               opt.kernel_log_since_s / 3600)};
   return {"kernel_log", "fail", fmt::format("{} record(s), the last: {}", hits.size(), hits.back())};
 }
+
+namespace {
 
 // EDAC's own counters (sysfs, written by the kernel's memory-controller
 // drivers): an uncorrected error since boot fails the node.
@@ -320,6 +337,56 @@ CheckResult check_edac() {
   return {"edac", "pass", fmt::format("no uncorrected memory error since boot ({} corrected)", ce)};
 }
 
+}  // namespace
+
+// rasdaemon's database, where the site runs it: machine checks and memory
+// errors as the kernel's RAS tracepoints reported them (root's daemon
+// writes it; a file a user could write is not read). Only records within
+// `since_s` count; rasdaemon stamps local time ("%Y-%m-%d %H:%M:%S %z").
+CheckResult check_rasdaemon(const NodeCheckOptions& opt, const std::string& path) {
+  struct stat st{};
+  if (::lstat(path.c_str(), &st) != 0) return {"rasdaemon", "unavailable", "no rasdaemon database (" + path + ")"};
+  if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022))
+    return {"rasdaemon", "unavailable", fmt::format("{}: not a regular file of root's that only root writes", path)};
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOFOLLOW, nullptr) != SQLITE_OK) {
+    const std::string why = db ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
+    return {"rasdaemon", "unavailable", fmt::format("{}: {}", path, why)};
+  }
+  sqlite3_busy_timeout(db, 2000);
+  const std::time_t since = std::time(nullptr) - static_cast<std::time_t>(opt.kernel_log_since_s);
+  std::tm tm{};
+  localtime_r(&since, &tm);
+  char cutoff[32];
+  std::strftime(cutoff, sizeof cutoff, "%Y-%m-%d %H:%M:%S", &tm);
+  auto count = [&](const char* sql, bool* ok) -> long {
+    sqlite3_stmt* st = nullptr;
+    long n = 0;
+    *ok = sqlite3_prepare_v2(db, sql, -1, &st, nullptr) == SQLITE_OK;
+    if (*ok) {
+      sqlite3_bind_text(st, 1, cutoff, -1, SQLITE_TRANSIENT);
+      if (sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int64(st, 0);
+      else *ok = false;
+    }
+    sqlite3_finalize(st);
+    return n;
+  };
+  bool mce_ok = false, mc_ok = false;
+  const long mce = count("SELECT count(*) FROM mce_record WHERE substr(timestamp, 1, 19) >= ?1", &mce_ok);
+  const long ue = count("SELECT count(*) FROM mc_event WHERE substr(timestamp, 1, 19) >= ?1 AND "
+                        "(err_type LIKE 'Uncorrected%' OR err_type LIKE 'Fatal%')", &mc_ok);
+  sqlite3_close(db);
+  if (!mce_ok && !mc_ok) return {"rasdaemon", "unavailable", path + ": no mce_record or mc_event table"};
+  if (mce > 0 || ue > 0)
+    return {"rasdaemon", "fail", fmt::format("rasdaemon recorded {} machine check(s) and {} uncorrected memory "
+                                             "error(s) in {:.0f} h", mce, ue, opt.kernel_log_since_s / 3600)};
+  return {"rasdaemon", "pass", fmt::format("rasdaemon recorded no machine check or uncorrected memory error in "
+                                           "{:.0f} h", opt.kernel_log_since_s / 3600)};
+}
+
+namespace {
+
 // Root reads NVML itself (the state only: events went to the job's scoutd).
 CheckResult check_gpu() {
   common::GpuHealth nvml;
@@ -339,6 +406,7 @@ NodeCheck run_node_check(const NodeCheckOptions& opt, sql::Ledger* site) {
   c.checks.push_back(check_d_state(opt));
   c.checks.push_back(check_kernel_log(opt));
   c.checks.push_back(check_edac());
+  c.checks.push_back(check_rasdaemon(opt, opt.rasdaemon_db));
   c.checks.push_back(check_gpu());
   return c;
 }

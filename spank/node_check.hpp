@@ -13,9 +13,14 @@
 //               recorded as "corroborates", never a failure by itself (any
 //               user can put a process of hers in D state);
 //   kernel_log  kernel-facility records of /dev/kmsg since `since_s` ago
-//               that start with a hardware anchor (machine check, EDAC
-//               CE/UE counts, GPU Xid); text a process can choose (its name
-//               in a segfault line) never matches;
+//               that start with a hardware anchor longer than a task name
+//               (machine check, GPU Xid with its PCI address); text a
+//               process can choose (its name at the start of a segfault or
+//               OOM-killer line) never matches (see hardware_kernel_record);
+//   edac        EDAC's sysfs counters (the kernel's memory-controller
+//               drivers write them): an uncorrected error since boot fails;
+//   rasdaemon   rasdaemon's database where present (root-owned): machine
+//               checks and uncorrected memory errors since `since_s` ago;
 //   gpu         GPU health read from NVML by root itself (the state: ECC,
 //               row remapping, lost GPU, temperature); unavailable without NVML.
 // reproduce_sdc re-runs the one recipe a replay verdict names on the core it
@@ -50,6 +55,7 @@ struct NodeCheckOptions {
   std::string node;
   double dstate_wait_s = 2;
   double kernel_log_since_s = 86400;
+  std::string rasdaemon_db = "/var/lib/rasdaemon/ras-mc_event.db";
   // Test-only (builds with --enable-fault-injection): bit flips applied to
   // root's replay runs, SCOUT_REPLAY_FAULT syntax, read from a root-owned file.
   std::string fault_file;
@@ -58,6 +64,10 @@ struct NodeCheckOptions {
 // Whether one /dev/kmsg record ("prio,seq,usec,flags;message") is a
 // kernel-originated hardware error (exposed for tests).
 bool hardware_kernel_record(const std::string& record);
+
+// The kernel_log and rasdaemon checks alone (exposed for tests).
+CheckResult check_kernel_log(const NodeCheckOptions& opt);
+CheckResult check_rasdaemon(const NodeCheckOptions& opt, const std::string& path);
 
 // The seed of root's node-check replay runs (not a cycle scoutd ever uses).
 std::uint64_t node_check_seed() noexcept;

@@ -22,7 +22,9 @@ struct PluginConfig {
   std::string scontrol = "scontrol";
   std::string spool = "/var/spool/scout";         // per-job ledgers, written by scoutd as the user
   std::string ledger = "/var/lib/scout/ledger.db";  // site ledger, written by root (epilog)
-  std::string runtime_dir = "/run/scout";         // per-job control sockets
+  // Per-job control sockets: root's, 0755 (made so when missing) or sticky;
+  // each job's directory is made there by root (common/runtime_paths.hpp).
+  std::string runtime_dir = "/run/scout";
   bool default_on = false;
   bool required = false;        // if scoutd cannot start, fail the step
   double stall_threshold = common::kStallThreshold.def;  // seconds

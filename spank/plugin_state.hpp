@@ -43,4 +43,11 @@ int remote_prepare_names(spank_t sp);  // root, before the step's tasks
 // environment, then the site default.
 bool scout_enabled(const char* sbatch_value);
 
+// --scout-ckpt-dir=DIR checked with the caller's effective credentials (the
+// user's: srun, sbatch, or slurmstepd's user_init; never root's look on her
+// behalf): empty when DIR is an absolute path of a directory she can read
+// and enter, else the one error for every reason (missing, unreadable to
+// her, not a directory), so it tells her nothing she could not see herself.
+std::string ckpt_dir_error(const std::string& dir);
+
 }  // namespace scout::spank

@@ -5,7 +5,10 @@
 // validate and forward the options. Exceptions never cross into Slurm, and
 // scout never fails a job because scout itself failed unless the site set
 // required=yes.
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -31,6 +34,23 @@ namespace scout::spank {
 PluginState& state() {
   static PluginState s;
   return s;
+}
+
+namespace {
+bool ckpt_dir_well_formed(const std::string& dir) { return !dir.empty() && dir != "(null)" && dir[0] == '/'; }
+std::string ckpt_dir_invalid(const std::string& dir) {
+  return "scout: option: --scout-ckpt-dir=" + dir +
+         " is not valid; expected the absolute path of an existing directory, readable by you, that the job "
+         "writes its checkpoints to";
+}
+}  // namespace
+
+std::string ckpt_dir_error(const std::string& dir) {
+  struct stat st {};
+  if (ckpt_dir_well_formed(dir) && ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) &&
+      ::faccessat(AT_FDCWD, dir.c_str(), R_OK | X_OK, AT_EACCESS) == 0)
+    return "";
+  return ckpt_dir_invalid(dir);
 }
 
 bool scout_enabled(const char* sbatch_value) {
@@ -68,12 +88,14 @@ int opt_stall_cb(int, const char* optarg, int) {
   return 0;
 }
 
-int opt_ckpt_cb(int, const char* optarg, int) {
+// In slurmstepd (remote) the callback runs as root: the value is only taken
+// down there, and checked as the job's user in user_init (context_remote.cpp).
+int opt_ckpt_cb(int, const char* optarg, int remote) {
   std::string v = optarg ? optarg : "";
-  struct stat st {};
-  if (v.empty() || v == "(null)" || v[0] != '/' || ::stat(v.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    slurm_error("scout: option: --scout-ckpt-dir=%s is not valid; expected the absolute path of an existing "
-                "directory the job writes its checkpoints to", v.c_str());
+  const bool in_slurmstepd = remote != 0 || spank_context() == S_CTX_REMOTE;
+  const std::string err = in_slurmstepd ? (ckpt_dir_well_formed(v) ? "" : ckpt_dir_invalid(v)) : ckpt_dir_error(v);
+  if (!err.empty()) {
+    slurm_error("%s", err.c_str());
     return -1;
   }
   state().opt_ckpt_dir = v;

@@ -122,7 +122,7 @@ struct LedgerMetrics {
   std::map<std::string, bool> drained_now;  // node -> its latest decision left it drained by scout
 };
 
-inline constexpr int kSchemaVersion = 10;
+inline constexpr int kSchemaVersion = 11;
 
 // ISO-8601 UTC with milliseconds, e.g. 2026-11-29T17:39:29.123Z
 std::string now_iso8601();
@@ -209,6 +209,16 @@ class Ledger {
   void insert_gating(const GatingRow& g);  // empty job_id: a node-level decision (clear)
   std::vector<GatingRow> gating(const std::string& job_id);
   std::vector<GatingRow> node_gating(const std::string& node);  // oldest first
+  // The latest `limit` decisions on `node` with an id below `before_id` (0:
+  // from the newest), newest first, and whether older ones remain: a node's
+  // history is read a page at a time.
+  std::vector<GatingRow> node_gating_page(const std::string& node, std::int64_t before_id, int limit, bool* more,
+                                          std::int64_t* last_id);
+  // Retention: deletes at most `max_rows` decisions decided before `before`
+  // (ISO-8601 UTC), never the ones a node's current state names (its latest
+  // decision and latest clear: node_state keeps drained-now, drains and
+  // the open-verdict rule exact). Returns how many were deleted.
+  std::int64_t prune_decisions(const std::string& before, std::int64_t max_rows);
 
   // Node health: attributed, unresolved verdicts of `kinds` naming `node`
   // that were detected (or imported) after the node's last 'clear'

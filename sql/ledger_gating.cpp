@@ -28,12 +28,38 @@ std::vector<SettingRow> Ledger::settings(const std::string& job_id) {
 }
 
 void Ledger::insert_gating(const GatingRow& g) {
-  auto& s = stmt(kInsertGating);
-  if (g.job_id.empty()) s.bind_null();  // a node-level decision (clear)
-  else s.bind(g.job_id);
-  s.bind(g.node).bind(g.decision).bind(g.reason)
-      .bind(g.decided_by).bind(g.decided_at.empty() ? now_iso8601() : g.decided_at)
-      .bind(g.evidence.empty() ? std::string("{}") : g.evidence).run();
+  const std::string at = g.decided_at.empty() ? now_iso8601() : g.decided_at;
+  transaction([&] {  // the decision and the node's state it sets, together
+    auto& s = stmt(kInsertGating);
+    if (g.job_id.empty()) s.bind_null();  // a node-level decision (clear)
+    else s.bind(g.job_id);
+    s.bind(g.node).bind(g.decision).bind(g.reason).bind(g.decided_by).bind(at)
+        .bind(g.evidence.empty() ? std::string("{}") : g.evidence).run();
+    const std::int64_t id = sqlite3_last_insert_rowid(db_);
+    stmt(kUpdateNodeState).bind(g.node).bind(id).bind(g.decision).bind(g.reason).bind(at).run();
+  });
+}
+
+std::vector<GatingRow> Ledger::node_gating_page(const std::string& node, std::int64_t before_id, int limit,
+                                                bool* more, std::int64_t* last_id) {
+  auto& s = stmt(kSelectNodeGatingPage).bind(node).bind(before_id).bind(static_cast<std::int64_t>(limit) + 1);
+  std::vector<GatingRow> out;
+  *more = false;
+  while (s.step()) {
+    if (static_cast<int>(out.size()) == limit) {  // one more than asked: older ones remain
+      *more = true;
+      break;
+    }
+    out.push_back({s.text(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5), s.text(6)});
+    *last_id = s.i64(7);
+  }
+  s.reset();
+  return out;
+}
+
+std::int64_t Ledger::prune_decisions(const std::string& before, std::int64_t max_rows) {
+  stmt(kPruneDecisions).bind(before).bind(max_rows).run();
+  return sqlite3_changes(db_);
 }
 
 namespace {

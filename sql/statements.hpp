@@ -62,6 +62,11 @@ inline constexpr const char* kSelectGating =
     "SELECT job_id,node,decision,reason,decided_by,decided_at,evidence FROM gating WHERE job_id=? ORDER BY id";
 inline constexpr const char* kSelectNodeGating =
     "SELECT job_id,node,decision,reason,decided_by,decided_at,evidence FROM gating WHERE node=? ORDER BY id";
+// A page of a node's decisions, newest first: ids below ?2 (0: from the
+// newest), at most ?3.
+inline constexpr const char* kSelectNodeGatingPage =
+    "SELECT job_id,node,decision,reason,decided_by,decided_at,evidence,id FROM gating "
+    "WHERE node=?1 AND (?2 = 0 OR id < ?2) ORDER BY id DESC LIMIT ?3";
 // The open-verdict rule, in one place (every statement that counts or lists
 // open verdicts is built with it): attributed, unresolved, and stamped after
 // the node's last clear. Openness is decided by times root stamped
@@ -89,32 +94,55 @@ inline constexpr const char* kCountOpenByNode =
     "SELECT h.value, count(*) FROM verdicts v, json_each(CASE WHEN json_valid(v.hosts) THEN v.hosts ELSE '[]' END) h "
     "WHERE typeof(h.value)='text' AND " SCOUT_SQL_OPEN_VERDICT("v", "h.value") " "
     "GROUP BY h.value";
-inline constexpr const char* kCountDrainsByNode =
-    "SELECT node, count(*) FROM gating WHERE decision='drain' GROUP BY node";
-// Every node with a decision, and whether its latest (errors aside) left it
-// drained by scout: a drain or a refusal scout applied (not one it recorded
-// while another tool's reason held the node: "; left as it is").
-inline constexpr const char* kDrainedNow =
-    "SELECT g.node, g.decision IN ('drain','refuse') AND g.reason NOT LIKE '%; left as it is%' FROM gating g "
-    "WHERE g.id = (SELECT max(id) FROM gating WHERE node = g.node AND decision != 'error')";
+// A node's current state (schema 11), kept by insert_gating in the same
+// transaction as the decision: the latest decision other than an error, and
+// whether it left the node drained by scout (a drain or a refusal scout
+// applied, not one it recorded while another tool's reason held the node:
+// "; left as it is"); drains counted; the latest clear.
+inline constexpr const char* kUpdateNodeState =
+    "INSERT INTO node_state(node, gating_id, decision, drained, decided_at, drains, last_clear_at) "
+    "VALUES(?1, CASE WHEN ?3 != 'error' THEN ?2 END, CASE WHEN ?3 != 'error' THEN ?3 END, "
+    "  ?3 IN ('drain','refuse') AND ?4 NOT LIKE '%; left as it is%', CASE WHEN ?3 != 'error' THEN ?5 END, "
+    "  ?3 = 'drain', CASE WHEN ?3 = 'clear' THEN ?5 END) "
+    "ON CONFLICT(node) DO UPDATE SET "
+    "  gating_id = CASE WHEN ?3 != 'error' THEN ?2 ELSE gating_id END, "
+    "  decision = CASE WHEN ?3 != 'error' THEN ?3 ELSE decision END, "
+    "  drained = CASE WHEN ?3 != 'error' THEN excluded.drained ELSE drained END, "
+    "  decided_at = CASE WHEN ?3 != 'error' THEN ?5 ELSE decided_at END, "
+    "  drains = drains + (?3 = 'drain'), "
+    "  last_clear_at = CASE WHEN ?3 = 'clear' AND ?5 > coalesce(last_clear_at, '') THEN ?5 ELSE last_clear_at END";
+// Retention: decisions decided before ?1, at most ?2 of them, except what
+// a node's current state names (its latest decision and its latest clear,
+// which the open-verdict rule reads).
+inline constexpr const char* kPruneDecisions =
+    "DELETE FROM gating WHERE id IN (SELECT g.id FROM gating g WHERE g.decided_at < ?1 AND NOT EXISTS "
+    "(SELECT 1 FROM node_state s WHERE s.node = g.node AND (s.gating_id = g.id OR "
+    "(g.decision = 'clear' AND s.last_clear_at = g.decided_at))) LIMIT ?2)";
+inline constexpr const char* kCountDrainsByNode = "SELECT node, drains FROM node_state WHERE drains > 0";
+// Every node with a decision other than an error, and whether it is drained by scout now.
+inline constexpr const char* kDrainedNow = "SELECT node, drained FROM node_state WHERE gating_id IS NOT NULL";
 // Every node a verdict or a decision names: open verdicts (as the prolog
 // counts them), attributed verdicts and drains since ?1 (7 days) and ?2 (30
-// days), and its last decision.
+// days), and its last decision. One pass over each table, grouped by node
+// (the last clear and the last decision are index seeks): no per-node scan
+// of the history.
 inline constexpr const char* kNodeSummaries =
     "WITH named AS (SELECT h.value AS node, v.status, v.resolved_at, v.imported_at, v.detected_at, "
     "  coalesce(v.imported_at, v.detected_at) AS at "
     "  FROM verdicts v, json_each(CASE WHEN json_valid(v.hosts) THEN v.hosts ELSE '[]' END) h "
     "  WHERE typeof(h.value) = 'text'), "
-    "nodes AS (SELECT node FROM named UNION SELECT node FROM gating) "
-    "SELECT n.node, "
-    " (SELECT count(*) FROM named x WHERE x.node = n.node AND " SCOUT_SQL_OPEN_VERDICT("x", "n.node") "), "
-    " (SELECT count(*) FROM named x WHERE x.node = n.node AND x.status = 'attributed' AND x.at >= ?1), "
-    " (SELECT count(*) FROM named x WHERE x.node = n.node AND x.status = 'attributed' AND x.at >= ?2), "
-    " (SELECT count(*) FROM gating g WHERE g.node = n.node AND g.decision = 'drain' AND g.decided_at >= ?1), "
-    " (SELECT count(*) FROM gating g WHERE g.node = n.node AND g.decision = 'drain' AND g.decided_at >= ?2), "
+    "vs AS (SELECT x.node AS node, "
+    "  sum(" SCOUT_SQL_OPEN_VERDICT("x", "x.node") ") AS open, "
+    "  sum(x.status = 'attributed' AND x.at >= ?1) AS a7, sum(x.status = 'attributed' AND x.at >= ?2) AS a30 "
+    "  FROM named x GROUP BY x.node), "
+    "gs AS (SELECT node, sum(decision = 'drain' AND decided_at >= ?1) AS d7, "
+    "  sum(decision = 'drain' AND decided_at >= ?2) AS d30 FROM gating GROUP BY node), "
+    "nodes AS (SELECT node FROM vs UNION SELECT node FROM gs UNION SELECT node FROM node_state) "
+    "SELECT n.node, coalesce(vs.open, 0), coalesce(vs.a7, 0), coalesce(vs.a30, 0), coalesce(gs.d7, 0), "
+    " coalesce(gs.d30, 0), "
     " (SELECT decision FROM gating g WHERE g.node = n.node ORDER BY decided_at DESC, id DESC LIMIT 1), "
     " (SELECT decided_at FROM gating g WHERE g.node = n.node ORDER BY decided_at DESC, id DESC LIMIT 1) "
-    "FROM nodes n ORDER BY n.node";
+    "FROM nodes n LEFT JOIN vs ON vs.node = n.node LEFT JOIN gs ON gs.node = n.node ORDER BY n.node";
 inline constexpr const char* kRankPids = "SELECT pid FROM ranks WHERE job_id=? ORDER BY rank";
 inline constexpr const char* kInsertVerdict =
     "INSERT INTO verdicts(job_id,step,kind,status,ranks,hosts,evidence,detected_at) "

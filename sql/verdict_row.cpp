@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "common/untrusted_json.hpp"
+#include "common/untrusted_text.hpp"
 #include "sql/ledger.hpp"
 
 namespace scout::sql {
@@ -11,8 +12,8 @@ std::optional<common::Verdict> to_verdict(const VerdictRow& r, std::string* why)
   const auto status = c3::verdict_status_from(r.status);
   if (!kind || !status) {
     if (why)
-      *why = fmt::format("verdict {}: kind '{}' status '{}'; expected one of scout's verdict kinds and statuses", r.id,
-                         r.kind.substr(0, 40), r.status.substr(0, 40));
+      *why = fmt::format("verdict {}: kind {} status {}; expected one of scout's verdict kinds and statuses", r.id,
+                         common::quoted(r.kind, 40), common::quoted(r.status, 40));
     return std::nullopt;
   }
   common::Verdict v;
@@ -55,7 +56,9 @@ VerdictRow to_row(const common::Verdict& v) {
   r.status = c3::to_string(v.status);
   r.ranks = nlohmann::json(v.ranks).dump();
   r.hosts = nlohmann::json(v.hosts).dump();
-  r.evidence = v.evidence.dump();
+  // Evidence may quote what a process wrote (a name, a path): stored as
+  // valid UTF-8, so that every later reader can dump it again.
+  r.evidence = common::dump_repairing_utf8(v.evidence);
   r.detected_at = v.detected_at;
   r.resolved_at = v.resolved_at;
   r.origin = v.origin;

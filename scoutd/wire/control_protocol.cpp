@@ -3,6 +3,7 @@
 
 #include "common/json_num.hpp"
 #include "common/tunables.hpp"
+#include "common/untrusted_text.hpp"
 #include "scoutd/detect/stack_classes.hpp"
 
 #include <algorithm>
@@ -49,29 +50,23 @@ namespace {
 std::string escaped(const std::string& in) { return escape_text(in); }
 }  // namespace
 
-std::string escape_text(const std::string& in) {
-  std::string out;
-  for (unsigned char c : in)
-    if (c < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", c);
-    else out += static_cast<char>(c);
-  return out;
-}
+std::string escape_text(const std::string& in) { return common::escape_control(in); }
 
 namespace {
 std::string text_of(const json& o, const char* key, const std::string& fallback) {
   if (!o.is_object() || !o.contains(key)) return fallback;
   const json& v = o[key];
-  return escaped(v.is_string() ? v.get<std::string>() : v.dump());
+  return escaped(v.is_string() ? v.get<std::string>() : common::dump_repairing_utf8(v));
 }
 long long int_of(const json& o, const char* key) {
   return o.is_object() && o.contains(key) && o[key].is_number_integer() ? o[key].get<long long>() : 0;
 }
 std::string join(const json& a) {
-  if (!a.is_array()) return a.is_null() ? std::string("-") : escaped(a.dump());
+  if (!a.is_array()) return a.is_null() ? std::string("-") : escaped(common::dump_repairing_utf8(a));
   std::string s;
   for (auto& x : a) {
     if (!s.empty()) s += ",";
-    s += escaped(x.is_string() ? x.get<std::string>() : x.dump());
+    s += escaped(x.is_string() ? x.get<std::string>() : common::dump_repairing_utf8(x));
   }
   return s.empty() ? std::string("-") : s;
 }
@@ -270,11 +265,11 @@ ControlReply handle_control_line(ControlState& st, const std::string& raw, const
   }
   if (cmd == "STATUS" && w.size() == 1) {
     json s = p.status();
-    return {(st.json ? s.dump() + "\n" : render_status_text(s)) + "OK\n", false};
+    return {(st.json ? common::dump_repairing_utf8(s) + "\n" : render_status_text(s)) + "OK\n", false};
   }
   if (cmd == "VERDICTS" && w.size() == 1) {
     json v = p.verdicts();
-    return {(st.json ? v.dump() + "\n" : render_verdicts_text(v)) + "OK\n", false};
+    return {(st.json ? common::dump_repairing_utf8(v) + "\n" : render_verdicts_text(v)) + "OK\n", false};
   }
   if (cmd == "TUNE" && w.size() >= 2) {
     if (!p.tune) return error("this scoutd cannot be retuned");
@@ -293,7 +288,7 @@ ControlReply handle_control_line(ControlState& st, const std::string& raw, const
   if (cmd == "STACKS" && w.size() == 1) {
     if (!p.stacks) return error("stacks are off for this job (scoutd --stacks off)");
     json s = p.stacks();
-    return {(st.json ? s.dump() + "\n" : render_stacks_text(s)) + "OK\n", false};
+    return {(st.json ? common::dump_repairing_utf8(s) + "\n" : render_stacks_text(s)) + "OK\n", false};
   }
   if (cmd == "REPLAY" && w.size() == 1) {
     if (!p.replay) return error("replay is off for this job (scoutd --replay off)");

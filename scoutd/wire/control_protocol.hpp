@@ -46,7 +46,10 @@ ControlReply handle_control_line(ControlState& st, const std::string& line,
                                  const ControlProviders& p);
 
 // Control characters of untrusted text (a user's evidence, a reason that
-// quotes it) as \xNN, so nothing printed can drive the terminal.
+// quotes it) as \xNN, so nothing printed can drive the terminal: C0, DEL,
+// C1 (C2 80-C2 9F; C2 9B is CSI) and ill-formed UTF-8 bytes
+// (common::escape_control). JSON replies (SET FORMAT json) are dumped with
+// ill-formed UTF-8 replaced, never thrown on.
 std::string escape_text(const std::string& in);
 
 // Text renderings shared with scoutctl.

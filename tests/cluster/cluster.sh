@@ -124,7 +124,7 @@ stop() {
   done
   # slurmctld (and any slurmd left): only while its command line names this
   # cluster's configuration (a pid file may outlive its process).
-  ours() { tr '\0' ' ' < "/proc/$1/cmdline" 2>/dev/null | grep -q -- "-f $DIR/slurm.conf"; }
+  ours() { { tr '\0' ' ' < "/proc/$1/cmdline"; } 2>/dev/null | grep -q -- "-f $DIR/slurm.conf"; }
   for f in "$DIR"/pids/*.pid; do
     [ -f "$f" ] || continue
     pid=$(cat "$f"); if ours "$pid"; then kill "$pid" 2>/dev/null || true; fi

@@ -140,13 +140,16 @@ TEST_CASE("the fixture ledger of every shipped schema version upgrades to the cu
       CHECK(after.at(table).size() >= rows.size());
       for (auto& r : rows) {
         CAPTURE(r);
+        if (table == "node_state" && r.rfind("node=n1|", 0) == 0) continue;  // the decision written above moved it on
         CHECK(kept(r, after.at(table)));
       }
     }
     // Nothing but the row written above and the confirmations schema 9 took
     // from the verdict rows was added.
     std::size_t rows_after = 0;
-    for (auto& [table, rows] : after) rows_after += table == "confirmations" && v < 9 ? 0 : rows.size();
+    // (and the node states schema 11 took from the decisions)
+    for (auto& [table, rows] : after)
+      rows_after += (table == "confirmations" && v < 9) || (table == "node_state" && v < 11) ? 0 : rows.size();
     CHECK(rows_after == rows_before + 1);
   }
 }

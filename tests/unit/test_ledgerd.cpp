@@ -27,36 +27,10 @@ using namespace scout::ledgerd;
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-namespace {
-struct Site {
-  fs::path dir;
-  std::optional<scout::sql::Ledger> ledger;
-  std::map<std::string, JobInfo> jobs;
-  std::optional<Service> service;
-  Site() {
-    char tmpl[] = "/tmp/scout-ledgerd-test-XXXXXX";
-    dir = mkdtemp(tmpl);
-    ledger.emplace(scout::sql::Ledger::open((dir / "site.db").string(), scout::sql::Ledger::Mode::kReadWrite));
-    SiteConfig cfg;
-    cfg.admins = {"root"};
-    service.emplace(cfg, *ledger, [this](const std::string& j) -> std::optional<JobInfo> {
-      auto it = jobs.find(j);
-      if (it == jobs.end()) return std::nullopt;
-      return it->second;
-    });
-  }
-  ~Site() { fs::remove_all(dir); }
-  json ask(uid_t uid, json req) {
-    if (!req.contains("v")) req["v"] = kProtocolVersion;
-    return service->handle({uid, uid}, req.dump());
-  }
-};
+#include "tests/unit/ledgerd_test_site.hpp"
 
-json stall(const std::string& vkey) {
-  return {{"vkey", vkey}, {"step", "0"}, {"kind", "stall"}, {"status", "attributed"}, {"ranks", {4}},
-          {"hosts", {"n3"}}, {"evidence", {{"rule", "behind"}}}, {"detected_at", "2026-12-01T00:00:00.000Z"}};
-}
-}  // namespace
+using ledgerd_test::Site;
+using ledgerd_test::stall;
 
 TEST_CASE("site config: keys, defaults, and errors that name the line") {
   auto c = parse_site_config("# scout\nledgerd = head1:7411\nadmins = root, slurm\nadmin_groups=hpcadm\n", "/etc/scout/scout.conf");
