@@ -41,15 +41,30 @@ std::optional<json> query_ledgerd(const Args& a) {
   const auto ep = configured_ledgerd(a);
   if (!ep) return std::nullopt;
   try {
-    ld::LedgerdClient c(*ep);
-    json r = c.request({{"op", "query"}, {"job", a.job}});
-    if (!r.value("ok", false)) {
-      const std::string why = r.value("refused", "");
-      die(why == "unknown_job" ? kExitUnknownJob : why == "not_owner" ? kExitUsage : kExitLedger,
-          fmt::format("{}: scout-ledgerd refused: {}", a.command, r.value("error", "?")));
+    // The service answers a page at a time ("more", then "after": the
+    // last id it sent); the pages together are the job's verdicts.
+    json all = json::array();
+    bool known = false;
+    std::int64_t after = 0;
+    for (int page = 0; page < 100000; ++page) {
+      ld::LedgerdClient c(*ep);
+      json req = {{"op", "query"}, {"job", a.job}};
+      if (after > 0) req["after"] = after;
+      json r = c.request(req);
+      if (!r.value("ok", false)) {
+        const std::string why = r.value("refused", "");
+        die(why == "unknown_job" ? kExitUnknownJob : why == "not_owner" ? kExitUsage : kExitLedger,
+            fmt::format("{}: scout-ledgerd refused: {}", a.command, r.value("error", "?")));
+      }
+      known = known || r.value("known", false);
+      if (r.contains("verdicts") && r["verdicts"].is_array())
+        for (auto& v : r["verdicts"]) all.push_back(std::move(v));
+      const std::int64_t next = r.contains("after") && r["after"].is_number_integer() ? r["after"].get<std::int64_t>() : 0;
+      if (!r.value("more", false) || next <= after) break;
+      after = next;
     }
-    if (!r.value("known", false) && r["verdicts"].empty()) return std::nullopt;  // not there (yet): local files
-    return r["verdicts"];
+    if (!known && all.empty()) return std::nullopt;  // not there (yet): local files
+    return all;
   } catch (const ld::LedgerdError& e) {
     std::fprintf(stderr, "scoutctl: %s: warning: %s; reading the local ledger files\n", a.command.c_str(),
                  scout::common::escape_control(e.what()).c_str());

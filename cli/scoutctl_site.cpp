@@ -85,6 +85,17 @@ int cmd_node(const Args& a) {
   if (auto r = ask_ledgerd(a, {{"op", "node"}, {"node", a.node}})) {
     open = (*r)["open_verdicts"];
     decisions = (*r)["decisions"];
+    // Older decisions a page at a time ("more", then "before": the oldest id sent).
+    for (int page = 0; page < 100000 && r->value("more", false); ++page) {
+      const std::int64_t before =
+          r->contains("before") && (*r)["before"].is_number_integer() ? (*r)["before"].get<std::int64_t>() : 0;
+      if (before <= 0) break;
+      r = ask_ledgerd(a, {{"op", "node"}, {"node", a.node}, {"before", before}});
+      if (!r || !(*r)["decisions"].is_array()) break;
+      json older = (*r)["decisions"];
+      for (auto& d : decisions) older.push_back(std::move(d));
+      decisions = std::move(older);
+    }
   } else {
     auto l = open_site_ledger(a, sq::Ledger::Mode::kReadOnly);
     open = sq::verdicts_json(l.open_verdicts_on(a.node, {}));

@@ -297,6 +297,21 @@ json Service::submit(const Identity& who, const json& req) {
       ledger_.count_verdicts_from(job, who.uid) + static_cast<std::int64_t>(rows.size()) > kMaxUserVerdictsPerJob)
     return refuse("quota", fmt::format("submit: job {} would have more than {} verdicts from uid {}", job,
                                        kMaxUserVerdictsPerJob, who.uid));
+  if (!privileged) {  // bytes, not only rows: one row may carry 64 KiB of evidence
+    std::int64_t adding = 0;
+    for (auto& r : rows)
+      adding += static_cast<std::int64_t>(r.ranks.size() + r.hosts.size() + r.evidence.size() +
+                                          r.vkey.value_or("").size() + r.step.size());
+    const auto [n, job_bytes] = ledger_.submitted_by_job(who.uid, job);
+    (void)n;
+    if (job_bytes + adding > kMaxUserBytesPerJob)
+      return refuse("quota", fmt::format("submit: job {} would hold more than {} bytes of verdicts from uid {}", job,
+                                         kMaxUserBytesPerJob, who.uid));
+    const std::string day_ago = sql::unix_ms_to_iso(sql::now_unix_ms() - 86400LL * 1000);
+    if (ledger_.submitted_since(who.uid, day_ago) + adding > kMaxUserBytesPerDay)
+      return refuse("quota", fmt::format("submit: uid {} would have submitted more than {} bytes of verdicts in a day",
+                                         who.uid, kMaxUserBytesPerDay));
+  }
   // Root's epilog forwards what the job's scoutds left: their backlogs
   // are done with.
   if (privileged) {
@@ -348,33 +363,6 @@ json Service::submit(const Identity& who, const json& req) {
   return out;
 }
 
-json Service::query(const Identity& who, const json& req) {
-  const std::string job = text(req, "job");
-  if (!common::valid_job_id(job)) return refuse("malformed", "query: expected \"job\": a decimal job id");
-  if (who.uid != 0 && !admin(who.uid)) {
-    // The owner is Slurm's word while Slurm knows the job; the ledger's row
-    // (written from Slurm's word) after that.
-    std::optional<uid_t> owner;
-    if (auto info = job_info(job)) owner = info->uid;
-    else if (auto row = ledger_.job(job); row && row->uid >= 0) owner = static_cast<uid_t>(row->uid);
-    if (!owner) return refuse("unknown_job", fmt::format("query: no job {}", job));
-    if (*owner != who.uid)
-      return refuse("not_owner", fmt::format("query: job {} belongs to uid {}, not to uid {}", job, *owner, who.uid));
-  }
-  return {{"ok", true}, {"job", job}, {"known", ledger_.job(job).has_value()},
-          {"verdicts", sql::verdicts_json(ledger_.verdicts(job))}};
-}
-
-json Service::node(const Identity& who, const json& req) {
-  if (!admin(who.uid)) return refuse("not_admin", "node: for root and administrators");
-  const std::string n = text(req, "node");
-  if (!common::valid_node_name(n)) return refuse("malformed", "node: expected \"node\": a node name");
-  json decisions = json::array();
-  for (auto& g : ledger_.node_gating(n)) decisions.push_back(sql::gating_json(g));
-  return {{"ok", true}, {"node", n}, {"open_verdicts", sql::verdicts_json(ledger_.open_verdicts_on(n, {}))},
-          {"decisions", decisions}};
-}
-
 json Service::gating(const Identity& who, const json& req) {
   if (who.uid != 0) return refuse("not_root", "gating: only root (the epilog and prolog) records decisions");
   const std::string job = text(req, "job"), n = text(req, "node"), decision = text(req, "decision");
@@ -403,6 +391,14 @@ json Service::gating(const Identity& who, const json& req) {
           if (k.is_string() && k.get<std::string>().size() <= 128 && k.get<std::string>().rfind(job + ".", 0) == 0)
             ledger_.confirm(k.get<std::string>(), n, c, decided_by.empty() ? "scout-ledgerd gating" : decided_by);
   });
+  // Root's decision at the job's end: the job's scoutds on `n` are gone, and
+  // so is their backlog report (it would alert for a day).
+  {
+    std::lock_guard<std::mutex> g(counters_mu_);
+    backlogs_.erase({job, n});
+  }
+  // Retention, a few rows per decision (each an index range).
+  ledger_.prune_decisions(sql::unix_ms_to_iso(sql::now_unix_ms() - kDecisionRetentionDays * 86400LL * 1000), 200);
   return {{"ok", true}};
 }
 

@@ -70,6 +70,18 @@ JobOracle slurm_oracle(std::string scontrol = "scontrol", double timeout_s = 10)
 
 // Per-job quotas on what a user (not root or an administrator) may submit.
 inline constexpr std::int64_t kMaxUserVerdictsPerJob = 10000;
+// ... and in bytes (ranks, hosts, evidence, key and step as stored): per job,
+// and per user over every job in the last day.
+inline constexpr std::int64_t kMaxUserBytesPerJob = std::int64_t{4} << 20;
+inline constexpr std::int64_t kMaxUserBytesPerDay = std::int64_t{32} << 20;
+// Every reply is bounded below MUNGE's 1 MiB payload (and the server's 900
+// KiB): node and query answer a page of at most this many bytes of rows and
+// say where the next starts ("before" / "after").
+inline constexpr std::size_t kReplyPageBytes = std::size_t{512} << 10;
+inline constexpr int kMaxPageRows = 500;
+// Decisions older than this are deleted a few at a time as new ones come
+// (never what a node's current state names: its latest decision and clear).
+inline constexpr int kDecisionRetentionDays = 400;
 
 // Whether a uid is an administrator: root, a listed user, or a member of a
 // listed group.

@@ -1,6 +1,8 @@
 // The epilog's and prolog's side of scout-ledgerd (see epilog_ledgerd.hpp).
 #include "spank/epilog_ledgerd.hpp"
 
+#include <set>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -74,9 +76,18 @@ std::string EpilogLedgerd::gating(const sql::GatingRow& g) {
 
 std::string EpilogLedgerd::job_verdicts(const std::string& job, std::vector<common::Verdict>& out) {
   std::string why;
-  json r = request(site_, {{"op", "query"}, {"job", job}}, why);
-  if (!why.empty()) return why;
-  read_verdicts(r.value("verdicts", json::array()), out, why);
+  std::int64_t after = 0;
+  for (int page = 0; page < 100000; ++page) {  // a page at a time (see ledgerd/service.hpp)
+    json req = {{"op", "query"}, {"job", job}};
+    if (after > 0) req["after"] = after;
+    json r = request(site_, req, why);
+    if (!why.empty()) return why;
+    read_verdicts(r.value("verdicts", json::array()), out, why);
+    if (!why.empty()) return why;
+    const std::int64_t next = r.contains("after") && r["after"].is_number_integer() ? r["after"].get<std::int64_t>() : 0;
+    if (!r.value("more", false) || next <= after) break;
+    after = next;
+  }
   return why;
 }
 
@@ -87,9 +98,14 @@ std::string EpilogLedgerd::node_state(const std::string& node, std::vector<commo
   if (!why.empty()) return why;
   if (!r.contains("open_verdicts") || !r["open_verdicts"].is_array()) return "scout-ledgerd: node: malformed reply";
   read_verdicts(r["open_verdicts"], open, why);
-  if (r.contains("decisions") && r["decisions"].is_array())
-    for (auto& d : r["decisions"]) {
+  // The node's latest clear comes whole beside the page of decisions.
+  json decisions = r.contains("decisions") && r["decisions"].is_array() ? r["decisions"] : json::array();
+  if (r.contains("last_clear") && r["last_clear"].is_object()) decisions.push_back(r["last_clear"]);
+  std::set<std::string> seen;  // the latest clear may be in the page too
+  {
+    for (auto& d : decisions) {
       if (!d.is_object() || d.value("decision", "") != "clear" || d.value("node", "") != node) continue;
+      if (!seen.insert(d.value("decided_at", "") + "\n" + d.value("reason", "")).second) continue;
       sql::GatingRow g;
       g.node = node;
       g.decision = "clear";
@@ -98,6 +114,7 @@ std::string EpilogLedgerd::node_state(const std::string& node, std::vector<commo
       g.decided_at = d.value("decided_at", "");
       if (!g.decided_at.empty()) clears.push_back(std::move(g));
     }
+  }
   return why;
 }
 

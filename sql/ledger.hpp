@@ -212,8 +212,14 @@ class Ledger {
   // The latest `limit` decisions on `node` with an id below `before_id` (0:
   // from the newest), newest first, and whether older ones remain: a node's
   // history is read a page at a time.
-  std::vector<GatingRow> node_gating_page(const std::string& node, std::int64_t before_id, int limit, bool* more,
-                                          std::int64_t* last_id);
+  std::vector<std::pair<std::int64_t, GatingRow>> node_gating_page(const std::string& node, std::int64_t before_id,
+                                                                   int limit, bool* more);
+  std::optional<GatingRow> last_clear(const std::string& node);
+  // A page of a job's verdicts: ids above `after_id`, at most `limit`, oldest first.
+  std::vector<VerdictRow> verdicts_page(const std::string& job_id, std::int64_t after_id, int limit);
+  // What `origin_uid` submitted: rows and bytes for one job; bytes since `since` (ISO-8601) over all jobs.
+  std::pair<std::int64_t, std::int64_t> submitted_by_job(std::int64_t origin_uid, const std::string& job_id);
+  std::int64_t submitted_since(std::int64_t origin_uid, const std::string& since);
   // Retention: deletes at most `max_rows` decisions decided before `before`
   // (ISO-8601 UTC), never the ones a node's current state names (its latest
   // decision and latest clear: node_state keeps drained-now, drains and

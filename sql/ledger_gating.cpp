@@ -12,6 +12,15 @@ namespace scout::sql {
 
 using namespace statements;
 
+namespace {
+std::vector<GatingRow> read_gating(Stmt& s) {
+  std::vector<GatingRow> out;
+  while (s.step()) out.push_back({s.text(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5), s.text(6)});
+  s.reset();
+  return out;
+}
+}  // namespace
+
 void Ledger::insert_setting(const SettingRow& r) {
   stmt(kInsertSetting).bind(r.job_id).bind(r.step).bind(r.version).bind(r.key).bind(r.old_value).bind(r.new_value)
       .bind(r.set_by_uid).bind(r.set_by).bind(r.via_node).bind(r.set_at.empty() ? now_iso8601() : r.set_at).run();
@@ -40,19 +49,41 @@ void Ledger::insert_gating(const GatingRow& g) {
   });
 }
 
-std::vector<GatingRow> Ledger::node_gating_page(const std::string& node, std::int64_t before_id, int limit,
-                                                bool* more, std::int64_t* last_id) {
+std::vector<std::pair<std::int64_t, GatingRow>> Ledger::node_gating_page(const std::string& node,
+                                                                         std::int64_t before_id, int limit,
+                                                                         bool* more) {
   auto& s = stmt(kSelectNodeGatingPage).bind(node).bind(before_id).bind(static_cast<std::int64_t>(limit) + 1);
-  std::vector<GatingRow> out;
+  std::vector<std::pair<std::int64_t, GatingRow>> out;
   *more = false;
   while (s.step()) {
     if (static_cast<int>(out.size()) == limit) {  // one more than asked: older ones remain
       *more = true;
       break;
     }
-    out.push_back({s.text(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5), s.text(6)});
-    *last_id = s.i64(7);
+    out.push_back({s.i64(7), {s.text(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5), s.text(6)}});
   }
+  s.reset();
+  return out;
+}
+
+std::optional<GatingRow> Ledger::last_clear(const std::string& node) {
+  auto rows = read_gating(stmt(kSelectLastClear).bind(node));
+  if (rows.empty()) return std::nullopt;
+  return rows.front();
+}
+
+std::pair<std::int64_t, std::int64_t> Ledger::submitted_by_job(std::int64_t origin_uid, const std::string& job_id) {
+  auto& s = stmt(kSubmittedByJob).bind(origin_uid).bind(job_id);
+  std::pair<std::int64_t, std::int64_t> out{0, 0};
+  if (s.step()) out = {s.i64(0), s.i64(1)};
+  s.reset();
+  return out;
+}
+
+std::int64_t Ledger::submitted_since(std::int64_t origin_uid, const std::string& since) {
+  auto& s = stmt(kSubmittedSince).bind(origin_uid).bind(since);
+  std::int64_t out = 0;
+  if (s.step()) out = s.i64(0);
   s.reset();
   return out;
 }
@@ -62,14 +93,6 @@ std::int64_t Ledger::prune_decisions(const std::string& before, std::int64_t max
   return sqlite3_changes(db_);
 }
 
-namespace {
-std::vector<GatingRow> read_gating(Stmt& s) {
-  std::vector<GatingRow> out;
-  while (s.step()) out.push_back({s.text(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5), s.text(6)});
-  s.reset();
-  return out;
-}
-}  // namespace
 
 std::vector<GatingRow> Ledger::gating(const std::string& job_id) { return read_gating(stmt(kSelectGating).bind(job_id)); }
 

@@ -167,6 +167,9 @@ std::vector<VerdictRow> Ledger::verdicts(const std::string& job_id) {
   return read_verdicts(stmt(v >= 6 ? kSelectVerdicts : v == 5 ? kSelectVerdictsV5 : kSelectVerdictsV4).bind(job_id));
 }
 
+std::vector<VerdictRow> Ledger::verdicts_page(const std::string& job_id, std::int64_t after_id, int limit) {
+  return read_verdicts(stmt(kSelectVerdictsPage).bind(job_id).bind(after_id).bind(static_cast<std::int64_t>(limit)));
+}
 
 std::vector<VerdictRow> Ledger::open_verdicts_on(const std::string& node, const std::vector<std::string>& kinds,
                                                  bool confirmed_only) {

@@ -67,6 +67,22 @@ inline constexpr const char* kSelectNodeGating =
 inline constexpr const char* kSelectNodeGatingPage =
     "SELECT job_id,node,decision,reason,decided_by,decided_at,evidence,id FROM gating "
     "WHERE node=?1 AND (?2 = 0 OR id < ?2) ORDER BY id DESC LIMIT ?3";
+// A node's latest clear (the open-verdict rule's cut).
+inline constexpr const char* kSelectLastClear =
+    "SELECT job_id,node,decision,reason,decided_by,decided_at,evidence FROM gating "
+    "WHERE node=?1 AND decision='clear' ORDER BY decided_at DESC, id DESC LIMIT 1";
+// A page of a job's verdicts: ids above ?2, at most ?3 (current schema).
+inline constexpr const char* kSelectVerdictsPage =
+    "SELECT id,job_id,step,kind,status,ranks,hosts,evidence,detected_at,resolved_at,origin,vkey,confirmation "
+    "FROM verdicts WHERE job_id=?1 AND id > ?2 ORDER BY id LIMIT ?3";
+// What one submitter stored: per job, and since ?2 over every job (bytes
+// of the columns a submitter fills).
+#define SCOUT_SQL_SUBMITTED_BYTES "coalesce(sum(length(ranks) + length(hosts) + length(evidence) + " \
+  "length(coalesce(vkey, '')) + length(step)), 0)"
+inline constexpr const char* kSubmittedByJob =
+    "SELECT count(*), " SCOUT_SQL_SUBMITTED_BYTES " FROM verdicts WHERE origin_uid=?1 AND job_id=?2";
+inline constexpr const char* kSubmittedSince =
+    "SELECT " SCOUT_SQL_SUBMITTED_BYTES " FROM verdicts WHERE origin_uid=?1 AND imported_at >= ?2";
 // The open-verdict rule, in one place (every statement that counts or lists
 // open verdicts is built with it): attributed, unresolved, and stamped after
 // the node's last clear. Openness is decided by times root stamped

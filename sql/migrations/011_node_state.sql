@@ -26,3 +26,5 @@ INSERT OR REPLACE INTO node_state(node, gating_id, decision, drained, decided_at
 -- What one submitter stored (the service's per-user byte quota) is summed
 -- through this index, not by scanning every verdict.
 CREATE INDEX IF NOT EXISTS verdicts_by_origin_uid ON verdicts(origin_uid, job_id);
+-- Retention finds old decisions by time.
+CREATE INDEX IF NOT EXISTS gating_by_time ON gating(decided_at);

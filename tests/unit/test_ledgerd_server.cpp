@@ -264,20 +264,14 @@ TEST_CASE("attack: connections held from every address, silent or authenticated,
 
 TEST_CASE("a reply over the bound is refused as too_large_reply, sealed with the nonce; it is never sealed whole") {
   Site s;
-  s.jobs["17"] = {1000, true, {"n1"}};
   s.jobs["18"] = {1000, true, {"n1"}};
-  // 16 verdicts with 60 KB of evidence each: job 17's query is about 1 MB.
-  for (int b = 0; b < 2; ++b) {
-    json batch = json::array();
-    for (int i = 0; i < 8; ++i) {
-      auto v = stall(fmt::format("17.0.o0.9.{}", b * 8 + i));
-      v["hosts"] = {"n1"};
-      v["evidence"] = {{"rule", "behind"}, {"blob", std::string(60000, 'x')}};
-      batch.push_back(v);
-    }
-    REQUIRE(s.ask(0, {{"op", "submit"}, {"job", "17"}, {"verdicts", batch}})["ok"] == true);
-  }
-  REQUIRE(s.ask(0, {{"op", "query"}, {"job", "17"}}).dump().size() > kMaxReplyBytes);
+  // node and query answer in pages; `nodes` (every node's summary) is one
+  // reply: 20,000 nodes with a decision make it over the bound.
+  s.ledger->transaction([&] {
+    for (int i = 0; i < 20000; ++i)
+      s.ledger->insert_gating({"17", fmt::format("node{:05}", i), "keep", "x", "t", "", "{}"});
+  });
+  REQUIRE(s.ask(0, {{"op", "nodes"}}).dump().size() > kMaxReplyBytes);
   auto small = stall("18.0.o0.9.1");
   small["hosts"] = {"n1"};
   REQUIRE(s.ask(0, {{"op", "submit"}, {"job", "18"}, {"verdicts", {small}}})["ok"] == true);
@@ -286,7 +280,7 @@ TEST_CASE("a reply over the bound is refused as too_large_reply, sealed with the
   LiveServer live(*s.service, {}, fake_munge(std::chrono::milliseconds(0), &largest));
   Conn c(live.server->port());
   REQUIRE(c.ok());
-  const std::string r = c.ask(R"(0:{"v":2,"op":"query","job":"17","nonce":"0a0b"})");
+  const std::string r = c.ask(R"(0:{"v":2,"op":"nodes","nonce":"0a0b"})");
   REQUIRE(r.rfind("SEALED:", 0) == 0);
   CHECK(r.size() < 4096);
   const json j = json::parse(r.substr(7));

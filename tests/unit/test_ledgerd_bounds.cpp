@@ -1,0 +1,123 @@
+// Nothing a user sends or a node's history holds makes a reply over MUNGE's
+// 1 MiB or the service's storage grow without bound: node and query answer
+// in pages, quotas count bytes, root's decision ends a job's backlog report,
+// and retention deletes old decisions while the node's state stays exact.
+#include <doctest/doctest.h>
+
+#include <set>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "tests/unit/ledgerd_test_site.hpp"
+
+using namespace scout::ledgerd;
+using nlohmann::json;
+using ledgerd_test::Site;
+using ledgerd_test::stall;
+
+namespace {
+json big_stall(const std::string& vkey, std::size_t evidence_bytes) {
+  json v = stall(vkey);
+  v["evidence"] = {{"rule", "behind"}, {"note", std::string(evidence_bytes, 'x')}};
+  return v;
+}
+}  // namespace
+
+TEST_CASE("bounds: a node's 3,000 decisions come in pages under the reply bound; the pages are the whole history") {
+  Site s;
+  const std::string ev = json{{"note", std::string(4000, 'e')}}.dump();
+  s.ledger->transaction([&] {
+    for (int i = 0; i < 3000; ++i)
+      s.ledger->insert_gating({fmt::format("{}", 100 + i), "n3", i % 2 ? "keep" : "drain", fmt::format("d{}", i),
+                               "t", "", ev});
+  });
+  s.ledger->insert_gating({"", "n3", "clear", "DIMM replaced", "t", "", "{}"});
+  // Control: the first page is answered, newest decision last.
+  auto r = s.ask(0, {{"op", "node"}, {"node", "n3"}});
+  REQUIRE(r["ok"] == true);
+  CHECK(r["more"] == true);
+  CHECK(r["decisions"].back()["decision"] == "clear");
+  CHECK(r["last_clear"]["reason"] == "DIMM replaced");
+  std::vector<std::string> reasons;
+  for (int page = 0; page < 100; ++page) {
+    CHECK(r.dump().size() < (std::size_t{900} << 10));  // the server's bound, below MUNGE's 1 MiB
+    std::vector<std::string> older;
+    for (auto& d : r["decisions"]) older.push_back(d["reason"]);
+    reasons.insert(reasons.begin(), older.begin(), older.end());
+    if (!r.value("more", false)) break;
+    r = s.ask(0, {{"op", "node"}, {"node", "n3"}, {"before", r["before"]}});
+    REQUIRE(r["ok"] == true);
+  }
+  REQUIRE(reasons.size() == 3001);
+  for (int i = 0; i < 3000; ++i) CHECK(reasons[static_cast<std::size_t>(i)] == fmt::format("d{}", i));
+  CHECK(s.ask(0, {{"op", "node"}, {"node", "n3"}, {"before", "x"}})["refused"] == "malformed");
+}
+
+TEST_CASE("bounds: a job's verdicts come in pages; a user's bytes per job are bounded, not only her rows") {
+  Site s;
+  s.jobs["17"] = {1000, true, {"n1", "n2", "n3"}};
+  // 60 KiB of evidence each: 60 verdicts (3.6 MB) take several pages.
+  for (int b = 0; b < 6; ++b) {
+    json batch = json::array();
+    for (int i = 0; i < 10; ++i) batch.push_back(big_stall(fmt::format("17.0.o0.9.{}", b * 10 + i), 60000));
+    REQUIRE(s.ask(1000, {{"op", "submit"}, {"job", "17"}, {"verdicts", batch}})["ok"] == true);
+  }
+  std::set<std::string> keys;
+  json r = s.ask(1000, {{"op", "query"}, {"job", "17"}});
+  int pages = 0;
+  for (; pages < 100; ++pages) {
+    REQUIRE(r["ok"] == true);
+    CHECK(r.dump().size() < (std::size_t{900} << 10));
+    for (auto& v : r["verdicts"]) keys.insert(v["vkey"].get<std::string>());
+    if (!r.value("more", false)) break;
+    r = s.ask(1000, {{"op", "query"}, {"job", "17"}, {"after", r["after"]}});
+  }
+  CHECK(keys.size() == 60);
+  CHECK(pages >= 4);
+  // The per-job byte quota (4 MiB): 5 more of 60 KiB go through (3.9 MB), then she is refused.
+  json batch = json::array();
+  for (int i = 0; i < 5; ++i) batch.push_back(big_stall(fmt::format("17.0.o0.9.x{}", i), 60000));
+  CHECK(s.ask(1000, {{"op", "submit"}, {"job", "17"}, {"verdicts", batch}})["ok"] == true);
+  json more = json::array();
+  for (int i = 0; i < 10; ++i) more.push_back(big_stall(fmt::format("17.0.o0.9.y{}", i), 60000));
+  auto q = s.ask(1000, {{"op", "submit"}, {"job", "17"}, {"verdicts", more}});
+  CHECK(q["refused"] == "quota");
+  CHECK(q["error"].get<std::string>().find("bytes") != std::string::npos);
+  // Root is not bound by a user's quota.
+  CHECK(s.ask(0, {{"op", "submit"}, {"job", "17"}, {"verdicts", more}})["ok"] == true);
+}
+
+TEST_CASE("bounds: root's decision at the job's end clears its backlog report on that node") {
+  Site s;
+  s.jobs["17"] = {1000, true, {"n1", "n3"}};
+  auto backlog = [](const char* node) {
+    return json{{"op", "backlog"}, {"job", "17"}, {"node", node}, {"pending", 4}, {"oldest_s", 30}};
+  };
+  REQUIRE(s.ask(1000, backlog("n3"))["ok"] == true);
+  REQUIRE(s.ask(1000, backlog("n1"))["ok"] == true);
+  CHECK(s.service->backlogs(std::chrono::steady_clock::now()).count("n3") == 1);
+  s.jobs["17"].running = false;
+  REQUIRE(s.ask(0, {{"op", "gating"}, {"job", "17"}, {"node", "n3"}, {"decision", "keep"}, {"reason", "x"}})["ok"] ==
+          true);
+  auto b = s.service->backlogs(std::chrono::steady_clock::now());
+  CHECK(b.count("n3") == 0);  // its epilog ran
+  CHECK(b.count("n1") == 1);  // not yet
+}
+
+TEST_CASE("bounds: retention deletes old decisions, never a node's current state or its last clear") {
+  Site s;
+  const std::string old_day = "2020-01-01T00:00:00.000Z";
+  for (int i = 0; i < 50; ++i) s.ledger->insert_gating({"1", "n1", "keep", "old", "t", old_day, "{}"});
+  s.ledger->insert_gating({"", "n1", "clear", "repaired", "t", "2020-01-02T00:00:00.000Z", "{}"});
+  s.ledger->insert_gating({"2", "n1", "drain", "scout: stall", "t", "2020-01-03T00:00:00.000Z", "{}"});
+  s.ledger->insert_gating({"3", "n2", "keep", "new", "t", "", "{}"});
+  CHECK(s.ledger->prune_decisions("2021-01-01T00:00:00.000Z", 1000) == 50);
+  auto rest = s.ledger->node_gating("n1");
+  REQUIRE(rest.size() == 2);
+  CHECK(rest[0].decision == "clear");
+  CHECK(rest[1].decision == "drain");
+  CHECK(s.ledger->metrics().drained_now.at("n1") == true);
+  CHECK(s.ledger->node_gating("n2").size() == 1);
+  CHECK(s.ledger->prune_decisions("2021-01-01T00:00:00.000Z", 1000) == 0);
+}
