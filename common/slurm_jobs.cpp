@@ -26,11 +26,24 @@ std::optional<SlurmJob> parse_squeue_line(const std::string& line) {
   const auto a = line.find('|');
   const auto b = a == std::string::npos ? a : line.find('|', a + 1);
   if (b == std::string::npos) return std::nullopt;
-  const std::string uid = line.substr(0, a), state = line.substr(a + 1, b - a - 1), nodes = line.substr(b + 1);
+  const auto c = line.find('|', b + 1);
+  const std::string uid = line.substr(0, a), state = line.substr(a + 1, b - a - 1);
+  std::string submitted, nodes = line.substr(b + 1);
+  if (c != std::string::npos) {
+    submitted = line.substr(b + 1, c - b - 1);
+    nodes = line.substr(c + 1);
+  }
   if (!decimal(uid) || state.empty() || state.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ_") != std::string::npos ||
       nodes.find_first_of(" \t\n|") != std::string::npos)
     return std::nullopt;
+  // Seconds since the epoch; Slurm writes "Unknown" or "N/A" for a time it
+  // does not have. Anything else is not this format.
+  std::int64_t when = 0;
+  if (decimal(submitted) && submitted.size() <= 12) when = std::strtoll(submitted.c_str(), nullptr, 10);
+  else if (c != std::string::npos && submitted != "Unknown" && submitted != "N/A" && submitted != "None")
+    return std::nullopt;
   SlurmJob j;
+  j.submitted = when;
   j.uid = static_cast<uid_t>(std::strtoul(uid.c_str(), nullptr, 10));
   j.state = state;
   j.running = state == "RUNNING" || state == "COMPLETING" || state == "SUSPENDED";
@@ -70,8 +83,11 @@ std::optional<SlurmJob> slurm_job(const std::string& scontrol, const std::string
     return std::nullopt;
   }
   const auto started = std::chrono::steady_clock::now();
-  auto r = run_command({beside(scontrol, "squeue"), "-h", "-j", job, "--states=all", "-o", "%U|%T|%N"}, timeout_s,
-                       65536);
+  // SLURM_TIME_FORMAT is handed to strftime: "%s", seconds since the epoch,
+  // whatever the time zone of either host.
+  auto r = run_command({"/usr/bin/env", "SLURM_TIME_FORMAT=%s", beside(scontrol, "squeue"), "-h", "-j", job,
+                        "--states=all", "-o", "%U|%T|%V|%N"},
+                       timeout_s, 65536);
   if (!r.ok()) {
     if (why) *why = r.error;  // an unknown job makes squeue exit 1
     return std::nullopt;

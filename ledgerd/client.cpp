@@ -133,7 +133,32 @@ nlohmann::json LedgerdClient::request(nlohmann::json req) {
   } catch (const MungeError& e) {
     throw LedgerdError(e.what());
   }
+  // A kept connection the service closed meanwhile (idle deadline, restart)
+  // reads as end of file before anything is sent; bytes already waiting are
+  // a late reply to a request that timed out. Either way it is not used:
+  // the request goes out on a new connection, so it is sent once.
+  if (fd_ >= 0) {
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, 0) != 0) {  // readable (end of file, bytes, an error) or poll failed
+      ::close(fd_);
+      fd_ = -1;
+      pending_.clear();
+    }
+  }
   if (fd_ < 0) connect();
+  try {
+    return exchange(line, nonce);
+  } catch (const LedgerdError&) {
+    // What failed on the way leaves the connection in an unknown state (a
+    // reply may still come): never used again.
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+    pending_.clear();
+    throw;
+  }
+}
+
+nlohmann::json LedgerdClient::exchange(const std::string& line, const std::string& nonce) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s_);
   auto left_ms = [&] {
     return static_cast<int>(std::max<long>(

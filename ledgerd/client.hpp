@@ -38,6 +38,8 @@ class LedgerdClient {
  private:
   void connect();
   nlohmann::json open_reply(const std::string& line, const std::string& nonce);
+  // Sends one request line on the open connection and reads its reply.
+  nlohmann::json exchange(const std::string& line, const std::string& nonce);
   Endpoint server_;
   uid_t service_uid_;
   double timeout_s_;

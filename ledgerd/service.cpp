@@ -12,7 +12,6 @@
 #include <fmt/format.h>
 
 #include "common/ids.hpp"
-#include "common/slurm_jobs.hpp"
 #include "common/untrusted_json.hpp"
 #include "common/untrusted_text.hpp"
 #include "ledgerd/views.hpp"
@@ -88,19 +87,6 @@ constexpr const char* kForwarded = "ledgerd: forwarded by";
 
 }  // namespace
 
-JobOracle slurm_oracle(std::string scontrol, double timeout_s) {
-  return [scontrol, timeout_s](const std::string& job) -> std::optional<JobInfo> {
-    std::string why;
-    auto j = common::slurm_job(scontrol, job, timeout_s, &why);
-    if (!j) {
-      if (why.find("exited with status 1") == std::string::npos)  // 1: an unknown job
-        log::warning("Slurm about job {}: {}", common::quoted(job, 24), common::printable_text(why, 1024));
-      return std::nullopt;
-    }
-    return JobInfo{j->uid, j->running, j->nodes};
-  };
-}
-
 bool is_admin(const SiteConfig& cfg, uid_t uid) {
   if (uid == 0) return true;
   const std::string name = user_name(uid);
@@ -160,10 +146,24 @@ void Service::record_job(const std::string& job, const std::optional<JobInfo>& i
     ledger_.insert_job_if_missing({.job_id = job, .user = "?", .uid = -1, .launcher = "slurm"});
     return;
   }
-  ledger_.insert_job_if_missing(
-      {.job_id = job, .user = stored_user_name(info->uid), .uid = info->uid, .launcher = "slurm"});
-  if (auto row = ledger_.job(job); row && row->uid != static_cast<std::int64_t>(info->uid))
-    ledger_.set_job_owner(job, stored_user_name(info->uid), info->uid);
+  // The job began when Slurm says it was submitted; without Slurm's word,
+  // when the service first heard of it.
+  const std::string submitted = info->submitted > 0 ? sql::unix_ms_to_iso(info->submitted * 1000) : std::string();
+  ledger_.insert_job_if_missing({.job_id = job, .user = stored_user_name(info->uid), .uid = info->uid,
+                                 .launcher = "slurm", .started_at = submitted});
+  auto row = ledger_.job(job);
+  if (!row) return;
+  if (!submitted.empty() && row->started_at < submitted) {
+    // Submitted after the recorded job of this id began: another job with
+    // the same id. The earlier job's verdicts keep their rows under retired
+    // keys (so this job's keys are free) and are no longer this job's.
+    const int retired = ledger_.renew_job(job, stored_user_name(info->uid), info->uid, submitted);
+    log::warning("job {}: submitted at {} by uid {}, after the job of that id recorded at {} (uid {}): Slurm reused "
+                 "the id; {} verdict(s) of the earlier job kept under retired keys, no longer shown for this job",
+                 job, submitted, info->uid, common::quoted(row->started_at, 40), row->uid, retired);
+    return;
+  }
+  if (row->uid != static_cast<std::int64_t>(info->uid)) ledger_.set_job_owner(job, stored_user_name(info->uid), info->uid);
 }
 
 json Service::refuse(const std::string& reason, const std::string& message) {

@@ -62,6 +62,11 @@ struct JobInfo {
   uid_t uid = 0;
   bool running = false;
   std::vector<std::string> nodes;
+  // Seconds since the epoch (0: Slurm did not say). A job submitted after
+  // the ledger's job of the same id began is another job: Slurm reused the
+  // id (its counter wrapped, or its state was lost). The ledger then keeps
+  // the earlier job's verdicts under retired keys and shows this job's only.
+  std::int64_t submitted = 0;
 };
 using JobOracle = std::function<std::optional<JobInfo>(const std::string& job)>;
 // The production oracle: squeue's uid, state and node list fields, with a

@@ -24,12 +24,20 @@ std::string text(const json& o, const char* k) {
 json Service::query(const Identity& who, const json& req) {
   const std::string job = text(req, "job");
   if (!common::valid_job_id(job)) return refuse("malformed", "query: expected \"job\": a decimal job id");
+  // Which job of this id: the one Slurm knows (submitted then), else the
+  // ledger's latest. Verdicts recorded before it began are an earlier job's
+  // (Slurm reused the id) and are not shown as this one's, to anyone.
+  const auto info = job_info(job);
+  const auto recorded = ledger_.job(job);
+  std::string since;
+  if (info && info->submitted > 0) since = sql::unix_ms_to_iso(info->submitted * 1000);
+  else if (recorded) since = recorded->started_at;
   if (who.uid != 0 && !admin(who.uid)) {
     // The owner is Slurm's word while Slurm knows the job; the ledger's row
     // (written from Slurm's word) after that.
     std::optional<uid_t> owner;
-    if (auto info = job_info(job)) owner = info->uid;
-    else if (auto row = ledger_.job(job); row && row->uid >= 0) owner = static_cast<uid_t>(row->uid);
+    if (info) owner = info->uid;
+    else if (recorded && recorded->uid >= 0) owner = static_cast<uid_t>(recorded->uid);
     if (!owner) return refuse("unknown_job", fmt::format("query: no job {}", job));
     if (*owner != who.uid)
       return refuse("not_owner", fmt::format("query: job {} belongs to uid {}, not to uid {}", job, *owner, who.uid));
@@ -46,7 +54,7 @@ json Service::query(const Identity& who, const json& req) {
   std::size_t bytes = 0;
   bool more = false;
   std::int64_t last = after;
-  for (auto& row : ledger_.verdicts_page(job, after, kMaxPageRows + 1)) {
+  for (auto& row : ledger_.verdicts_page(job, after, kMaxPageRows + 1, since)) {
     json one = sql::verdicts_json({row});
     const std::size_t size = common::dump_repairing_utf8(one).size();
     if (static_cast<int>(verdicts.size()) == kMaxPageRows || (!verdicts.empty() && bytes + size > kReplyPageBytes)) {
@@ -57,7 +65,7 @@ json Service::query(const Identity& who, const json& req) {
     for (auto& v : one) verdicts.push_back(std::move(v));
     last = row.id;
   }
-  json out = {{"ok", true}, {"job", job}, {"known", ledger_.job(job).has_value()}, {"verdicts", std::move(verdicts)}};
+  json out = {{"ok", true}, {"job", job}, {"known", recorded.has_value()}, {"verdicts", std::move(verdicts)}};
   if (more) {
     out["more"] = true;
     out["after"] = last;

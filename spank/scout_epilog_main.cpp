@@ -390,16 +390,25 @@ int main(int argc, char** argv) {
         // Every node's spool holds the job's verdicts: the origin names the
         // node, and the verdict's stable key makes them one site row. A row
         // that does not read as a verdict (the user's file) is refused too.
-        int n = site.import_job(from, a.job, "spool:" + a.node + ":" + spool, st.st_uid, [&](const sq::VerdictRow& r) {
-          auto v = sq::to_verdict(r);
-          if (v && v->within(nodes)) {
-            kept.push_back(std::move(*v));
-            return true;
-          }
-          ++refused;
-          return false;
-        });
+        sq::Ledger::ImportDropped dropped;
+        int n = site.import_job(
+            from, a.job, "spool:" + a.node + ":" + spool, st.st_uid,
+            [&](const sq::VerdictRow& r) {
+              auto v = sq::to_verdict(r);
+              if (v && v->within(nodes)) {
+                kept.push_back(std::move(*v));
+                return true;
+              }
+              ++refused;
+              return false;
+            },
+            &dropped);
         if (n > 0) scout::log::info("imported {} verdict(s) of job {}", n, a.job);
+        if (dropped.any())
+          scout::log::warning("job {}: {} row(s) of {} not imported (at most {} rows per table and {} bytes per job), "
+                              "{} verdict(s) imported without their evidence (over {} bytes)",
+                              a.job, dropped.rows, spool, sq::Ledger::kImportMaxRows, sq::Ledger::kImportMaxBytes,
+                              dropped.evidence, sq::Ledger::kImportMaxEvidenceBytes);
         if (service) note_service(service->submit(a.job, kept));  // what the scoutds could not forward
         if (refused > 0)
           record({a.job, a.node, "error",

@@ -154,8 +154,19 @@ class Ledger {
   // LedgerError naming what was expected.
   static Ledger open_untrusted(const std::string& path, uid_t owner, std::size_t max_bytes = std::size_t{64} << 20,
                                double seconds = 10);
-  // Caps on what import_job takes from one source (rows per table).
+  // Caps on what import_job takes from one source: rows per table, bytes
+  // per job (every table's text together: a node's ledger is root's and
+  // kept, a user's spool may be 64 MiB), and evidence per verdict (a larger
+  // one is replaced by a note of its size, the verdict itself imported).
   static constexpr std::size_t kImportMaxRows = 2000;
+  static constexpr std::size_t kImportMaxBytes = std::size_t{4} << 20;
+  static constexpr std::size_t kImportMaxEvidenceBytes = std::size_t{64} << 10;
+  // What import_job left out of a source, for the caller's message.
+  struct ImportDropped {
+    std::size_t rows = 0;       // over a table's row cap or the job's byte cap
+    std::size_t evidence = 0;   // evidence replaced by a note of its size
+    bool any() const { return rows > 0 || evidence > 0; }
+  };
   LedgerMetrics metrics();
   // Every node with verdicts or decisions, for administrators (scoutctl nodes).
   std::vector<NodeSummary> node_summaries(const std::string& now_iso);
@@ -202,7 +213,8 @@ class Ledger {
   // are skipped. `keep` decides per verdict whether it may be imported.
   // Returns the number of verdicts added.
   int import_job(Ledger& from, const std::string& job_id, const std::string& origin,
-                 std::int64_t origin_uid, const std::function<bool(const VerdictRow&)>& keep);
+                 std::int64_t origin_uid, const std::function<bool(const VerdictRow&)>& keep,
+                 ImportDropped* dropped = nullptr);
   // Idempotent on (job, step, version, key): every observer records it.
   void insert_setting(const SettingRow& s);
   std::vector<SettingRow> settings(const std::string& job_id);
@@ -215,8 +227,11 @@ class Ledger {
   std::vector<std::pair<std::int64_t, GatingRow>> node_gating_page(const std::string& node, std::int64_t before_id,
                                                                    int limit, bool* more);
   std::optional<GatingRow> last_clear(const std::string& node);
-  // A page of a job's verdicts: ids above `after_id`, at most `limit`, oldest first.
-  std::vector<VerdictRow> verdicts_page(const std::string& job_id, std::int64_t after_id, int limit);
+  // A page of a job's verdicts: ids above `after_id`, at most `limit`, oldest
+  // first; with `since` (ISO-8601), only rows recorded from then on (the job
+  // of that id that began then, not an earlier one).
+  std::vector<VerdictRow> verdicts_page(const std::string& job_id, std::int64_t after_id, int limit,
+                                        const std::string& since = {});
   // What `origin_uid` submitted: rows and bytes for one job; bytes since `since` (ISO-8601) over all jobs.
   std::pair<std::int64_t, std::int64_t> submitted_by_job(std::int64_t origin_uid, const std::string& job_id);
   std::int64_t submitted_since(std::int64_t origin_uid, const std::string& since);
@@ -257,6 +272,12 @@ class Ledger {
   void transaction(const std::function<void()>& body);
   // The owner of a job row (when Slurm says it differs from what was stored).
   void set_job_owner(const std::string& job_id, const std::string& user, std::int64_t uid);
+  // Another job was given `job_id` (Slurm reused it), submitted at
+  // `started_at`: the row becomes the new job's (owner, start, no end), and
+  // the verdicts recorded before then keep their rows under retired keys
+  // (`KEY@ID`, their confirmations too), so the new job's keys are free.
+  // Returns how many verdicts were retired. Call inside a transaction.
+  int renew_job(const std::string& job_id, const std::string& user, std::int64_t uid, const std::string& started_at);
   std::optional<std::string> reference_signature(const std::string& device_class, const std::string& recipe,
                                                  const std::string& seed);
   void record_reference(const std::string& device_class, const std::string& recipe, const std::string& seed,

@@ -85,13 +85,35 @@ void Ledger::resolve_verdict_by_key(const std::string& vkey, const std::string& 
 }
 
 int Ledger::import_job(Ledger& from, const std::string& job_id, const std::string& origin,
-                       std::int64_t origin_uid, const std::function<bool(const VerdictRow&)>& keep) {
+                       std::int64_t origin_uid, const std::function<bool(const VerdictRow&)>& keep,
+                       ImportDropped* dropped) {
+  ImportDropped local;
+  ImportDropped& d = dropped ? *dropped : local;
+  d = {};
   auto src_job = from.job(job_id);
   auto src_nodes = from.nodes(job_id);
   auto src_verdicts = from.verdicts(job_id);
-  // A source is someone's file: take a bounded share of it.
-  auto cap = [](auto& rows) {
-    if (rows.size() > kImportMaxRows) rows.resize(kImportMaxRows);
+  // A source is someone's file: take a bounded share of it, in rows per
+  // table and in bytes for the whole job.
+  auto cap = [&d](auto& rows) {
+    if (rows.size() > kImportMaxRows) {
+      d.rows += rows.size() - kImportMaxRows;
+      rows.resize(kImportMaxRows);
+    }
+  };
+  std::size_t budget = kImportMaxBytes;
+  auto take = [&](std::size_t bytes) {
+    if (bytes > budget) {
+      ++d.rows;
+      return false;
+    }
+    budget -= bytes;
+    return true;
+  };
+  auto sum = [](std::initializer_list<std::size_t> sizes) {
+    std::size_t n = 0;
+    for (auto z : sizes) n += z;
+    return n;
   };
   cap(src_nodes);
   cap(src_verdicts);
@@ -116,19 +138,37 @@ int Ledger::import_job(Ledger& from, const std::string& job_id, const std::strin
           .bind(std::string("slurm")).bind(std::string("")).bind(std::int64_t{0})
           .bind(std::int64_t{0}).bind(now).run();
     }
-    for (auto& n : src_nodes) upsert_node(n);
+    for (auto& n : src_nodes)
+      if (take(sum({n.job_id.size(), n.node.size(), n.joined_at.size()}) + 64)) upsert_node(n);
     for (auto& v : src_verdicts) {
       // A key is its job's (<job>.<step>...): a user's spool cannot take
       // the key of another job's verdict before that verdict is written.
-      if (v.job_id != job_id || (v.vkey && v.vkey->rfind(job_id + ".", 0) != 0) || !keep(v)) continue;
+      if (v.job_id != job_id || (v.vkey && v.vkey->rfind(job_id + ".", 0) != 0)) continue;
+      if (v.evidence.size() > kImportMaxEvidenceBytes) {
+        v.evidence = fmt::format(R"({{"dropped":"evidence of {} bytes; at most {} are imported"}})",
+                                 v.evidence.size(), kImportMaxEvidenceBytes);
+        ++d.evidence;
+      }
+      // Within the job's bytes before `keep` sees it: what it keeps (root's
+      // epilog forwards it) is what is imported.
+      const std::size_t bytes = sum({v.step.size(), v.kind.size(), v.status.size(), v.ranks.size(), v.hosts.size(),
+                                     v.evidence.size(), v.detected_at.size(), v.vkey.value_or("").size()});
+      if (bytes > budget) {
+        ++d.rows;
+        continue;
+      }
+      if (!keep(v)) continue;
+      budget -= bytes;
       added += import_verdict(v, origin, origin_uid);  // the same verdict from another node's spool: known
     }
     for (auto& c : src_cycles)
-      stmt(kImportCycle).bind(c.job_id).bind(c.cycle).bind(c.started_ms).bind(c.finished_ms)
-          .bind(c.observers).bind(c.expected).bind(c.devices).bind(c.outcome).bind(c.cpu_s).bind(c.detail).run();
+      if (take(sum({c.outcome.size(), c.detail.size()}) + 64))
+        stmt(kImportCycle).bind(c.job_id).bind(c.cycle).bind(c.started_ms).bind(c.finished_ms)
+            .bind(c.observers).bind(c.expected).bind(c.devices).bind(c.outcome).bind(c.cpu_s).bind(c.detail).run();
     for (auto& c : src_ckpts)
-      stmt(kImportCheckpoint).bind(c.job_id).bind(c.path).bind(c.written_ms).bind(c.seen_at).bind(c.state)
-          .bind(c.reason).bind(c.updated_at).run();
+      if (take(sum({c.path.size(), c.seen_at.size(), c.state.size(), c.reason.size(), c.updated_at.size()}) + 64))
+        stmt(kImportCheckpoint).bind(c.job_id).bind(c.path).bind(c.written_ms).bind(c.seen_at).bind(c.state)
+            .bind(c.reason).bind(c.updated_at).run();
   });
   return added;
 }
@@ -167,8 +207,10 @@ std::vector<VerdictRow> Ledger::verdicts(const std::string& job_id) {
   return read_verdicts(stmt(v >= 6 ? kSelectVerdicts : v == 5 ? kSelectVerdictsV5 : kSelectVerdictsV4).bind(job_id));
 }
 
-std::vector<VerdictRow> Ledger::verdicts_page(const std::string& job_id, std::int64_t after_id, int limit) {
-  return read_verdicts(stmt(kSelectVerdictsPage).bind(job_id).bind(after_id).bind(static_cast<std::int64_t>(limit)));
+std::vector<VerdictRow> Ledger::verdicts_page(const std::string& job_id, std::int64_t after_id, int limit,
+                                              const std::string& since) {
+  return read_verdicts(
+      stmt(kSelectVerdictsPage).bind(job_id).bind(after_id).bind(static_cast<std::int64_t>(limit)).bind(since));
 }
 
 std::vector<VerdictRow> Ledger::open_verdicts_on(const std::string& node, const std::vector<std::string>& kinds,

@@ -74,7 +74,8 @@ inline constexpr const char* kSelectLastClear =
 // A page of a job's verdicts: ids above ?2, at most ?3 (current schema).
 inline constexpr const char* kSelectVerdictsPage =
     "SELECT id,job_id,step,kind,status,ranks,hosts,evidence,detected_at,resolved_at,origin,vkey,confirmation "
-    "FROM verdicts WHERE job_id=?1 AND id > ?2 ORDER BY id LIMIT ?3";
+    "FROM verdicts WHERE job_id=?1 AND id > ?2 AND (?4 = '' OR coalesce(imported_at, detected_at) >= ?4) "
+    "ORDER BY id LIMIT ?3";
 // What one submitter stored: per job, and since ?2 over every job (bytes
 // of the columns a submitter fills).
 #define SCOUT_SQL_SUBMITTED_BYTES "coalesce(sum(length(ranks) + length(hosts) + length(evidence) + " \
@@ -200,6 +201,16 @@ inline constexpr const char* kReplaceByKey =
     "resolved_at=?9,origin=?10,origin_uid=?11,origin_id=NULL,imported_at=?12 WHERE vkey=?1";
 inline constexpr const char* kCountVerdictsFrom = "SELECT count(*) FROM verdicts WHERE job_id=?1 AND origin_uid=?2";
 inline constexpr const char* kSetJobOwner = "UPDATE jobs SET user=?2, uid=?3 WHERE job_id=?1";
+// A reused job id (Ledger::renew_job): the earlier job's keyed verdicts and
+// their confirmations move to retired keys, then the row is the new job's.
+#define SCOUT_SQL_EARLIER_KEYED "job_id=?1 AND vkey IS NOT NULL AND coalesce(imported_at, detected_at) < ?2"
+inline constexpr const char* kRetireConfirmations =
+    "UPDATE confirmations SET vkey = vkey || '@' || (SELECT v.id FROM verdicts v WHERE v.vkey = confirmations.vkey) "
+    "WHERE vkey IN (SELECT vkey FROM verdicts WHERE " SCOUT_SQL_EARLIER_KEYED ")";
+inline constexpr const char* kRetireVerdictKeys =
+    "UPDATE verdicts SET vkey = vkey || '@' || id WHERE " SCOUT_SQL_EARLIER_KEYED;
+inline constexpr const char* kRenewJob =
+    "UPDATE jobs SET user=?3, uid=?4, started_at=?2, ended_at=NULL, exit_status=NULL WHERE job_id=?1";
 inline constexpr const char* kSelectReference =
     "SELECT signature FROM reference_signatures WHERE device_class=?1 AND recipe=?2 AND seed=?3";
 inline constexpr const char* kInsertReference =

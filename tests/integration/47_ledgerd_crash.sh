@@ -59,6 +59,19 @@ acked=$(wc -l < "$T/acked")
 # After a last restart the service serves them all, once.
 start
 expect_eq "after restart: rows" "$(sqlite3 "$T/site.db" "select count(distinct vkey) = count(*) from verdicts where job_id='$JOBID'")" 1
+# A client's kept connection outlives the service (scoutd's forwarder, the
+# epilog): its next request goes out on a new connection. Control: the
+# first request on the connection is answered.
+rm -f "$T/go"
+"$R" '{"op":"ping"}' --wait-for "$T/go" '{"op":"ping"}' > "$T/kept.out" 2> "$T/kept.err" &
+KEPT=$!
+n=0; until [ -s "$T/kept.out" ]; do n=$((n + 1)); [ $n -lt 100 ] || fail "the first ping was not answered: $(cat "$T/kept.err")"; sleep 0.1; done
+kill -KILL "$LD"; wait "$LD" 2>/dev/null || true; LD=
+start
+touch "$T/go"
+rc=0; wait "$KEPT" || rc=$?
+expect_eq "a kept connection after a restart: the second ping" "$rc" 0
+expect_eq "a kept connection after a restart: replies" "$(grep -c '"ok":true' "$T/kept.out")" 2
 kill "$LD"; wait "$LD" 2>/dev/null || true; LD=
 echo "scout-ledgerd SIGKILLed $CRASHES times under $CLIENTS clients: integrity ok every time; $acked acknowledged verdicts, each present once ($(wc -l < "$T/rows") rows)"
 pass "ledgerd crash: $CRASHES kills under load, integrity ok, every acknowledged verdict present exactly once"

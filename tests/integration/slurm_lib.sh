@@ -46,6 +46,15 @@ fail() {
   for n in n1 n2 n3; do
     on "$n" sh -c "d=\$(ls -td $SPOOL/[0-9]*/ 2>/dev/null | head -1); [ -n \"\$d\" ] && { ls -la \$d; for f in \$d*.scoutd.log; do echo \"--- $n:\$f\"; tail -15 \"\$f\"; done; }" >&2 2>/dev/null || true
   done
+  # What slurmd says of steps, prologs, epilogs and scout (times included):
+  # where a slow start or a refused step shows.
+  for f in "$CL"/log/slurmd*.log; do
+    [ -f "$f" ] && { echo "--- $f" >&2; grep -i -e scout -e prolog -e epilog -e error -e 'launch' "$f" | tail -20 >&2; }
+  done
+  # srun's messages about its companions (the user's runtime directory).
+  for f in /run/user/*/scout.*.companion.log; do
+    [ -f "$f" ] && [ "$f" -nt "$CL/slurm.conf" ] && { echo "--- $f" >&2; tail -15 "$f" >&2; }
+  done
   exit 1
 }
 

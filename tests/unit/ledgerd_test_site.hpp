@@ -26,6 +26,10 @@ struct Site {
     char tmpl[] = "/tmp/scout-ledgerd-test-XXXXXX";
     dir = mkdtemp(tmpl);
     ledger.emplace(scout::sql::Ledger::open((dir / "site.db").string(), scout::sql::Ledger::Mode::kReadWrite));
+    restart_service();
+  }
+  // A new Service over the same ledger, as after a restart (nothing cached).
+  void restart_service() {
     SiteConfig cfg;
     cfg.admins = {"root"};
     service.emplace(cfg, *ledger, [this](const std::string& j) -> std::optional<JobInfo> {

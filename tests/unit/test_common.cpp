@@ -96,6 +96,16 @@ TEST_CASE("squeue fields: uid, state, node list; nothing a user names can be tak
   CHECK_FALSE(parse_squeue_line("1002|RUNNING JobState=RUNNING|n1").has_value());
   CHECK_FALSE(parse_squeue_line("1002|RUNNING|n1 n2").has_value());
   CHECK(parse_squeue_line("1002|PENDING|(null)")->nodelist.empty());
+  // With the submission time (SLURM_TIME_FORMAT=%s): what tells a job from
+  // an earlier one of the same id.
+  j = parse_squeue_line("1002|RUNNING|1733450000|n[1-3]");
+  REQUIRE(j.has_value());
+  CHECK(j->submitted == 1733450000);
+  CHECK(j->nodelist == "n[1-3]");
+  CHECK(parse_squeue_line("1002|PENDING|Unknown|(null)")->submitted == 0);
+  CHECK(parse_squeue_line("1002|RUNNING|n1")->submitted == 0);
+  CHECK_FALSE(parse_squeue_line("1002|RUNNING|2026-12-06T02:30:00|n1").has_value());  // not seconds
+  CHECK_FALSE(parse_squeue_line("1002|RUNNING|17|n1|n2").has_value());
 }
 
 TEST_CASE("sinfo fields: state, who set the reason, the reason read whole; scout's reasons told from others'") {

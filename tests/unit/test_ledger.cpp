@@ -134,6 +134,50 @@ TEST_CASE("bad ledger files get clear errors") {
   }
 }
 
+// A user's spool may be 64 MiB; the node's ledger is root's and kept.
+TEST_CASE("attack: a spool of large verdicts grows root's ledger by at most the job's bytes; evidence over the cap "
+          "is replaced by its size") {
+  TempDir t;
+  auto spool = (t.path / "spool.db").string(), site = (t.path / "site.db").string();
+  {
+    auto s = Ledger::open(spool, Ledger::Mode::kReadWrite);
+    s.insert_job({.job_id = "5", .user = "alice", .uid = 1000, .launcher = "slurm"});
+    for (int i = 0; i < 300; ++i) {
+      VerdictRow v;
+      v.job_id = "5";
+      v.step = "0";
+      v.kind = "stall";
+      v.status = "attributed";
+      v.vkey = "5.0.o0.1." + std::to_string(i);
+      // The first verdict is small (the control); then 100 with evidence
+      // over the cap; then 199 just under it.
+      const std::size_t n = i == 0 ? 10 : i <= 100 ? Ledger::kImportMaxEvidenceBytes + 1000
+                                                    : Ledger::kImportMaxEvidenceBytes - 1000;
+      v.evidence = "{\"note\":\"" + std::string(n, 'x') + "\"}";
+      s.insert_verdict(v);
+    }
+  }
+  auto from = Ledger::open(spool, Ledger::Mode::kReadOnly);
+  auto to = Ledger::open(site, Ledger::Mode::kReadWrite);
+  Ledger::ImportDropped dropped;
+  int kept = 0;
+  const int added = to.import_job(from, "5", "spool:n1:" + spool, 1000, [&](const VerdictRow&) { return ++kept, true; },
+                                  &dropped);
+  auto vs = to.verdicts("5");
+  CHECK(added == static_cast<int>(vs.size()));
+  CHECK(kept == added);  // what the caller kept (and forwards) is what was imported
+  REQUIRE(vs.size() > 101);
+  CHECK(vs[0].evidence.size() > 10);  // the control: kept whole
+  CHECK(vs[0].evidence.find("xxxxxxxxxx") != std::string::npos);
+  CHECK(vs[1].evidence.find("\"dropped\":\"evidence of ") != std::string::npos);
+  CHECK(dropped.evidence == 100);
+  std::size_t bytes = 0;
+  for (auto& v : vs) bytes += v.evidence.size();
+  CHECK(bytes <= Ledger::kImportMaxBytes);
+  CHECK(vs.size() < 300);  // the job's bytes ran out
+  CHECK(dropped.rows == 300 - vs.size());
+}
+
 TEST_CASE("import copies a job's verdicts once, with their origin") {
   TempDir t;
   auto spool = (t.path / "spool.db").string(), site = (t.path / "site.db").string();

@@ -4,8 +4,10 @@
 // and retention deletes old decisions while the node's state stays exact.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <set>
 #include <string>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -120,4 +122,63 @@ TEST_CASE("bounds: retention deletes old decisions, never a node's current state
   CHECK(s.ledger->metrics().drained_now.at("n1") == true);
   CHECK(s.ledger->node_gating("n2").size() == 1);
   CHECK(s.ledger->prune_decisions("2021-01-01T00:00:00.000Z", 1000) == 0);
+}
+
+// Slurm gives an id again when its counter wraps or its state is lost. The
+// ledger tells the two jobs apart by Slurm's submission time.
+TEST_CASE("attack: a reused job id shows nothing of the earlier job to anyone; its keys are free; its rows are kept") {
+  Site s;
+  const auto now_s = [] { return scout::sql::now_unix_ms() / 1000; };
+  s.jobs["17"] = JobInfo{1001, true, {"n3"}, now_s() - 7200};
+  // Control: the first job's user stores and reads her verdict; root's
+  // epilog confirms it on n3.
+  auto r = s.ask(1001, {{"op", "submit"}, {"job", "17"}, {"verdicts", {stall("17.0.o0.1.1")}}});
+  REQUIRE(r["ok"] == true);
+  CHECK(r["added"] == 1);
+  REQUIRE(s.ask(1001, {{"op", "query"}, {"job", "17"}})["verdicts"].size() == 1);
+  REQUIRE(s.ask(0, {{"op", "gating"}, {"job", "17"}, {"node", "n3"}, {"decision", "suspect"}, {"reason", "x"},
+                    {"evidence", {{"confirmed", {"17.0.o0.1.1"}}}}})["ok"] == true);
+  // Slurm gives 17 to another user's job, submitted a second later (its
+  // times have whole seconds).
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  s.jobs["17"] = JobInfo{1002, true, {"n3"}, now_s()};
+  s.restart_service();
+  r = s.ask(1002, {{"op", "query"}, {"job", "17"}});
+  REQUIRE(r["ok"] == true);
+  CHECK(r["verdicts"].empty());
+  CHECK(s.ask(0, {{"op", "query"}, {"job", "17"}})["verdicts"].empty());  // root's epilog: not this job's either
+  CHECK(s.ask(1001, {{"op", "query"}, {"job", "17"}})["refused"] == "not_owner");
+  // Her verdict under the key the earlier job used: added, not refused as
+  // another submitter's row.
+  json mine = stall("17.0.o0.1.1");
+  mine["ranks"] = {2};
+  r = s.ask(1002, {{"op", "submit"}, {"job", "17"}, {"verdicts", {mine}}});
+  REQUIRE(r["ok"] == true);
+  CHECK(r["added"] == 1);
+  CHECK_FALSE(r.contains("unchanged"));
+  for (uid_t who : {1002u, 0u}) {
+    CAPTURE(who);
+    r = s.ask(who, {{"op", "query"}, {"job", "17"}});
+    REQUIRE(r["verdicts"].size() == 1);
+    CHECK(r["verdicts"][0]["ranks"] == json{2});
+    CHECK(r["verdicts"][0]["vkey"] == "17.0.o0.1.1");
+    CHECK(r["verdicts"][0].value("confirmation", json()).is_null());
+  }
+  // Root's decision at the new job's end changes nothing of that.
+  REQUIRE(s.ask(0, {{"op", "gating"}, {"job", "17"}, {"node", "n3"}, {"decision", "keep"}, {"reason", "y"}})["ok"] ==
+          true);
+  CHECK(s.ask(1002, {{"op", "query"}, {"job", "17"}})["verdicts"].size() == 1);
+  // The earlier job's row is kept under a retired key, with root's
+  // confirmation, and the job row is the new job's.
+  int retired = 0;
+  for (auto& v : s.ledger->verdicts_page("17", 0, 10))
+    if (v.vkey && v.vkey->find('@') != std::string::npos) {
+      ++retired;
+      CHECK(v.vkey->rfind("17.0.o0.1.1@", 0) == 0);
+      CHECK(v.ranks == "[4]");
+      CHECK(v.confirmation.value_or("") == "confirmed");
+    }
+  CHECK(retired == 1);
+  REQUIRE(s.ledger->job("17").has_value());
+  CHECK(s.ledger->job("17")->uid == 1002);
 }
