@@ -148,8 +148,21 @@ void add_slurm(json& n, const std::map<std::string, scout::common::SlurmNode>& s
 // the state and reason Slurm holds for it now (sinfo, one call).
 int cmd_nodes(const Args& a) {
   json nodes;
-  if (auto r = ask_ledgerd(a, {{"op", "nodes"}})) nodes = (*r)["nodes"];
-  else {
+  if (auto r = ask_ledgerd(a, {{"op", "nodes"}})) {
+    nodes = (*r)["nodes"];
+    // The rest a page at a time ("more", then "after": the last node sent).
+    for (int page = 0; page < 100000 && r->value("more", false) && nodes.is_array(); ++page) {
+      const json after = r->value("after", json());
+      if (!after.is_string()) break;
+      r = ask_ledgerd(a, {{"op", "nodes"}, {"after", after}});
+      if (!r || !(*r)["nodes"].is_array()) {
+        std::fprintf(stderr, "scoutctl: nodes: warning: the service did not send the nodes after %s; the list is "
+                             "incomplete\n", scout::common::escape_control(after.get<std::string>()).c_str());
+        break;
+      }
+      for (auto& n : (*r)["nodes"]) nodes.push_back(std::move(n));
+    }
+  } else {
     auto l = open_site_ledger(a, sq::Ledger::Mode::kReadOnly);
     nodes = ld::nodes_json(l);
   }

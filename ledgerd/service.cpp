@@ -235,7 +235,7 @@ json Service::handle_locked(const Identity& who, const std::string& payload) {
     if (op == "gating") return gating(who, req);
     if (op == "clear") return clear(who, req);
     if (op == "backlog") return backlog(who, req);
-    return nodes(who);
+    return nodes(who, req);
   } catch (const std::exception& e) {
     return refuse("internal", fmt::format("{} failed: {}", op, common::printable_text(e.what(), 1024)));
   }
@@ -417,11 +417,6 @@ json Service::clear(const Identity& who, const json& req) {
                              (closed.empty() ? "" : " [closes " + common::repair_utf8(closed) + "]");
   ledger_.insert_gating({"", n, "clear", stored, by, ""});
   return {{"ok", true}, {"node", n}, {"cleared", sql::verdicts_json(open)}, {"decided_by", by}};
-}
-
-json Service::nodes(const Identity& who) {
-  if (!admin(who.uid)) return refuse("not_admin", "nodes: for root and administrators");
-  return {{"ok", true}, {"nodes", nodes_json(ledger_)}};
 }
 
 json Service::backlog(const Identity& who, const json& req) {

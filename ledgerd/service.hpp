@@ -129,7 +129,7 @@ class Service {
   nlohmann::json node(const Identity& who, const nlohmann::json& req);
   nlohmann::json gating(const Identity& who, const nlohmann::json& req);
   nlohmann::json clear(const Identity& who, const nlohmann::json& req);
-  nlohmann::json nodes(const Identity& who);
+  nlohmann::json nodes(const Identity& who, const nlohmann::json& req);
   nlohmann::json backlog(const Identity& who, const nlohmann::json& req);
   bool admin(uid_t uid) const { return is_admin(cfg_, uid); }
   // The oracle's answer, cached (a running job for 30 s, anything else for

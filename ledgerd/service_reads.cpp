@@ -1,6 +1,6 @@
 // What scout-ledgerd answers from the ledger a page at a time (see
-// service.hpp): a job's verdicts (query) and a node's decisions and open
-// verdicts (node). Every reply stays under kReplyPageBytes of rows, so no
+// service.hpp): a job's verdicts (query), a node's decisions and open
+// verdicts (node) and the site's nodes (nodes). Every reply stays under kReplyPageBytes of rows, so no
 // history makes one exceed MUNGE's 1 MiB payload.
 #include <algorithm>
 
@@ -10,6 +10,7 @@
 #include "common/untrusted_json.hpp"
 #include "common/untrusted_text.hpp"
 #include "ledgerd/service.hpp"
+#include "ledgerd/views.hpp"
 
 namespace scout::ledgerd {
 
@@ -119,6 +120,39 @@ json Service::node(const Identity& who, const json& req) {
   if (more) {
     out["more"] = true;
     out["before"] = oldest;
+  }
+  return out;
+}
+
+json Service::nodes(const Identity& who, const json& req) {
+  if (!admin(who.uid)) return refuse("not_admin", "nodes: for root and administrators");
+  // One page of nodes in name order, after "after" (a node name): at most
+  // kMaxPageRows and kReplyPageBytes, "more" and the next "after" when the
+  // site has more.
+  std::string after;
+  if (req.contains("after")) {
+    if (!req["after"].is_string() || !common::valid_node_name(req["after"].get<std::string>()))
+      return refuse("malformed", "nodes: expected \"after\": a node name");
+    after = req["after"].get<std::string>();
+  }
+  json page = json::array();
+  std::size_t bytes = 0;
+  bool more = false;
+  for (auto& n : nodes_json(ledger_)) {
+    const std::string name = n.value("node", "");
+    if (!after.empty() && name <= after) continue;  // the ledger's order (BINARY) is byte order too
+    const std::size_t size = common::dump_repairing_utf8(n).size();
+    if (static_cast<int>(page.size()) == kMaxPageRows || (!page.empty() && bytes + size > kReplyPageBytes)) {
+      more = true;
+      break;
+    }
+    bytes += size;
+    page.push_back(std::move(n));
+  }
+  json out = {{"ok", true}, {"nodes", page}};
+  if (more) {
+    out["more"] = true;
+    out["after"] = page.back()["node"];
   }
   return out;
 }

@@ -152,6 +152,15 @@ int local_user_init(spank_t sp) {
   for (char** e = environ; *e; ++e)
     if (!dropped(*e)) env.emplace_back(*e);
   env.emplace_back(std::string(kCompanionEnv) + "=1");
+  // Open MPI 4.1 (Debian 12's) collects the modex in one fence that each
+  // process joins before its PML registers its receive callbacks, and has
+  // no barrier after: a scoutd released first sends its first message to a
+  // peer still in MPI_Init, whose TCP BTL then calls a NULL callback (tag
+  // 0x41, ob1's MATCH; a core of it was taken under load, issue 34's note).
+  // Without collecting the data, MPI_Init fences once more after add_procs,
+  // so no scoutd sends before every peer can receive (addresses are then
+  // fetched from the PMIx server on first contact: a few peers per scoutd).
+  env.emplace_back("OMPI_MCA_pmix_base_collect_data=0");
   std::vector<char*> av, ev;
   for (auto& a : args) av.push_back(a.data());
   av.push_back(nullptr);

@@ -4,6 +4,7 @@
 // and retention deletes old decisions while the node's state stays exact.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <set>
 #include <string>
@@ -181,4 +182,32 @@ TEST_CASE("attack: a reused job id shows nothing of the earlier job to anyone; i
   CHECK(retired == 1);
   REQUIRE(s.ledger->job("17").has_value());
   CHECK(s.ledger->job("17")->uid == 1002);
+}
+
+TEST_CASE("bounds: the site's 1,200 nodes come in pages in name order; every node once; a bad cursor refused") {
+  Site s;
+  s.ledger->transaction([&] {
+    for (int i = 0; i < 1200; ++i)
+      s.ledger->insert_gating({fmt::format("{}", 100 + i), fmt::format("node{:04d}", i), "keep", "ok", "t", "", "{}"});
+  });
+  // Control: the first page, within the bounds, says there is more.
+  auto r = s.ask(0, {{"op", "nodes"}});
+  REQUIRE(r["ok"] == true);
+  CHECK(r["more"] == true);
+  CHECK(r["nodes"].size() == static_cast<std::size_t>(kMaxPageRows));
+  CHECK(r.dump().size() < kReplyPageBytes + 4096);
+  std::vector<std::string> seen;
+  for (auto& n : r["nodes"]) seen.push_back(n["node"]);
+  for (int page = 0; r.value("more", false) && page < 10; ++page) {
+    r = s.ask(0, {{"op", "nodes"}, {"after", r["after"]}});
+    REQUIRE(r["ok"] == true);
+    for (auto& n : r["nodes"]) seen.push_back(n["node"]);
+  }
+  CHECK_FALSE(r.contains("more"));
+  REQUIRE(seen.size() == 1200);
+  CHECK(std::is_sorted(seen.begin(), seen.end()));
+  CHECK(std::set<std::string>(seen.begin(), seen.end()).size() == 1200);
+  CHECK(s.ask(0, {{"op", "nodes"}, {"after", 7}})["refused"] == "malformed");
+  CHECK(s.ask(0, {{"op", "nodes"}, {"after", "a b"}})["refused"] == "malformed");
+  CHECK(s.ask(1001, {{"op", "nodes"}})["refused"] == "not_admin");
 }
