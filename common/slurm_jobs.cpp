@@ -36,12 +36,10 @@ std::optional<SlurmJob> parse_squeue_line(const std::string& line) {
   if (!decimal(uid) || state.empty() || state.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ_") != std::string::npos ||
       nodes.find_first_of(" \t\n|") != std::string::npos)
     return std::nullopt;
-  // Seconds since the epoch; Slurm writes "Unknown" or "N/A" for a time it
-  // does not have. Anything else is not this format.
+  // Seconds since the epoch. Anything else ("Unknown", or a date where a
+  // Slurm ignored SLURM_TIME_FORMAT) is no time: the job is still known.
   std::int64_t when = 0;
   if (decimal(submitted) && submitted.size() <= 12) when = std::strtoll(submitted.c_str(), nullptr, 10);
-  else if (c != std::string::npos && submitted != "Unknown" && submitted != "N/A" && submitted != "None")
-    return std::nullopt;
   SlurmJob j;
   j.submitted = when;
   j.uid = static_cast<uid_t>(std::strtoul(uid.c_str(), nullptr, 10));
@@ -85,16 +83,28 @@ std::optional<SlurmJob> slurm_job(const std::string& scontrol, const std::string
   const auto started = std::chrono::steady_clock::now();
   // SLURM_TIME_FORMAT is handed to strftime: "%s", seconds since the epoch,
   // whatever the time zone of either host.
+  // %A first: the job id of each line. `-j` of an array's job id lists
+  // every task of the array, each a job of its own; the one asked for is
+  // the line whose id it is.
   auto r = run_command({"/usr/bin/env", "SLURM_TIME_FORMAT=%s", beside(scontrol, "squeue"), "-h", "-j", job,
-                        "--states=all", "-o", "%U|%T|%V|%N"},
-                       timeout_s, 65536);
+                        "--states=all", "-o", "%A|%U|%T|%V|%N"},
+                       timeout_s, std::size_t{1} << 20);
   if (!r.ok()) {
     if (why) *why = r.error;  // an unknown job makes squeue exit 1
     return std::nullopt;
   }
-  std::string line = r.out;
-  while (!line.empty() && (line.back() == '\n' || line.back() == ' ')) line.pop_back();
-  if (line.find('\n') != std::string::npos) line = line.substr(0, line.find('\n'));  // array jobs: the first
+  std::string line;
+  for (std::size_t pos = 0; pos < r.out.size();) {
+    std::size_t nl = r.out.find('\n', pos);
+    if (nl == std::string::npos) nl = r.out.size();
+    std::string l = r.out.substr(pos, nl - pos);
+    pos = nl + 1;
+    if (l.rfind(job + "|", 0) == 0) {
+      line = l.substr(job.size() + 1);
+      break;
+    }
+  }
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
   auto j = parse_squeue_line(line);
   if (!j) {
     if (why) *why = line.empty() ? fmt::format("Slurm does not know job {}", job) : "squeue: unexpected output";

@@ -1,7 +1,8 @@
 // What Slurm says of a job, asked through fixed-format fields that no user
-// text can reach (`squeue -h -j JOB --states=all -o %U|%T|%V|%N`: uid,
-// state, submission time in seconds since the epoch (SLURM_TIME_FORMAT=%s),
-// node list; never the job's name or comment), and node lists expanded by
+// text can reach (`squeue -h -j JOB --states=all -o %A|%U|%T|%V|%N`: the
+// line of the job whose id it is, its uid, state, submission time in
+// seconds since the epoch (SLURM_TIME_FORMAT=%s) and node list; never the
+// job's name or comment), and node lists expanded by
 // `scontrol show hostnames`. Each call runs the program with an argument
 // vector and a deadline (common/spawn.hpp).
 #pragma once

@@ -87,6 +87,13 @@ constexpr const char* kForwarded = "ledgerd: forwarded by";
 
 }  // namespace
 
+// Slurm's submission time against the start the ledger holds, both Slurm's
+// word (a row written without it, uid -1, is adopted, never renewed: its
+// start is this host's clock).
+bool renewal_due(const sql::JobRow& row, const JobInfo& info) {
+  return info.submitted > 0 && row.uid >= 0 && row.started_at < sql::unix_ms_to_iso(info.submitted * 1000);
+}
+
 bool is_admin(const SiteConfig& cfg, uid_t uid) {
   if (uid == 0) return true;
   const std::string name = user_name(uid);
@@ -153,7 +160,7 @@ void Service::record_job(const std::string& job, const std::optional<JobInfo>& i
                                  .launcher = "slurm", .started_at = submitted});
   auto row = ledger_.job(job);
   if (!row) return;
-  if (!submitted.empty() && row->started_at < submitted) {
+  if (renewal_due(*row, *info)) {
     // Submitted after the recorded job of this id began: another job with
     // the same id. The earlier job's verdicts keep their rows under retired
     // keys (so this job's keys are free) and are no longer this job's.
@@ -269,8 +276,9 @@ json Service::submit(const Identity& who, const json& req) {
     auto d = common::verdict_from_json(o, &why);
     if (!d) return refuse(why.find("evidence of") != std::string::npos ? "too_large" : "malformed", "submit: " + why);
     const std::string vkey = d->key.value_or("");
-    if (vkey.empty() || vkey.rfind(job + ".", 0) != 0)
-      return refuse("malformed", fmt::format("submit: expected \"vkey\": the verdict's key, starting with '{}.'", job));
+    if (vkey.empty() || vkey.rfind(job + ".", 0) != 0 || vkey.find('@') != std::string::npos)
+      return refuse("malformed", fmt::format("submit: expected \"vkey\": the verdict's key, starting with '{}.', "
+                                             "without '@' (a retired key's)", job));
     // The key is the submitter's text, quoted (escaped, bounded) wherever a
     // refusal or a log line names it.
     const std::string shown_key = common::quoted(vkey);

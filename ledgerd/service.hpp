@@ -91,6 +91,9 @@ inline constexpr int kDecisionRetentionDays = 400;
 // Whether a uid is an administrator: root, a listed user, or a member of a
 // listed group.
 bool is_admin(const SiteConfig& cfg, uid_t uid);
+// Whether Slurm's job `info` was submitted after the ledger's job `row` of
+// the same id began: Slurm reused the id (or requeued the job).
+bool renewal_due(const sql::JobRow& row, const JobInfo& info);
 
 class Service {
  public:

@@ -25,14 +25,16 @@ std::string text(const json& o, const char* k) {
 json Service::query(const Identity& who, const json& req) {
   const std::string job = text(req, "job");
   if (!common::valid_job_id(job)) return refuse("malformed", "query: expected \"job\": a decimal job id");
-  // Which job of this id: the one Slurm knows (submitted then), else the
-  // ledger's latest. Verdicts recorded before it began are an earlier job's
-  // (Slurm reused the id) and are not shown as this one's, to anyone.
+  // Which job of this id: the one Slurm knows, else the ledger's latest.
+  // When Slurm's was submitted after the ledger's began (Slurm reused the
+  // id), the earlier job's verdicts are retired first: no one, root's
+  // epilog included, is shown them as this job's.
   const auto info = job_info(job);
-  const auto recorded = ledger_.job(job);
-  std::string since;
-  if (info && info->submitted > 0) since = sql::unix_ms_to_iso(info->submitted * 1000);
-  else if (recorded) since = recorded->started_at;
+  auto recorded = ledger_.job(job);
+  if (info && recorded && renewal_due(*recorded, *info)) {
+    ledger_.transaction([&] { record_job(job, info); });
+    recorded = ledger_.job(job);
+  }
   if (who.uid != 0 && !admin(who.uid)) {
     // The owner is Slurm's word while Slurm knows the job; the ledger's row
     // (written from Slurm's word) after that.
@@ -55,7 +57,7 @@ json Service::query(const Identity& who, const json& req) {
   std::size_t bytes = 0;
   bool more = false;
   std::int64_t last = after;
-  for (auto& row : ledger_.verdicts_page(job, after, kMaxPageRows + 1, since)) {
+  for (auto& row : ledger_.verdicts_page(job, after, kMaxPageRows + 1)) {
     json one = sql::verdicts_json({row});
     const std::size_t size = common::dump_repairing_utf8(one).size();
     if (static_cast<int>(verdicts.size()) == kMaxPageRows || (!verdicts.empty() && bytes + size > kReplyPageBytes)) {
@@ -131,8 +133,10 @@ json Service::nodes(const Identity& who, const json& req) {
   // site has more.
   std::string after;
   if (req.contains("after")) {
-    if (!req["after"].is_string() || !common::valid_node_name(req["after"].get<std::string>()))
-      return refuse("malformed", "nodes: expected \"after\": a node name");
+    // Any text: names come from stored rows (an older scout's may not pass
+    // today's name check); it is only compared with them.
+    if (!req["after"].is_string() || req["after"].get_ref<const std::string&>().size() > 256)
+      return refuse("malformed", "nodes: expected \"after\": the last node name of the previous page");
     after = req["after"].get<std::string>();
   }
   json page = json::array();

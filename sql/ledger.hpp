@@ -228,10 +228,8 @@ class Ledger {
                                                                    int limit, bool* more);
   std::optional<GatingRow> last_clear(const std::string& node);
   // A page of a job's verdicts: ids above `after_id`, at most `limit`, oldest
-  // first; with `since` (ISO-8601), only rows recorded from then on (the job
-  // of that id that began then, not an earlier one).
-  std::vector<VerdictRow> verdicts_page(const std::string& job_id, std::int64_t after_id, int limit,
-                                        const std::string& since = {});
+  // first; never an earlier job's of the same id (retired keys, renew_job).
+  std::vector<VerdictRow> verdicts_page(const std::string& job_id, std::int64_t after_id, int limit);
   // What `origin_uid` submitted: rows and bytes for one job; bytes since `since` (ISO-8601) over all jobs.
   std::pair<std::int64_t, std::int64_t> submitted_by_job(std::int64_t origin_uid, const std::string& job_id);
   std::int64_t submitted_since(std::int64_t origin_uid, const std::string& since);
@@ -272,11 +270,13 @@ class Ledger {
   void transaction(const std::function<void()>& body);
   // The owner of a job row (when Slurm says it differs from what was stored).
   void set_job_owner(const std::string& job_id, const std::string& user, std::int64_t uid);
-  // Another job was given `job_id` (Slurm reused it), submitted at
-  // `started_at`: the row becomes the new job's (owner, start, no end), and
-  // the verdicts recorded before then keep their rows under retired keys
-  // (`KEY@ID`, their confirmations too), so the new job's keys are free.
-  // Returns how many verdicts were retired. Call inside a transaction.
+  // Another job was given `job_id` (Slurm reused it, or requeued the job),
+  // submitted at `started_at`: the row becomes the new job's (owner, start,
+  // no end), and the verdicts recorded until now keep their rows under
+  // retired keys (`KEY@ID`, their confirmations too; confirmations of keys
+  // without a row are deleted), so the new job's keys are free and its
+  // pages show none of them. Returns how many verdicts were retired. Call
+  // inside a transaction, before the new job's rows are written.
   int renew_job(const std::string& job_id, const std::string& user, std::int64_t uid, const std::string& started_at);
   std::optional<std::string> reference_signature(const std::string& device_class, const std::string& recipe,
                                                  const std::string& seed);

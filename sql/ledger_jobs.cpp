@@ -94,8 +94,9 @@ void Ledger::set_job_owner(const std::string& job_id, const std::string& user, s
 
 int Ledger::renew_job(const std::string& job_id, const std::string& user, std::int64_t uid,
                       const std::string& started_at) {
-  stmt(kRetireConfirmations).bind(job_id).bind(started_at).run();
-  stmt(kRetireVerdictKeys).bind(job_id).bind(started_at).run();
+  stmt(kRetireConfirmations).bind(job_id).run();
+  stmt(kDropOrphanConfirmations).bind(job_id).run();
+  stmt(kRetireVerdictKeys).bind(job_id).run();
   const int retired = sqlite3_changes(db_);
   stmt(kRenewJob).bind(job_id).bind(started_at).bind(user).bind(uid).run();
   return retired;

@@ -143,7 +143,10 @@ int Ledger::import_job(Ledger& from, const std::string& job_id, const std::strin
     for (auto& v : src_verdicts) {
       // A key is its job's (<job>.<step>...): a user's spool cannot take
       // the key of another job's verdict before that verdict is written.
-      if (v.job_id != job_id || (v.vkey && v.vkey->rfind(job_id + ".", 0) != 0)) continue;
+      // '@' is a retired key's (Ledger::renew_job): never a spool's.
+      const bool foreign_key =
+          v.vkey && (v.vkey->rfind(job_id + ".", 0) != 0 || v.vkey->find('@') != std::string::npos);
+      if (v.job_id != job_id || foreign_key) continue;
       if (v.evidence.size() > kImportMaxEvidenceBytes) {
         v.evidence = fmt::format(R"({{"dropped":"evidence of {} bytes; at most {} are imported"}})",
                                  v.evidence.size(), kImportMaxEvidenceBytes);
@@ -207,10 +210,8 @@ std::vector<VerdictRow> Ledger::verdicts(const std::string& job_id) {
   return read_verdicts(stmt(v >= 6 ? kSelectVerdicts : v == 5 ? kSelectVerdictsV5 : kSelectVerdictsV4).bind(job_id));
 }
 
-std::vector<VerdictRow> Ledger::verdicts_page(const std::string& job_id, std::int64_t after_id, int limit,
-                                              const std::string& since) {
-  return read_verdicts(
-      stmt(kSelectVerdictsPage).bind(job_id).bind(after_id).bind(static_cast<std::int64_t>(limit)).bind(since));
+std::vector<VerdictRow> Ledger::verdicts_page(const std::string& job_id, std::int64_t after_id, int limit) {
+  return read_verdicts(stmt(kSelectVerdictsPage).bind(job_id).bind(after_id).bind(static_cast<std::int64_t>(limit)));
 }
 
 std::vector<VerdictRow> Ledger::open_verdicts_on(const std::string& node, const std::vector<std::string>& kinds,

@@ -74,8 +74,7 @@ inline constexpr const char* kSelectLastClear =
 // A page of a job's verdicts: ids above ?2, at most ?3 (current schema).
 inline constexpr const char* kSelectVerdictsPage =
     "SELECT id,job_id,step,kind,status,ranks,hosts,evidence,detected_at,resolved_at,origin,vkey,confirmation "
-    "FROM verdicts WHERE job_id=?1 AND id > ?2 AND (?4 = '' OR coalesce(imported_at, detected_at) >= ?4) "
-    "ORDER BY id LIMIT ?3";
+    "FROM verdicts WHERE job_id=?1 AND id > ?2 AND (vkey IS NULL OR instr(vkey, '@') = 0) ORDER BY id LIMIT ?3";
 // What one submitter stored: per job, and since ?2 over every job (bytes
 // of the columns a submitter fills).
 #define SCOUT_SQL_SUBMITTED_BYTES "coalesce(sum(length(ranks) + length(hosts) + length(evidence) + " \
@@ -203,10 +202,14 @@ inline constexpr const char* kCountVerdictsFrom = "SELECT count(*) FROM verdicts
 inline constexpr const char* kSetJobOwner = "UPDATE jobs SET user=?2, uid=?3 WHERE job_id=?1";
 // A reused job id (Ledger::renew_job): the earlier job's keyed verdicts and
 // their confirmations move to retired keys, then the row is the new job's.
-#define SCOUT_SQL_EARLIER_KEYED "job_id=?1 AND vkey IS NOT NULL AND coalesce(imported_at, detected_at) < ?2"
+// A key with '@' is a retired one: submitted and imported keys never hold it.
+#define SCOUT_SQL_EARLIER_KEYED "job_id=?1 AND vkey IS NOT NULL AND instr(vkey, '@') = 0"
 inline constexpr const char* kRetireConfirmations =
     "UPDATE confirmations SET vkey = vkey || '@' || (SELECT v.id FROM verdicts v WHERE v.vkey = confirmations.vkey) "
     "WHERE vkey IN (SELECT vkey FROM verdicts WHERE " SCOUT_SQL_EARLIER_KEYED ")";
+// Root's confirmations of the earlier job's keys that no verdict row holds.
+inline constexpr const char* kDropOrphanConfirmations =
+    "DELETE FROM confirmations WHERE substr(vkey, 1, length(?1) + 1) = ?1 || '.' AND instr(vkey, '@') = 0";
 inline constexpr const char* kRetireVerdictKeys =
     "UPDATE verdicts SET vkey = vkey || '@' || id WHERE " SCOUT_SQL_EARLIER_KEYED;
 inline constexpr const char* kRenewJob =

@@ -104,7 +104,7 @@ TEST_CASE("squeue fields: uid, state, node list; nothing a user names can be tak
   CHECK(j->nodelist == "n[1-3]");
   CHECK(parse_squeue_line("1002|PENDING|Unknown|(null)")->submitted == 0);
   CHECK(parse_squeue_line("1002|RUNNING|n1")->submitted == 0);
-  CHECK_FALSE(parse_squeue_line("1002|RUNNING|2026-12-06T02:30:00|n1").has_value());  // not seconds
+  CHECK(parse_squeue_line("1002|RUNNING|2026-12-06T02:30:00|n1")->submitted == 0);  // not seconds: no time
   CHECK_FALSE(parse_squeue_line("1002|RUNNING|17|n1|n2").has_value());
 }
 

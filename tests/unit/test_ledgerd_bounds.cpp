@@ -138,7 +138,11 @@ TEST_CASE("attack: a reused job id shows nothing of the earlier job to anyone; i
   CHECK(r["added"] == 1);
   REQUIRE(s.ask(1001, {{"op", "query"}, {"job", "17"}})["verdicts"].size() == 1);
   REQUIRE(s.ask(0, {{"op", "gating"}, {"job", "17"}, {"node", "n3"}, {"decision", "suspect"}, {"reason", "x"},
-                    {"evidence", {{"confirmed", {"17.0.o0.1.1"}}}}})["ok"] == true);
+                    {"evidence", {{"confirmed", {"17.0.o0.1.1", "17.0.o0.1.77"}}}}})["ok"] == true);
+  // A retired key's form is refused at the door (she would hold the name
+  // her earlier verdict is retired to, and every later renewal would fail).
+  r = s.ask(1001, {{"op", "submit"}, {"job", "17"}, {"verdicts", {stall("17.0.o0.1.1@1")}}});
+  CHECK(r["refused"] == "malformed");
   // Slurm gives 17 to another user's job, submitted a second later (its
   // times have whole seconds).
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));
@@ -172,7 +176,7 @@ TEST_CASE("attack: a reused job id shows nothing of the earlier job to anyone; i
   // The earlier job's row is kept under a retired key, with root's
   // confirmation, and the job row is the new job's.
   int retired = 0;
-  for (auto& v : s.ledger->verdicts_page("17", 0, 10))
+  for (auto& v : s.ledger->verdicts("17"))  // every row, retired ones too
     if (v.vkey && v.vkey->find('@') != std::string::npos) {
       ++retired;
       CHECK(v.vkey->rfind("17.0.o0.1.1@", 0) == 0);
@@ -182,6 +186,15 @@ TEST_CASE("attack: a reused job id shows nothing of the earlier job to anyone; i
   CHECK(retired == 1);
   REQUIRE(s.ledger->job("17").has_value());
   CHECK(s.ledger->job("17")->uid == 1002);
+  // A job first recorded without Slurm's word (uid -1, this host's clock)
+  // is adopted when Slurm answers, never renewed.
+  s.jobs.erase("19");
+  REQUIRE(s.ask(0, {{"op", "submit"}, {"job", "19"}, {"verdicts", {stall("19.0.o0.1.1")}}})["ok"] == true);
+  s.jobs["19"] = JobInfo{1003, true, {"n3"}, now_s() + 3600};
+  s.restart_service();
+  r = s.ask(1003, {{"op", "query"}, {"job", "19"}});
+  REQUIRE(r["ok"] == true);
+  CHECK(r["verdicts"].size() == 1);
 }
 
 TEST_CASE("bounds: the site's 1,200 nodes come in pages in name order; every node once; a bad cursor refused") {
@@ -208,6 +221,7 @@ TEST_CASE("bounds: the site's 1,200 nodes come in pages in name order; every nod
   CHECK(std::is_sorted(seen.begin(), seen.end()));
   CHECK(std::set<std::string>(seen.begin(), seen.end()).size() == 1200);
   CHECK(s.ask(0, {{"op", "nodes"}, {"after", 7}})["refused"] == "malformed");
-  CHECK(s.ask(0, {{"op", "nodes"}, {"after", "a b"}})["refused"] == "malformed");
+  CHECK(s.ask(0, {{"op", "nodes"}, {"after", std::string(300, 'n')}})["refused"] == "malformed");
+  CHECK(s.ask(0, {{"op", "nodes"}, {"after", "a b"}})["ok"] == true);  // any stored name can end a page
   CHECK(s.ask(1001, {{"op", "nodes"}})["refused"] == "not_admin");
 }
