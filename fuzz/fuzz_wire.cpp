@@ -37,6 +37,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     scoutd::DetectorOptions opt;
     (void)scoutd::detect_crash(g->ranks, opt);
     (void)scoutd::detect_progress(g->ranks, opt);
+    (void)g->stacks.classes();
   }
   (void)w::decode_down(payload);
   return 0;

@@ -27,17 +27,19 @@ namespace {
 // Verdicts into memory: the first commit of each stable key is the verdict.
 class MemorySink final : public scoutd::VerdictSink {
  public:
-  MemorySink(int member, std::function<void(int, const scoutd::VerdictToCommit&)> on_commit)
-      : member_(member), on_commit_(std::move(on_commit)) {}
+  MemorySink(int member, std::function<void(int, const scoutd::VerdictToCommit&)> on_commit,
+             std::function<void(const std::string&)> on_resolution)
+      : member_(member), on_commit_(std::move(on_commit)), on_resolution_(std::move(on_resolution)) {}
   std::int64_t commit_verdict(const scoutd::VerdictToCommit& v) override {
     on_commit_(member_, v);
     return ++ids_;
   }
-  void commit_resolution(const std::string&, const std::string&) override {}
+  void commit_resolution(const std::string& vkey, const std::string&) override { on_resolution_(vkey); }
 
  private:
   int member_;
   std::function<void(int, const scoutd::VerdictToCommit&)> on_commit_;
+  std::function<void(const std::string&)> on_resolution_;
   std::int64_t ids_ = 0;
 };
 
@@ -55,14 +57,37 @@ struct EngineSim::Member {
   std::uint64_t wake_stamp = 0, periods = 0;
   std::uint64_t bytes_in = 0;  // this round's, from children
   double cpu_s = 0;            // this round's combine and decide
+  double round_began = 0;      // virtual seconds
 };
 
+namespace {
+
+// When the workload's first fault begins, or -1.
+double first_fault(const WorkloadOptions& w) {
+  double t = -1;
+  auto at = [&t](bool on, double s) {
+    if (on && (t < 0 || s < t)) t = s;
+  };
+  at(w.stopped_rank >= 0, w.stop_at_s);
+  at(w.crashed_rank >= 0, w.crash_at_s);
+  at(w.slow_rank >= 0 && w.slow_factor != 1.0, w.slow_at_s);
+  return t;
+}
+
+}  // namespace
+
 EngineSim::EngineSim(EngineSimConfig cfg)
-    : cfg_(std::move(cfg)), net_(cfg_.members, clock_, cfg_.link, cfg_.seed), work_(cfg_.work, cfg_.members) {
+    : cfg_(std::move(cfg)),
+      net_(cfg_.members, clock_, cfg_.link, cfg_.seed),
+      work_(cfg_.work, cfg_.members),
+      checker_(cfg_.members, first_fault(cfg_.work)) {
   cfg_.scoutd.ranks = work_.ranks();
   epoch_ = Clock::time_point{} + std::chrono::hours(1);
   clock_.set(epoch_);
   auto on_commit = [this](int m, const scoutd::VerdictToCommit& v) {
+    const bool own = v.vkey.rfind(fmt::format("1.0.o{}.1.", m), 0) == 0;
+    checker_.commit(now_s(), m, own, v.vkey, v.key, c3::to_string(v.kind), side_alive(m), side_changed_at_,
+                    members_[static_cast<std::size_t>(m)]->round_began);
     if (by_vkey_.count(v.vkey)) return;  // a replica of a verdict already counted
     by_vkey_[v.vkey] = verdicts_.size();
     verdicts_.push_back({now_s(), m, c3::to_string(v.kind), c3::to_string(v.status), v.key, v.ranks});
@@ -85,7 +110,8 @@ EngineSim::EngineSim(EngineSimConfig cfg)
     mb->tree = std::make_unique<c3::TreeRound>(net_.transport(m), clock_,
                                                c3::TreeRound::Options{cfg_.scoutd.round_timeout_s});
     ctx.tree = mb->tree.get();
-    mb->sink = std::make_unique<MemorySink>(m, on_commit);
+    mb->sink = std::make_unique<MemorySink>(m, on_commit,
+                                            [this](const std::string& vkey) { checker_.resolution(vkey); });
     mb->engine = std::make_unique<scoutd::RoundEngine>(
         ctx, std::make_unique<scoutd::Incidents>(ctx, *mb->sink, fmt::format("1.0.o{}.1", m), nullptr));
     auto& desk = mb->engine->desk();
@@ -114,6 +140,7 @@ void EngineSim::crash(int m, double t) {
   net_.at(at_s(t), [this, m] {
     members_[static_cast<std::size_t>(m)]->crashed = true;
     net_.set_down(m, true);
+    side_changed_at_ = now_s();
   });
 }
 
@@ -130,15 +157,28 @@ void EngineSim::freeze(int m, double t, double for_s) {
 }
 
 void EngineSim::partition(std::vector<int> side_of_member, double t) {
-  net_.at(at_s(t), [this, s = std::move(side_of_member)] { net_.set_sides(s); });
+  net_.at(at_s(t), [this, s = std::move(side_of_member)] {
+    net_.set_sides(s);
+    side_changed_at_ = now_s();
+  });
 }
 
 void EngineSim::heal(double t) {
-  net_.at(at_s(t), [this] { net_.set_sides({}); });
+  net_.at(at_s(t), [this] {
+    net_.set_sides({});
+    side_changed_at_ = now_s();
+  });
 }
 
 void EngineSim::slow(int m, double latency_factor) { net_.set_slow(m, latency_factor); }
 void EngineSim::loss(double p) { net_.set_loss(p); }
+
+std::size_t EngineSim::side_alive(int m) const {
+  std::size_t n = 0;
+  for (int k = 0; k < cfg_.members; ++k)
+    if (!members_[static_cast<std::size_t>(k)]->crashed && net_.side_of(k) == net_.side_of(m)) ++n;
+  return n;
+}
 
 std::size_t EngineSim::alive_seen_by(int m) const { return members_[static_cast<std::size_t>(m)]->tree->alive().size(); }
 
@@ -154,6 +194,7 @@ void EngineSim::start_period(int m) {
 void EngineSim::begin(int m, scoutd::RoundEngine::Round r, bool gather) {
   auto& mb = *members_[static_cast<std::size_t>(m)];
   mb.gather = gather;
+  mb.round_began = now_s();
   mb.bytes_in = 0;
   mb.cpu_s = 0;
   auto combine = [&mb, c = std::move(r.combine)](Bytes& acc, const Bytes& child) {
@@ -182,7 +223,12 @@ void EngineSim::step(int m) {
   const c3::RoundResult& res = mb.tree->result();
   if (mb.gather && res.root) gathers_.push_back({now_s(), mb.bytes_in, mb.cpu_s, m});
   if (on_round) on_round(now_s(), m, mb.gather, res);
-  if (auto next = mb.engine->finished(res)) {
+  auto next = mb.engine->finished(res);
+  if (res.complete && !res.minority && !res.expelled) {
+    const auto d = mb.engine->desk().book_digest();
+    checker_.round(now_s(), m, res.root, mb.gather, {d.verdicts, d.resolved});
+  }
+  if (next) {
     begin(m, std::move(*next), true);
     return;
   }

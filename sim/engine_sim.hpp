@@ -20,6 +20,7 @@
 #include "libc3/tree_round.hpp"
 #include "scoutd/daemon/config.hpp"
 #include "scoutd/round/engine.hpp"
+#include "sim/run_checker.hpp"
 #include "sim/sim_network.hpp"
 #include "sim/workload.hpp"
 
@@ -71,6 +72,8 @@ class EngineSim {
   std::size_t alive_seen_by(int m) const;
   const Workload& workload() const noexcept { return work_; }
   std::uint64_t trace_digest() const;
+  // The invariants checked on every commit and round (run_checker.hpp).
+  const RunChecker& checker() const noexcept { return checker_; }
   // Each round a member completes (virtual time, member, a gather round?).
   std::function<void(double, int, bool, const c3::RoundResult&)> on_round;
 
@@ -82,6 +85,7 @@ class EngineSim {
   void schedule_wake(int m);
   bool frozen(int m) const;
   Clock::time_point at_s(double t) const;
+  std::size_t side_alive(int m) const;
 
   EngineSimConfig cfg_;
   VirtualClock clock_;
@@ -92,6 +96,8 @@ class EngineSim {
   std::map<std::string, std::size_t> by_vkey_;  // first commit of each verdict
   std::vector<GatherCost> gathers_;
   Clock::time_point epoch_{};
+  RunChecker checker_;
+  double side_changed_at_ = 0;  // a crash, a partition or its healing
 };
 
 }  // namespace scout::sim

@@ -20,6 +20,7 @@
 #include "common/options.hpp"
 #include "sim/engine_sim.hpp"
 #include "sim/gather_model.hpp"
+#include "sim/swarm.hpp"
 #include "sim/round_sim.hpp"
 
 using namespace scout;
@@ -114,6 +115,8 @@ struct GatherRow {
   double root_bytes_in = 0, root_combine_s = 0, root_decide_s = 0, round_s = 0, wall_s = 0;
   std::uint64_t bytes_total = 0;
   std::string named;
+  std::uint64_t stacks_before = 0;  // the ranks' stacks inside their evidence (the baseline)
+  std::size_t stack_bytes = 0, stack_classes = 0, stack_ranks = 0;
 };
 
 // One evidence gather as scoutd does it today (sim/gather_model.cpp): every
@@ -126,11 +129,11 @@ GatherRow measure_gather(int n, int per, const sim::RoundSimConfig& base) {
   const auto w0 = std::chrono::steady_clock::now();
   auto cfg = base;
   cfg.members = n;
-  std::vector<std::vector<int>> named;
+  std::vector<sim::GatherSeen> seen;
   sim::GatherModelOptions go;
   go.ranks_per_member = per;
   go.stopped_rank = std::min(5, row.ranks - 1);
-  sim::RoundSim s(cfg, sim::gather_model(go, &named));
+  sim::RoundSim s(cfg, sim::gather_model(go, &seen, &row.stacks_before));
   s.run_until(cfg.period_s * 0.9);  // the first round only
   row.root_bytes_in = static_cast<double>(s.cost(0).bytes_in);
   row.root_combine_s = s.cost(0).combine_s;
@@ -138,12 +141,47 @@ GatherRow measure_gather(int n, int per, const sim::RoundSimConfig& base) {
   for (const auto& r : s.records())
     if (r.root) row.round_s = r.seconds;
   for (int m = 0; m < n; ++m) row.bytes_total += s.network().bytes_sent(m);
-  if (!named.empty()) {
-    for (int r : named.front()) row.named += (row.named.empty() ? "" : ",") + std::to_string(r);
+  if (!seen.empty()) {
+    for (int r : seen.front().named) row.named += (row.named.empty() ? "" : ",") + std::to_string(r);
+    row.stack_bytes = seen.front().stack_bytes;
+    row.stack_classes = seen.front().stack_classes;
+    row.stack_ranks = seen.front().stack_ranks;
   }
   if (row.named.empty()) row.named = "-";
   row.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
   return row;
+}
+
+// The seed swarm: one line per seed that broke an invariant (or missed its
+// fault), then a summary; exit 1 when any did.
+int run_swarm(int first, int n, double seconds, bool all, bool json) {
+  int bad = 0;
+  std::size_t checks = 0, verdicts = 0;
+  const auto w0 = std::chrono::steady_clock::now();
+  nlohmann::json failed = nlohmann::json::array();
+  for (int seed = first; seed < first + n; ++seed) {
+    const sim::SwarmRun r = sim::swarm_run(static_cast<std::uint64_t>(seed), seconds,
+                                           all ? sim::SwarmFaults::kAll : sim::SwarmFaults::kCrashesAndSlowLinks);
+    checks += r.checks;
+    verdicts += r.verdicts;
+    if (r.violations.empty() && r.fault_named) continue;
+    ++bad;
+    failed.push_back({{"seed", seed}, {"scenario", r.scenario}, {"violations", r.violations},
+                      {"fault_named", r.fault_named}});
+    if (!json) {
+      std::printf("seed %d: %s\n", seed, r.scenario.c_str());
+      for (auto& v : r.violations) std::printf("  %s\n", v.c_str());
+      if (!r.fault_named) std::printf("  the job's fault was not named\n");
+    }
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+  if (json)
+    std::printf("%s\n", nlohmann::json{{"seeds", n}, {"first", first}, {"failed", failed}, {"checks", checks},
+                                       {"verdicts", verdicts}, {"wall_s", wall}}.dump(2).c_str());
+  else
+    std::printf("%8s %8s %10s %10s %8s\n%8d %8d %10zu %10zu %8.1f\n", "seeds", "failed", "checks", "verdicts",
+                "wall_s", n, bad, checks, verdicts, wall);
+  return bad ? 1 : 0;
 }
 
 struct VerdictRow {
@@ -251,6 +289,9 @@ int main(int argc, char** argv) {
   int per = 8;
   double healthy_s = 600;
   std::string engine_members = "8,64,512,4096";
+  int swarm = 0, swarm_first = 1;
+  double swarm_s = 45;
+  std::string swarm_faults = "all";
   opts::Table t("scout-sim", "scout-sim [--members N,N,...] [options]",
                 "Runs scoutd's consensus round (libc3 TreeRound, the production code) on N simulated\n"
                 "members over a simulated network and a virtual clock, for each N, and prints three\n"
@@ -270,9 +311,18 @@ int main(int argc, char** argv) {
   t.text("engine-members", "N,N,...", engine_members,
          "member counts for the third table (scoutd's round engine on every member; 12500 takes minutes)");
   t.seconds("healthy", healthy_s, 1, 86400, "virtual seconds of healthy jittered work for false verdicts and traffic");
+  t.integer("swarm", "N", swarm, 0, 1000000,
+            "instead of the tables: N seeds of random job and scoutd faults, every run checked (sim/swarm.hpp)");
+  t.integer("swarm-first", "SEED", swarm_first, 0, 1 << 30, "the swarm's first seed");
+  t.seconds("swarm-seconds", swarm_s, 15, 3600, "virtual seconds of each swarm run");
+  t.text("swarm-faults", "all|crashes", swarm_faults,
+         "the scoutd faults a swarm run may draw: all, or crashes and slow links only");
   t.flag("json", json, "print the rows as JSON");
   try {
     if (t.parse(argc, argv) == opts::Table::Outcome::kPrinted) return 0;
+    if (swarm_faults != "all" && swarm_faults != "crashes")
+      throw opts::ConfigError("--swarm-faults: '" + swarm_faults + "'; expected 'all' or 'crashes'");
+    if (swarm > 0) return run_swarm(swarm_first, swarm, swarm_s, swarm_faults == "all", json);
     cfg.link.latency_s = latency_us / 1e6;
     cfg.link.bandwidth_Bps = bandwidth_gbps * 1e9 / 8;
     cfg.seed = static_cast<std::uint64_t>(seed);
@@ -292,15 +342,17 @@ int main(int argc, char** argv) {
     }
     std::vector<GatherRow> grows;
     if (!json)
-      std::printf("\n%8s %8s %14s %14s %12s %12s %12s %8s %8s\n", "members", "ranks", "root_bytes_in",
-                  "all_bytes", "root_merge_ms", "root_decide_ms", "round_ms", "named", "wall_s");
+      std::printf("\n%8s %8s %14s %14s %12s %12s %12s %8s %12s %13s %7s %9s %8s\n", "members", "ranks",
+                  "root_bytes_in", "all_bytes", "root_merge_ms", "root_decide_ms", "round_ms", "named", "stack_B",
+                  "stack_B_flat", "classes", "in_class", "wall_s");
     for (int n : ns) {
       GatherRow g = measure_gather(n, per, cfg);
       grows.push_back(g);
       if (!json)
-        std::printf("%8d %8d %14.0f %14llu %12.1f %12.1f %12.3f %8s %8.2f\n", g.n, g.ranks, g.root_bytes_in,
-                    static_cast<unsigned long long>(g.bytes_total), g.root_combine_s * 1e3, g.root_decide_s * 1e3,
-                    g.round_s * 1e3, g.named.c_str(), g.wall_s);
+        std::printf("%8d %8d %14.0f %14llu %12.1f %12.1f %12.3f %8s %12zu %13llu %7zu %9zu %8.2f\n", g.n, g.ranks,
+                    g.root_bytes_in, static_cast<unsigned long long>(g.bytes_total), g.root_combine_s * 1e3,
+                    g.root_decide_s * 1e3, g.round_s * 1e3, g.named.c_str(), g.stack_bytes,
+                    static_cast<unsigned long long>(g.stacks_before), g.stack_classes, g.stack_ranks, g.wall_s);
       std::fflush(stdout);
     }
     std::vector<VerdictRow> vrows;
@@ -339,6 +391,10 @@ int main(int argc, char** argv) {
                            {"root_decide_s", g.root_decide_s},
                            {"round_s", g.round_s},
                            {"named", g.named},
+                           {"stack_bytes", g.stack_bytes},
+                           {"stack_bytes_flat", g.stacks_before},
+                           {"stack_classes", g.stack_classes},
+                           {"stack_ranks", g.stack_ranks},
                            {"wall_s", g.wall_s}});
       nlohmann::json verdicts = nlohmann::json::array();
       for (const auto& v : vrows)

@@ -71,6 +71,7 @@ class SimNetwork {
   void set_down(int member, bool down);
   bool down(int member) const { return down_[static_cast<std::size_t>(member)]; }
   void set_sides(std::vector<int> side_of_member);  // empty: no partition
+  int side_of(int m) const { return side_.empty() ? 0 : side_[static_cast<std::size_t>(m)]; }
   void set_slow(int member, double latency_factor);
   void set_loss(double probability) { loss_ = probability; }
 

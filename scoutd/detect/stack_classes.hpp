@@ -7,13 +7,25 @@
 // Ranks with the same cut stack form a class; the classes print as
 //   "6 ranks in MPI_Allreduce <- exchange <- main; rank 4 in nanosleep <- compute <- main"
 // and ranks whose stack could not be taken are listed with the reason.
+//
+// At scale the classes are built in the gather's tree (STAT's merge up its
+// MRNet tree): each observer puts its ranks' cut stacks in a StackTree, a
+// prefix tree outermost frame first whose nodes hold the ranks that end
+// there as ranges; every interior observer merges its children's trees, so
+// the deciding observer receives one tree whatever the job's size. A tree
+// is bounded in bytes: past the bound its deepest level is folded into the
+// level above (the ranks keep their outer frames and are marked "deeper
+// frames dropped"), so every rank stays counted in some class.
 #pragma once
 
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "common/rank_set.hpp"
 
 namespace scout::scoutd {
 
@@ -33,5 +45,48 @@ nlohmann::json stack_classes(const std::vector<RankStack>& ranks);
 
 // "ranks 0-3,5" style.
 std::string rank_list(const std::vector<int>& ranks);
+
+class StackTree {
+ public:
+  // What a merged tree may weigh (its wire form, about): 512 KiB.
+  static constexpr std::size_t kMaxBytes = std::size_t{512} << 10;
+  static constexpr std::size_t kMaxErrors = 32;   // distinct reasons; the rest are one
+  static constexpr std::size_t kListRanks = 64;   // ranks listed per class in a verdict
+
+  // One rank: its stack (innermost first, cut here) or why it was not taken.
+  // Neither: nothing is added.
+  void add(int rank, const std::vector<std::string>& frames, const std::string& error);
+  // Another observer's tree (disjoint ranks), then bounded to `max_bytes`.
+  void merge(const StackTree& other, std::size_t max_bytes = kMaxBytes);
+  bool empty() const noexcept;
+  std::size_t bytes() const noexcept;  // the estimate the bound uses
+  std::size_t classes_count() const noexcept;
+
+  // The wire form: {"n": [[parent, frame, ranges, unlisted, folded], ...],
+  // "u": [[error, ranges, unlisted], ...]}, parents before children.
+  nlohmann::json to_wire() const;
+  // A peer's tree, checked (indices, sizes, depth, frames, rank ranges).
+  static std::optional<StackTree> from_wire(const nlohmann::json& j, std::string* why);
+
+  // The verdict's form (stack_classes' shape): classes largest first, each
+  // {"ranks": the first kListRanks, "count", "rank_ranges", "frames"
+  // innermost first[, "frames_dropped": true]}, "untraced", "text"; null
+  // when the tree is empty.
+  nlohmann::json classes() const;
+
+ private:
+  struct Node {
+    int parent = -1;
+    std::string frame;
+    int depth = 0;
+    common::RankSet ends;  // ranks whose cut stack ends here
+    bool folded = false;   // deeper frames were dropped into this node
+    std::map<std::string, int> kids;
+  };
+  int child(int parent, const std::string& frame);
+  void fold_deepest();
+  std::vector<Node> nodes_{Node{}};  // [0]: the root, no frame
+  std::map<std::string, common::RankSet> untraced_;
+};
 
 }  // namespace scout::scoutd

@@ -126,6 +126,11 @@ std::size_t Incidents::drain_forwarder(double seconds) {
   return left;
 }
 
+IncidentBook::Digest Incidents::book_digest() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return book_.digest();
+}
+
 json Incidents::verdicts_json() const {
   std::lock_guard lk(mu_);
   return json(book_.verdicts());

@@ -53,6 +53,7 @@ class Incidents final : public Participant {
   // The forwarder's last chance at stop; returns what was left unsent.
   std::size_t drain_forwarder(double seconds);
   nlohmann::json verdicts_json() const;
+  IncidentBook::Digest book_digest() const;
 
   void add_trigger(wire::Trigger& t) override;
   bool decide_trigger(const TriggerIn& in, wire::Down& down) override;

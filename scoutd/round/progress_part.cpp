@@ -13,16 +13,15 @@ namespace scout::scoutd {
 namespace {
 
 // A hang, stall or deadlock carries where every rank is: the stack-trace
-// classes of the ranks whose stacks their scoutds took during the stall.
-std::vector<VerdictDraft> with_stacks(std::vector<VerdictDraft> drafts, const std::vector<RankEvidence>& ranks) {
+// classes of the ranks whose stacks their scoutds took during the stall,
+// merged up the gather's tree (StackTree).
+std::vector<VerdictDraft> with_stacks(std::vector<VerdictDraft> drafts, const StackTree& stacks) {
+  nlohmann::json classes;
   for (auto& d : drafts) {
     if (d.kind != c3::VerdictKind::kHang && d.kind != c3::VerdictKind::kStall && d.kind != c3::VerdictKind::kDeadlock)
       continue;
-    std::vector<RankStack> stacks;
-    for (auto& e : ranks)
-      if (!e.stack.empty() || !e.stack_error.empty()) stacks.push_back({e.rank, e.stack, e.stack_error});
-    nlohmann::json classes = stack_classes(stacks);
-    if (!classes.is_null()) d.evidence["stacks"] = std::move(classes);
+    if (classes.is_null()) classes = stacks.classes();
+    if (!classes.is_null()) d.evidence["stacks"] = classes;
   }
   return drafts;
 }
@@ -59,10 +58,16 @@ class Progress final : public Participant {
     return (t.max_stall_s >= ctx_.tun.stall_threshold_s && t.waiting > 0) || t.deaths > 0 || t.suspects > 0;
   }
 
+  // The ranks' stacks leave their evidence for the section merged in the
+  // tree: the deciding observer receives classes, not every rank's frames.
   void add_gather(wire::Gather& g) override {
     dead_.clear();
-    for (auto& e : g.ranks)
+    for (auto& e : g.ranks) {
       if (e.attached && !e.alive) dead_.push_back(e.rank);
+      g.stacks.add(e.rank, e.stack, e.stack_error);
+      e.stack.clear();
+      e.stack_error.clear();
+    }
   }
 
   void decide_gather(const wire::Gather& g, wire::Down& down) override {
@@ -70,7 +75,7 @@ class Progress final : public Participant {
     bool deaths_pending = false;
     if (auto c = detect_crash(g.ranks, opt_, &deaths_pending)) desk_.draft(*c);
     if (deaths_pending) down.deaths_pending = true;  // the deaths stay unreported: gathered again
-    else desk_.draft_all(with_stacks(detect_progress(g.ranks, opt_), g.ranks));
+    else desk_.draft_all(with_stacks(detect_progress(g.ranks, opt_), g.stacks));
   }
 
   void gather_done(bool complete, const wire::Down& down) override {

@@ -188,7 +188,8 @@ std::string render_stacks_text(const json& s) {
   if (!c.is_object()) return out;
   struct Node {
     std::string frame;
-    std::vector<int> ranks;
+    std::vector<int> ranks;         // those listed (a class lists its first ranks)
+    std::size_t count = 0;          // all of them
     std::vector<std::size_t> kids;  // indices in `tree`, in first-seen order
   };
   std::vector<Node> tree(1);  // tree[0]: the root
@@ -199,6 +200,8 @@ std::string render_stacks_text(const json& s) {
   };
   for (auto& k : c.value("classes", json::array())) {
     const std::vector<int> rs = ranks_of(k);
+    const json cnt = k.value("count", json());
+    const std::size_t count = cnt.is_number_unsigned() ? std::max(cnt.get<std::size_t>(), rs.size()) : rs.size();
     const json frames = k.value("frames", json::array());
     std::size_t n = 0;
     for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
@@ -207,19 +210,21 @@ std::string render_stacks_text(const json& s) {
       for (std::size_t k : tree[n].kids)
         if (tree[k].frame == f) next = k;
       if (next == 0) {
-        tree.push_back({f, {}, {}});
+        tree.push_back({f, {}, 0, {}});
         next = tree.size() - 1;
         tree[n].kids.push_back(next);
       }
       n = next;
       tree[n].ranks.insert(tree[n].ranks.end(), rs.begin(), rs.end());
+      tree[n].count += count;
     }
   }
   std::function<void(std::size_t, int)> print = [&](std::size_t n, int depth) {
     for (std::size_t k : tree[n].kids) {
       const Node& kid = tree[k];
-      out += fmt::format("{:>{}}{}  [{} rank{}: {}]\n", "", 2 * depth, escape_text(kid.frame), kid.ranks.size(),
-                         kid.ranks.size() == 1 ? "" : "s", rank_list(kid.ranks));
+      out += fmt::format("{:>{}}{}  [{} rank{}: {}{}]\n", "", 2 * depth, escape_text(kid.frame), kid.count,
+                         kid.count == 1 ? "" : "s", rank_list(kid.ranks),
+                         kid.count > kid.ranks.size() ? fmt::format(",... ({} more)", kid.count - kid.ranks.size()) : "");
       print(k, depth + 1);
     }
   };

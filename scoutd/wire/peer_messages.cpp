@@ -185,6 +185,7 @@ Bytes encode_gather(const Gather& g) {
   for (auto& r : g.replay) replay.push_back({{"observer", r.observer}, {"report", r.report}});
   json j = {{"ranks", g.ranks}, {"replay", std::move(replay)}, {"telemetry", g.telemetry},
             {"gpu_health", g.gpu_health}, {"tune", g.tune}};
+  if (!g.stacks.empty()) j["stacks"] = g.stacks.to_wire();
   return encode_json(Kind::kGatherUp, j);
 }
 
@@ -220,21 +221,52 @@ std::optional<Gather> decode_gather(const Bytes& msg) {
     if (r.is_object()) g.tune.push_back(std::move(r));  // checked key by key where applied
     else ++g.refused;
   }
+  if (auto it = j->find("stacks"); it != j->end()) {
+    if (auto t = StackTree::from_wire(*it, nullptr)) g.stacks = std::move(*t);
+    else ++g.refused;
+  }
   return g;
 }
+
+namespace {
+
+void append(json& acc, json&& child) {
+  if (!acc.is_array()) acc = json::array();
+  if (!child.is_array()) return;  // dropped here; the root counts what it cannot read
+  for (auto& x : child) acc.push_back(std::move(x));
+}
+
+// Two observers' stack trees become one, bounded (StackTree::kMaxBytes). A
+// child's tree that does not decode is left out and counted.
+void merge_stacks(json& acc, json&& child) {
+  auto c = StackTree::from_wire(child, nullptr);
+  if (!c) {
+    ++stats().malformed;
+    return;
+  }
+  auto a = acc.is_null() ? std::optional<StackTree>(StackTree{}) : StackTree::from_wire(acc, nullptr);
+  if (!a) a.emplace();  // ours is the first contribution here; never one we could not read
+  a->merge(*c);
+  acc = a->to_wire();
+}
+
+}  // namespace
+
+const GatherSection kGatherSections[6] = {{"ranks", append},     {"replay", append}, {"telemetry", append},
+                                          {"gpu_health", append}, {"tune", append},   {"stacks", merge_stacks}};
 
 void combine_gathers(Bytes& acc, const Bytes& child) {
   auto a = decode_json(acc, Kind::kGatherUp);
   auto c = decode_json(child, Kind::kGatherUp);
   json out = json::object();
-  for (const char* name : kGatherSections) out[name] = json::array();
   if (a && a->is_object())
-    for (const char* name : kGatherSections)
-      if (auto it = a->find(name); it != a->end() && it->is_array()) out[name] = std::move(*it);
+    for (auto& s : kGatherSections)
+      if (auto it = a->find(s.name); it != a->end()) out[s.name] = std::move(*it);
   if (c && c->is_object()) {
-    for (const char* name : kGatherSections)
-      if (auto it = c->find(name); it != c->end() && it->is_array())
-        for (auto& x : *it) out[name].push_back(std::move(x));
+    for (auto& s : kGatherSections) {
+      auto it = c->find(s.name);
+      if (it != c->end()) s.reduce(out[s.name], std::move(*it));  // a section we lack starts as null
+    }
   } else if (c) {
     ++stats().malformed;
   }

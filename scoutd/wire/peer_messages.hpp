@@ -17,6 +17,7 @@
 
 #include "scoutd/beside/anomaly_flag.hpp"
 #include "scoutd/beside/replay_coordinator.hpp"
+#include "scoutd/detect/stack_classes.hpp"
 #include "scoutd/observe/rank_evidence.hpp"
 #include "scoutd/observe/rank_watcher.hpp"
 
@@ -25,7 +26,7 @@ namespace scout::scoutd::wire {
 using Bytes = std::vector<std::uint8_t>;
 
 inline constexpr std::uint32_t kMagic = 0x57544353;  // "SCTW" little-endian
-inline constexpr std::uint8_t kVersion = 2;  // 2: sectioned Gather, typed Down
+inline constexpr std::uint8_t kVersion = 3;  // 2: sectioned Gather, typed Down; 3: stacks as a tree
 inline constexpr std::size_t kHeaderBytes = 12;
 inline constexpr std::size_t kMaxPayload = std::size_t{1} << 30;
 
@@ -93,11 +94,12 @@ Bytes encode_json(Kind kind, const nlohmann::json& j);
 std::optional<nlohmann::json> decode_json(const Bytes& msg, Kind kind);
 
 // --- Gather: the evidence, one typed section per concern --------------------
-// Every observer adds its part; interior members combine sections by
-// appending (combine_gathers); the deciding observer decodes each entry with
-// its type's decoder. An entry that does not decode is counted in `refused`
-// and skipped, never guessed at. On the wire: a JSON object with one array
-// per section (names from kGatherSections); unknown sections are dropped.
+// Every observer adds its part; interior members combine each section with
+// its own reduce (combine_gathers: the lists are appended, the stacks'
+// prefix trees merged and bounded); the deciding observer decodes each entry
+// with its type's decoder. An entry that does not decode is counted in
+// `refused` and skipped, never guessed at. On the wire: a JSON object with
+// one member per section (kGatherSections); unknown sections are dropped.
 struct ReplayUp {
   int observer = -1;
   replay::Report report;
@@ -108,9 +110,17 @@ struct Gather {
   std::vector<AnomalyFlag> telemetry;        // the learner's anomaly flags
   std::vector<nlohmann::json> gpu_health;    // GPU health findings (GpuHealthWatch)
   std::vector<nlohmann::json> tune;          // scoutctl set requests (round/tune_part.cpp)
+  StackTree stacks;                          // the ranks' stacks, merged (detect/stack_classes.hpp)
   std::size_t refused = 0;                   // decode only: entries dropped
 };
-inline constexpr const char* kGatherSections[] = {"ranks", "replay", "telemetry", "gpu_health", "tune"};
+// A section's reduce: the child's section into the accumulator's (both
+// present; the child's is a peer's, unchecked).
+using SectionReduce = void (*)(nlohmann::json& acc, nlohmann::json&& child);
+struct GatherSection {
+  const char* name;
+  SectionReduce reduce;
+};
+extern const GatherSection kGatherSections[6];
 Bytes encode_gather(const Gather& g);
 // nullopt when the message, its JSON or its shape is malformed (counted).
 std::optional<Gather> decode_gather(const Bytes& msg);

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "sim/engine_sim.hpp"
+#include "sim/swarm.hpp"
 
 using namespace scout::sim;
 
@@ -26,6 +27,14 @@ std::vector<SimVerdict> of_kind(const EngineSim& s, const std::string& kind) {
   return out;
 }
 
+// Every simulated run is checked (sim/run_checker.hpp): no incident with two
+// open verdicts, no commit from a minority side, every observer's book
+// equal to the root's within a round, no verdict before the job's fault.
+void checked(const EngineSim& s) {
+  for (auto& v : s.checker().violations()) CHECK_MESSAGE(false, "invariant broken: " << v);
+  CHECK(s.checker().checks() > 0);
+}
+
 }  // namespace
 
 TEST_CASE("engine sim: 64 scoutds of a healthy jittered job for 2 virtual minutes commit no verdict") {
@@ -34,6 +43,7 @@ TEST_CASE("engine sim: 64 scoutds of a healthy jittered job for 2 virtual minute
   for (auto& v : s.verdicts()) CHECK_MESSAGE(false, "false verdict: " << v.kind << " " << v.status << " " << v.key);
   CHECK(s.periods(0) > 100);
   CHECK(s.periods(63) > 100);
+  checked(s);
 }
 
 TEST_CASE("engine sim: a rank stopped in a 512-rank job is named within the stall threshold and a second") {
@@ -51,6 +61,7 @@ TEST_CASE("engine sim: a rank stopped in a 512-rank job is named within the stal
   CHECK(latency >= c.scoutd.stall_threshold_s);
   CHECK(latency <= c.scoutd.stall_threshold_s + 1.0);
   CHECK(s.verdicts().size() == 1);  // nothing else, and once
+  checked(s);
 }
 
 TEST_CASE("engine sim: a crashed rank is named once, by the deciding observer") {
@@ -65,6 +76,7 @@ TEST_CASE("engine sim: a crashed rank is named once, by the deciding observer") 
   CHECK(named[0].by == 0);
   MESSAGE("crash named " << named[0].at_s - c.work.crash_at_s << " s after it");
   CHECK(named[0].at_s - c.work.crash_at_s < 2.0);
+  checked(s);
 }
 
 TEST_CASE("engine sim: a rank slowed 2x from 10 s is named a straggler after its confirmations, and only it") {
@@ -79,6 +91,7 @@ TEST_CASE("engine sim: a rank slowed 2x from 10 s is named a straggler after its
   CHECK(named[0].ranks == std::vector<int>{130});
   for (auto& v : s.verdicts()) CHECK(v.ranks == std::vector<int>{130});
   MESSAGE("straggler named " << named[0].at_s - c.work.slow_at_s << " s after it slowed");
+  checked(s);
 }
 
 TEST_CASE("engine sim: the root's scoutd lost, the next observer records it, decides and names a later stop") {
@@ -96,6 +109,7 @@ TEST_CASE("engine sim: the root's scoutd lost, the next observer records it, dec
   CHECK(named[0].ranks == std::vector<int>{45});
   CHECK(named[0].by != 0);
   CHECK(s.verdicts().size() == 2);
+  checked(s);
 }
 
 TEST_CASE("engine sim: the same seed gives the same trace; another seed another one") {
@@ -111,6 +125,9 @@ TEST_CASE("engine sim: the same seed gives the same trace; another seed another 
   EngineSim d(c);
   d.run_until(25);
   CHECK(d.trace_digest() != a.trace_digest());
+  checked(a);
+  checked(b);
+  checked(d);
 }
 
 TEST_CASE("engine sim: a partition during a stop: the majority side names it, the minority decides nothing, all rejoin") {
@@ -132,6 +149,7 @@ TEST_CASE("engine sim: a partition during a stop: the majority side names it, th
   for (auto& v : s.verdicts()) CHECK_MESSAGE(keys.insert(v.key).second, v.key << " twice, at " << v.at_s);
   CHECK(of_kind(s, "observer_lost").size() == 16);
   for (int m = 0; m < 40; ++m) CHECK(s.alive_seen_by(m) == 40);
+  checked(s);
 }
 
 TEST_CASE("engine sim: the root's scoutd lost in the middle of a gather round; the successor names the stop") {
@@ -147,6 +165,7 @@ TEST_CASE("engine sim: the root's scoutd lost in the middle of a gather round; t
   auto named = of_kind(s, "stall");
   REQUIRE(named.size() == 1);  // named once, by whichever root committed it first
   CHECK(named[0].ranks == std::vector<int>{200});
+  checked(s);
 }
 
 TEST_CASE("engine sim: cascading loss of 10% of the scoutds: each loss recorded once, no other verdict") {
@@ -161,6 +180,7 @@ TEST_CASE("engine sim: cascading loss of 10% of the scoutds: each loss recorded 
   for (auto& v : lost) CHECK(who.insert(v.ranks).second);
   for (int m = 0; m < 60; ++m)
     if (m < 10 || m > 45 || (m - 10) % 7 != 0) CHECK(s.alive_seen_by(m) == 54);
+  checked(s);
 }
 
 TEST_CASE("engine sim: 1% of the scoutds on slow links (10x latency): no verdict in a healthy job") {
@@ -169,6 +189,7 @@ TEST_CASE("engine sim: 1% of the scoutds on slow links (10x latency): no verdict
   for (int m = 7; m < 300; m += 100) s.slow(m, 10);
   s.run_until(60);
   for (auto& v : s.verdicts()) CHECK_MESSAGE(false, "false verdict: " << v.kind << " " << v.status << " " << v.key);
+  checked(s);
 }
 
 TEST_CASE("engine sim: a straggler among 4,096 scoutds is named, and only it") {
@@ -183,4 +204,69 @@ TEST_CASE("engine sim: a straggler among 4,096 scoutds is named, and only it") {
   REQUIRE(!named.empty());
   CHECK(named[0].ranks == std::vector<int>{3000});
   CHECK(named.size() == s.verdicts().size());
+  checked(s);
+}
+
+// The checker itself: each invariant fires on the events that break it,
+// and stays quiet on their legitimate neighbours.
+TEST_CASE("run checker: each invariant fires when broken, not before") {
+  RunChecker once(5, 10);
+  once.commit(12, 0, true, "v.1", "stall:3", "stall", 5, 0, 11);
+  once.commit(12, 1, false, "v.1", "stall:3", "stall", 5, 0, 11);  // a replica
+  CHECK(once.violations().empty());
+  once.commit(13, 0, true, "v.2", "stall:3", "stall", 5, 0, 12.5);
+  REQUIRE(once.violations().size() == 1);
+  CHECK(once.violations()[0].rfind("once: stall:3 committed again", 0) == 0);
+  RunChecker again(5, 10);
+  again.commit(12, 0, true, "v.1", "stall:3", "stall", 5, 0, 11);
+  again.resolution("v.1");
+  again.commit(20, 0, true, "v.3", "stall:3", "stall", 5, 0, 19);
+  CHECK(again.violations().empty());
+
+  RunChecker majority(5, 10);
+  majority.commit(12, 0, true, "v.1", "stall:3", "stall", 3, 5, 11);  // 3 of 5
+  majority.commit(12, 0, true, "v.2", "crash:4", "crash", 2, 11.5, 11);  // cut off during the round
+  CHECK(majority.violations().empty());
+  majority.commit(13, 0, true, "v.4", "crash:2", "crash", 2, 11.5, 12.5);
+  REQUIRE(majority.violations().size() == 1);
+  CHECK(majority.violations()[0].rfind("majority: member 0", 0) == 0);
+
+  RunChecker healthy(5, 10);
+  healthy.commit(3, 0, true, "v.1", "observer_lost:2", "observer_lost", 4, 2, 2.5);
+  CHECK(healthy.violations().empty());
+  healthy.commit(4, 0, true, "v.2", "straggler:1", "straggler", 5, 0, 3.5);
+  REQUIRE(healthy.violations().size() == 1);
+  CHECK(healthy.violations()[0].rfind("healthy: straggler", 0) == 0);
+
+  RunChecker books(3, -1);
+  books.round(1, 0, true, false, {2, 0});
+  books.round(1, 1, false, false, {1, 0});  // behind one period: it asks for the book
+  books.round(1.1, 0, true, true, {2, 0});
+  books.round(1.1, 1, false, true, {1, 0});  // a gather round: no digest, not counted
+  CHECK(books.violations().empty());
+  books.round(2, 0, true, false, {2, 0});
+  books.round(2, 2, false, false, {2, 0});
+  books.round(2, 1, false, false, {1, 0});  // still behind a period later: a message may have been lost
+  CHECK(books.violations().empty());
+  books.round(3, 0, true, false, {2, 0});
+  books.round(3, 1, false, false, {1, 0});  // and another
+  REQUIRE(books.violations().size() == 1);
+  CHECK(books.violations()[0].rfind("books: member 1", 0) == 0);
+}
+
+// A few seeds of the swarm on every `make check` (sim/swarm.hpp), with the
+// scoutd faults the engine holds every invariant under today (crashes and
+// slow links); all faults and many seeds in `make bench` (scout-sim
+// --swarm). A failing seed is rerun alone with
+// `scout-sim --swarm 1 --swarm-first SEED [--swarm-faults crashes]`.
+TEST_CASE("engine sim: a seed swarm of job faults, scoutd crashes and slow links keeps every invariant") {
+  std::size_t checks = 0;
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    const SwarmRun r = swarm_run(seed, 40, SwarmFaults::kCrashesAndSlowLinks);
+    INFO("seed " << seed << ": " << r.scenario);
+    for (auto& v : r.violations) CHECK_MESSAGE(false, "invariant broken: " << v);
+    CHECK_MESSAGE(r.fault_named, "the job's fault was not named");
+    checks += r.checks;
+  }
+  CHECK(checks > 1000);
 }

@@ -95,6 +95,9 @@ TEST_CASE("wire: gathers combine section by section; a child that is not a gathe
   b.ranks = {rank(2)};
   b.telemetry.push_back(AnomalyFlag{2, "n2", 9.5, 1.0, 3, 7, {{"cpu_util", 0.75}}});
   b.gpu_health.push_back(json{{"bus_id", "0000:17:00.0"}, {"metric", "xid"}});
+  a.stacks.add(0, {"MPI_Barrier", "main"}, "");
+  a.stacks.add(1, {"MPI_Barrier", "main"}, "");
+  b.stacks.add(2, {"nanosleep", "main"}, "");
   auto acc = wire::encode_gather(a);
   wire::combine_gathers(acc, wire::encode_gather(b));
   wire::combine_gathers(acc, wire::encode_json(wire::Kind::kGatherUp, json::array({2, 3})));  // the old shape
@@ -108,6 +111,16 @@ TEST_CASE("wire: gathers combine section by section; a child that is not a gathe
   CHECK(g->telemetry[0].score == 9.5);
   CHECK(g->gpu_health.size() == 1);
   CHECK(g->refused == 0);
+  // The stacks' trees were merged on the way, not appended.
+  const auto classes = g->stacks.classes();
+  CHECK(classes["text"] == "ranks 0-1 in MPI_Barrier <- main; rank 2 in nanosleep <- main");
+  // A child's tree that does not decode is left out and counted; the root
+  // counts a section it cannot read.
+  const auto before = wire::stats().malformed.load();
+  wire::combine_gathers(acc, wire::encode_json(wire::Kind::kGatherUp, json{{"stacks", json{{"n", 3}}}}));
+  CHECK(wire::stats().malformed.load() == before + 1);
+  CHECK(wire::decode_gather(acc)->stacks.classes() == classes);
+  CHECK(wire::decode_gather(wire::encode_json(wire::Kind::kGatherUp, json{{"stacks", json::array()}}))->refused == 1);
   // Entries that do not decode as their section's type are counted, not guessed at.
   auto bad = wire::encode_json(wire::Kind::kGatherUp,
                                json{{"ranks", json::array({json{{"rank", "zero"}}, rank(4)})},

@@ -184,16 +184,25 @@ TEST_CASE("a frozen member is declared lost, then asks back in and is taken back
 // scoutd's evidence gather as it is today (sim/gather_model.cpp: its JSON
 // evidence, combine_gathers, the progress detector at the root), at 64
 // members of 8 ranks: the stopped rank is named, and the root takes in the
-// evidence of every rank but its own (the cost issue 22 part 3 removes).
+// evidence of every rank but its own (the cost issue 35 part 2 removes);
+// the stacks of every rank arrive merged: two classes, every rank counted,
+// fewer bytes than the stacks of one member's ranks.
 TEST_CASE("a gather through the tree: the root's detector names the stopped rank among 512") {
-  std::vector<std::vector<int>> named;
+  std::vector<sim::GatherSeen> seen;
+  std::uint64_t flat = 0;
   sim::GatherModelOptions go;
   go.ranks_per_member = 8;
   go.stopped_rank = 300;
-  RoundSim s(config(64), sim::gather_model(go, &named));
+  RoundSim s(config(64), sim::gather_model(go, &seen, &flat));
   s.run_until(0.4);
-  REQUIRE(named.size() == 1);
-  CHECK(named.front() == std::vector<int>{300});
+  REQUIRE(seen.size() == 1);
+  CHECK(seen.front().named == std::vector<int>{300});
+  go.stacks = false;
   const auto one = sim::gather_model(go, nullptr).up(0).size();
   CHECK(s.cost(0).bytes_in >= 63 * (one - 64));  // every other member's evidence, concatenated
+  CHECK(seen.front().stack_classes == 2);
+  CHECK(seen.front().stack_ranks == 512);
+  CHECK(seen.front().stack_text.rfind("511 ranks in MPI_Allreduce <- exchange_gradients <- train_step <- main; "
+                                      "rank 300 in clock_nanosleep", 0) == 0);
+  CHECK(seen.front().stack_bytes * 8 < flat / 64);
 }

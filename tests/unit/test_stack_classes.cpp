@@ -4,6 +4,10 @@
 // prints outermost first.
 #include <doctest/doctest.h>
 
+#include <functional>
+
+#include <fmt/format.h>
+
 #include "scoutd/detect/stack_classes.hpp"
 #include "scoutd/wire/control_protocol.hpp"
 
@@ -73,4 +77,144 @@ TEST_CASE("STACKS on the control socket: the tree, or why not") {
   handle_control_line(st, "SET FORMAT json", p);
   const std::string j = handle_control_line(st, "STACKS", p).text;
   CHECK(nlohmann::json::parse(j.substr(0, j.find('\n')))["ranks"][0]["pid"] == 5);
+}
+
+// --- the tree merged in the gather (StackTree, common::RankSet) -----------------
+
+TEST_CASE("rank sets: ranges merged exactly, scattered ranks counted past the listed ranges") {
+  scout::common::RankSet a, b;
+  for (int r : {5, 3, 4, 9, 0}) a.add(r);
+  CHECK(a.text() == "0,3-5,9");
+  for (int r : {1, 2, 6}) b.add(r);
+  a.merge(b);
+  CHECK(a.text() == "0-6,9");
+  CHECK(a.count() == 8);
+  // Even ranks from one subtree: one range each, past the bound only counted.
+  scout::common::RankSet even;
+  for (int r = 0; r < 4000; r += 2) even.add(r);
+  CHECK(even.ranges().size() == scout::common::RankSet::kMaxRanges);
+  CHECK(even.count() == 2000);
+  CHECK(even.text(2) == "0,2,... (1998 more)");
+  std::string why;
+  CHECK_FALSE(scout::common::RankSet::from_wire(nlohmann::json::parse("[[3,1]]"), 0, &why));
+  CHECK(why.find("sorted, disjoint") != std::string::npos);
+  CHECK_FALSE(scout::common::RankSet::from_wire(nlohmann::json::parse("[[0,4],[4,6]]"), 0, &why));
+  CHECK_FALSE(scout::common::RankSet::from_wire(nlohmann::json::parse("[[-1,4]]"), 0, &why));
+  CHECK_FALSE(scout::common::RankSet::from_wire(nlohmann::json::parse("[[0,\"4\"]]"), 0, &why));
+  auto ok = scout::common::RankSet::from_wire(nlohmann::json::parse("[[0,4],[6,6]]"), 10, &why);
+  REQUIRE(ok);
+  CHECK(ok->count() == 16);
+}
+
+namespace {
+
+std::vector<std::string> waiting_stack(int r) {
+  return {r % 2 ? "opal_progress" : "mca_btl_vader_component_progress", "PMPI_Allreduce", "MPI_Allreduce",
+          "exchange", "train", "main", "_start"};
+}
+
+// A job's ranks as observers of `per` ranks each, merged pairwise up a
+// binary tree through the wire form, as the gather does.
+StackTree merged_in_tree(int ranks, int per, const std::function<RankStack(int)>& stack_of) {
+  std::vector<StackTree> level;
+  for (int first = 0; first < ranks; first += per) {
+    StackTree t;
+    for (int r = first; r < std::min(ranks, first + per); ++r) {
+      auto s = stack_of(r);
+      t.add(s.rank, s.frames, s.error);
+    }
+    level.push_back(*StackTree::from_wire(t.to_wire(), nullptr));
+  }
+  while (level.size() > 1) {
+    std::vector<StackTree> up;
+    for (std::size_t i = 0; i < level.size(); i += 2) {
+      StackTree t = level[i];
+      if (i + 1 < level.size()) t.merge(*StackTree::from_wire(level[i + 1].to_wire(), nullptr));
+      up.push_back(std::move(t));
+    }
+    level = std::move(up);
+  }
+  return level.front();
+}
+
+}  // namespace
+
+TEST_CASE("stack tree: merged in a tree of observers, the classes are those of all ranks at once") {
+  auto stack_of = [](int r) -> RankStack {
+    if (r == 13) return {r, {"clock_nanosleep", "__nanosleep", "compute", "train", "main", "_start"}, ""};
+    if (r == 21) return {r, {}, "cannot attach: Operation not permitted"};
+    return {r, waiting_stack(r), ""};
+  };
+  std::vector<RankStack> all;
+  for (int r = 0; r < 40; ++r) all.push_back(stack_of(r));
+  const auto at_once = stack_classes(all);
+  const auto tree = merged_in_tree(40, 3, stack_of).classes();
+  CHECK(tree == at_once);
+  CHECK(tree["classes"][0]["count"] == 38);
+  CHECK(tree["classes"][0]["rank_ranges"] == "0-12,14-20,22-39");
+  CHECK(tree["classes"][1]["ranks"] == nlohmann::json({13}));
+  CHECK(tree["text"] == "38 ranks in MPI_Allreduce <- exchange <- train <- main; rank 13 in clock_nanosleep <- "
+                        "__nanosleep <- compute <- train <- ...; rank 21 not traced: cannot attach: Operation not "
+                        "permitted");
+}
+
+TEST_CASE("stack tree: a whole-job hang of 100,000 ranks is a small tree that names every class") {
+  auto stack_of = [](int r) -> RankStack {
+    if (r == 77777) return {r, {"clock_nanosleep", "compute", "main"}, ""};
+    if (r % 1000 == 999) return {r, {"PMPI_Barrier", "MPI_Barrier", "checkpoint", "main"}, ""};
+    return {r, waiting_stack(r), ""};
+  };
+  const StackTree t = merged_in_tree(100000, 8, stack_of);
+  CHECK(t.to_wire().dump().size() < 20000);
+  const auto j = t.classes();
+  REQUIRE(j["classes"].size() == 3);
+  CHECK(j["classes"][0]["count"] == 99899);
+  CHECK(j["classes"][1]["count"] == 100);
+  CHECK(j["classes"][1]["rank_ranges"].get<std::string>().rfind("999,1999,2999,", 0) == 0);
+  CHECK(j["classes"][2]["ranks"] == nlohmann::json({77777}));
+  CHECK(j["classes"][0]["ranks"].size() == StackTree::kListRanks);
+}
+
+TEST_CASE("stack tree: ranks of all different stacks stay counted, the tree folded to its bound") {
+  // A hostile or chaotic job: every rank somewhere else, 30 frames deep.
+  auto stack_of = [](int r) -> RankStack {
+    if (r % 97 == 0) return {r, {}, fmt::format("cannot attach to pid {}", 1000 + r)};
+    std::vector<std::string> f;
+    for (int d = 0; d < 30; ++d) f.push_back(fmt::format("f{}_{}_{}", d, r, std::string(100, 'x')));
+    f.push_back("main");
+    return {r, f, ""};
+  };
+  const StackTree t = merged_in_tree(5000, 8, stack_of);
+  CHECK(t.bytes() <= StackTree::kMaxBytes);
+  CHECK(t.to_wire().dump().size() < 1024 * 1024);
+  std::size_t counted = 0;
+  bool dropped = false;
+  const auto all = t.classes();
+  for (auto& c : all["classes"]) {
+    counted += c["count"].get<std::size_t>();
+    dropped = dropped || c.value("frames_dropped", false);
+  }
+  const auto& untraced = all["untraced"];
+  CHECK(untraced.size() == StackTree::kMaxErrors + 1);
+  for (auto& u : untraced) counted += u["count"].get<std::size_t>();
+  CHECK(counted == 5000);
+  CHECK(dropped);
+  CHECK(all["classes"][0]["frames"].back() == "main");
+}
+
+TEST_CASE("stack tree: a peer's tree is checked before it is merged") {
+  std::string why;
+  auto bad = [&](const char* text) { return !StackTree::from_wire(nlohmann::json::parse(text), &why); };
+  CHECK(bad(R"({"n": [], "u": []})"));
+  CHECK(bad(R"({"n": [[-1, "", [], 0, false], [5, "main", [], 0, false]], "u": []})"));
+  CHECK(why.find("after its parent") != std::string::npos);
+  CHECK(bad(R"({"n": [[-1, "", [], 0, false], [0, "main", [[0,1]], 0, false], [0, "main", [[2,2]], 0, false]], "u": []})"));
+  CHECK(why.find("each frame once") != std::string::npos);
+  CHECK(bad(R"({"n": [[-1, "", [[4,2]], 0, false]], "u": []})"));
+  CHECK(bad(R"({"n": [[-1, "", [], 0, false]], "u": [[7, [], 0]]})"));
+  std::string deep = R"({"n": [[-1, "", [], 0, false])";
+  for (int d = 0; d < 40; ++d) deep += fmt::format(R"(, [{}, "f", [], 0, false])", d);
+  CHECK(bad((deep + R"(], "u": []})").c_str()));
+  CHECK(why.find("deep") != std::string::npos);
+  CHECK_FALSE(bad(R"({"n": [[-1, "", [], 0, false], [0, "main", [[0,3]], 2, false]], "u": [["gone", [[4,4]], 0]]})"));
 }
