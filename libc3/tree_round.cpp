@@ -19,6 +19,13 @@ int height_of(int i, int n) {
   for (long c = 2L * i + 1; c < n; c = 2 * c + 1) ++h;
   return h;
 }
+// Members in the subtree of index i (itself included) of an n-member tree.
+int subtree_size(int i, int n) {
+  int count = 0;
+  for (long first = i, width = 1; first < n; first = 2 * first + 1, width *= 2)
+    count += static_cast<int>(std::min<long>(width, n - first));
+  return count;
+}
 int depth_of(int i) {
   int d = 0;
   for (int k = i + 1; k > 1; k >>= 1) ++d;
@@ -386,10 +393,17 @@ void TreeRound::finish_up() {
   // Only a root that heard from a strict majority of all the members
   // decides. A root made by a stale view (it was frozen, or it is cut off
   // and declared its own root lost) hears from a minority: it decides
-  // nothing, and its members go on to ask the majority back in.
+  // nothing, and its members go on to ask the majority back in. A member
+  // whose contribution did not arrive took its whole subtree's with it (they
+  // went up through it): what reached the root is the tree less the
+  // subtrees of every suspect (found by the simulator's checker: a thawed
+  // root cut off with one other member counted only its two silent
+  // children as missing, and committed).
   int reached = n_;
-  for (int w : suspects_)
-    if (std::binary_search(alive_.begin(), alive_.end(), w)) --reached;
+  for (int w : suspects_) {
+    const int i = index_of(w);
+    if (i > 0) reached -= subtree_size(i, n_);
+  }
   if (2 * reached > size_) {
     // Members the others had lost and that asked back in rejoin now; the
     // message down names them as -(w+1) so every survivor re-admits them.

@@ -1,6 +1,7 @@
 // scoutd's round engine on the simulated network (see engine_sim.hpp).
 #include "sim/engine_sim.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 #include <fmt/format.h>
@@ -81,6 +82,12 @@ EngineSim::EngineSim(EngineSimConfig cfg)
       net_(cfg_.members, clock_, cfg_.link, cfg_.seed),
       work_(cfg_.work, cfg_.members),
       checker_(cfg_.members, first_fault(cfg_.work)) {
+  checker_.reachable = [this](int a, int b) {
+    const auto& mb = *members_[static_cast<std::size_t>(b)];
+    const auto& view = members_[static_cast<std::size_t>(a)]->tree->alive();
+    return !mb.crashed && !frozen(b) && net_.side_of(a) == net_.side_of(b) &&
+           std::binary_search(view.begin(), view.end(), b);
+  };
   cfg_.scoutd.ranks = work_.ranks();
   epoch_ = Clock::time_point{} + std::chrono::hours(1);
   clock_.set(epoch_);
@@ -224,9 +231,13 @@ void EngineSim::step(int m) {
   if (mb.gather && res.root) gathers_.push_back({now_s(), mb.bytes_in, mb.cpu_s, m});
   if (on_round) on_round(now_s(), m, mb.gather, res);
   auto next = mb.engine->finished(res);
-  if (res.complete && !res.minority && !res.expelled) {
+  // A round that took this member back (it asked to rejoin) is not one it
+  // took part in: its book is compared from its next round on. A round whose
+  // root decided nothing (it heard from a minority) brings no decision down.
+  const bool rejoining = std::find(res.rejoined.begin(), res.rejoined.end(), m) != res.rejoined.end();
+  if (res.complete && !res.down.empty() && !res.minority && !res.expelled && !rejoining) {
     const auto d = mb.engine->desk().book_digest();
-    checker_.round(now_s(), m, res.root, mb.gather, {d.verdicts, d.resolved});
+    checker_.round(now_s(), m, res.root, mb.gather, {d.verdicts, d.resolved, d.hash});
   }
   if (next) {
     begin(m, std::move(*next), true);

@@ -15,13 +15,17 @@ void RunChecker::commit(double t, int member, bool own, const std::string& vkey,
   if (own && 2 * side_alive <= static_cast<std::size_t>(members_) && side_changed_at < round_began)
     fail(fmt::format("majority: member {} committed {} ({}) at {:.3f} s on a side of {} of {} members since {:.3f} s",
                      member, vkey, key, t, side_alive, members_, side_changed_at));
+  holders_[vkey].insert(member);
   if (!seen_.insert(vkey).second) return;  // a replica of a verdict already checked
   if (kind != "observer_lost" && (first_fault_s_ < 0 || t < first_fault_s_))
     fail(fmt::format("healthy: {} ({}) committed at {:.3f} s by member {}, before any fault of the job", kind, key, t,
                      member));
   key_of_[vkey] = key;
   auto it = open_by_key_.find(key);
+  bool knowable = false;
   if (it != open_by_key_.end())
+    for (int h : holders_[it->second]) knowable = knowable || h == member || !reachable || reachable(member, h);
+  if (knowable)
     fail(fmt::format("once: {} committed again at {:.3f} s by member {} as {} while {} is open", key, t, member, vkey,
                      it->second));
   open_by_key_[key] = vkey;

@@ -8,7 +8,11 @@
 //
 //   once       an incident key has at most one open verdict: a verdict is
 //              committed for a key again only after the last one of that
-//              key was resolved (replicas of one verdict are one verdict);
+//              key was resolved (replicas of one verdict are one verdict),
+//              unless no member the committer could reach held the open
+//              one (a deciding observer commits before it tells anyone: one
+//              frozen or cut off right after its commit took the verdict
+//              with it until it returns);
 //   majority   a member commits its own decider's verdict only while its
 //              side of the network (members not crashed, on its side of a
 //              partition) is a strict majority, or became a minority only
@@ -23,6 +27,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -34,10 +39,15 @@ class RunChecker {
  public:
   struct Book {
     std::size_t verdicts = 0, resolved = 0;
+    std::uint64_t hash = 0;  // which ones (IncidentBook::Digest)
     bool operator==(const Book&) const = default;
   };
   // `first_fault_s`: when the workload's first fault begins (< 0: none).
   RunChecker(int members, double first_fault_s) : members_(members), first_fault_s_(first_fault_s) {}
+  // Whether member b answers member a now: not crashed, not frozen, on its
+  // side, and in a's view of the members (the simulator's ground truth and
+  // a's view). Unset: always.
+  std::function<bool(int a, int b)> reachable;
 
   // A verdict committed at `member` (its own decider's: `own`).
   // `side_alive`: members alive on its side now; `side_changed_at`: when
@@ -66,6 +76,7 @@ class RunChecker {
   std::map<std::string, std::string> open_by_key_;  // incident key -> open verdict's vkey
   std::map<std::string, std::string> key_of_;       // vkey -> incident key
   std::set<std::string> seen_;                      // vkeys committed anywhere
+  std::map<std::string, std::set<int>> holders_;    // vkey -> members that committed it
   Book root_book_{}, root_book_before_{};
   bool have_root_ = false;
   std::map<int, int> behind_;                       // consecutive decided rounds out of step

@@ -77,6 +77,12 @@ std::size_t Decider::flush(json& events) {
     Item& it = queue_.front();
     json ev;
     try {
+      if (!it.resolution && book_.is_open(it.key)) {
+        // Another deciding observer committed this incident meanwhile (its
+        // book arrived since this was queued): not a second verdict.
+        queue_.pop_front();
+        continue;
+      }
       if (!it.resolution) {
         const std::int64_t id = sink_.commit_verdict(it.verdict);  // committed before anyone is told
         const auto& v = it.verdict;

@@ -5,6 +5,22 @@ namespace scout::scoutd {
 
 using nlohmann::json;
 
+namespace {
+
+std::string ident_of(const json& v) {
+  if (v.contains("vkey") && v["vkey"].is_string() && !v["vkey"].get_ref<const std::string&>().empty())
+    return v["vkey"].get<std::string>();
+  return "id:" + std::to_string(v.value("id", std::int64_t{0}));
+}
+
+std::uint64_t fnv(const std::string& s) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace
+
 void IncidentBook::apply(const json& events) {
   if (!events.is_array()) return;
   for (auto& e : events) {
@@ -21,10 +37,12 @@ void IncidentBook::apply(const json& events) {
         continue;
       }
       const auto& v = e["verdict"];
-      const auto id = v["id"].get<std::int64_t>();
-      if (!ids_.insert(id).second) continue;  // already applied
-      key_of_id_[id] = key;
-      open_[key] = {id, v.contains("vkey") && v["vkey"].is_string() ? v["vkey"].get<std::string>() : std::string()};
+      const std::string ident = ident_of(v);
+      if (!idents_.insert(ident).second) continue;  // already applied
+      key_of_ident_[ident] = key;
+      if (!open_.count(key))
+        open_[key] = {v["id"].get<std::int64_t>(),
+                      v.contains("vkey") && v["vkey"].is_string() ? v["vkey"].get<std::string>() : std::string()};
       verdicts_.push_back(v);
       if (v.value("kind", "") == "observer_lost" && v.contains("evidence") && v["evidence"].is_object() &&
           v["evidence"].contains("observer") && v["evidence"]["observer"].is_number_integer())
@@ -35,10 +53,16 @@ void IncidentBook::apply(const json& events) {
         continue;
       }
       const auto id = e["id"].get<std::int64_t>();
+      const std::string vkey = e.contains("vkey") && e["vkey"].is_string() ? e["vkey"].get<std::string>() : "";
+      auto same = [&](const json& v) {
+        return vkey.empty() ? v.value("id", std::int64_t{0}) == id && ident_of(v).rfind("id:", 0) == 0
+                            : ident_of(v) == vkey;
+      };
       for (auto& v : verdicts_)
-        if (v.value("id", std::int64_t{0}) == id && v["resolved_at"].is_null()) v["resolved_at"] = e.value("at", "");
+        if (same(v) && v["resolved_at"].is_null()) v["resolved_at"] = e.value("at", "");
       auto it = open_.find(key);
-      if (it != open_.end() && it->second.id == id) open_.erase(it);
+      if (it != open_.end() && (vkey.empty() ? it->second.id == id && it->second.vkey.empty() : it->second.vkey == vkey))
+        open_.erase(it);
     } else {
       ++malformed_;
     }
@@ -48,7 +72,14 @@ void IncidentBook::apply(const json& events) {
 IncidentBook::Digest IncidentBook::digest() const {
   Digest d;
   d.verdicts = verdicts_.size();
-  for (auto& v : verdicts_) d.resolved += v.contains("resolved_at") && !v["resolved_at"].is_null();
+  for (auto& v : verdicts_) {
+    const std::string ident = ident_of(v);
+    d.hash ^= fnv(ident);
+    if (v.contains("resolved_at") && !v["resolved_at"].is_null()) {
+      ++d.resolved;
+      d.hash ^= fnv(ident + "/resolved");
+    }
+  }
   return d;
 }
 
@@ -56,8 +87,8 @@ json IncidentBook::snapshot() const {
   json events = json::array();
   for (auto& v : verdicts_) {
     const auto id = v.value("id", std::int64_t{0});
-    auto k = key_of_id_.find(id);
-    const std::string key = k == key_of_id_.end() ? std::string() : k->second;
+    auto k = key_of_ident_.find(ident_of(v));
+    const std::string key = k == key_of_ident_.end() ? std::string() : k->second;
     json fresh = v;
     fresh["resolved_at"] = nullptr;
     events.push_back({{"op", "new"}, {"key", key}, {"verdict", fresh}});

@@ -19,9 +19,12 @@ namespace scout::scoutd {
 class IncidentBook {
  public:
   // Applies the events of a down message ({"op":"new","key","verdict"} and
-  // {"op":"resolve","key","id","at"}). Idempotent: an event already applied
-  // (the deciding observer applies its own on commit) changes nothing.
-  // Malformed events are skipped and counted.
+  // {"op":"resolve","key","id","vkey","at"}). Idempotent: an event already
+  // applied (the deciding observer applies its own on commit) changes
+  // nothing. A verdict is known by its stable key (vkey: unique per deciding
+  // observer and process), not by its id, which is a row of the deciding
+  // node's ledger and repeats between deciders. Malformed events are
+  // skipped and counted.
   void apply(const nlohmann::json& events);
 
   bool is_open(const std::string& key) const { return open_.count(key) != 0; }
@@ -31,11 +34,14 @@ class IncidentBook {
   // Keys of open incidents starting with any of `prefixes`.
   std::vector<std::string> open_keys(const std::vector<std::string>& prefixes) const;
   const std::vector<nlohmann::json>& verdicts() const { return verdicts_; }
-  // How much this book holds: verdicts and resolutions. The deciding
-  // observer sends its digest with every round; an observer whose digest
-  // differs (it missed a down message) asks for the snapshot.
+  // How much this book holds: verdicts and resolutions, and a hash of
+  // which (order-free). The deciding observer sends its digest with every
+  // round; an observer whose digest differs (it missed a down message, or
+  // holds what a later deciding observer missed) says so and the two books
+  // are merged both ways.
   struct Digest {
     std::size_t verdicts = 0, resolved = 0;
+    std::uint64_t hash = 0;
     bool operator==(const Digest&) const = default;
   };
   Digest digest() const;
@@ -57,8 +63,8 @@ class IncidentBook {
 
  private:
   std::vector<nlohmann::json> verdicts_;
-  std::set<std::int64_t> ids_;
-  std::map<std::int64_t, std::string> key_of_id_;
+  std::set<std::string> idents_;                  // vkey, or "id:<id>" without one
+  std::map<std::string, std::string> key_of_ident_;
   struct Open {
     std::int64_t id = 0;
     std::string vkey;

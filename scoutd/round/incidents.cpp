@@ -1,6 +1,9 @@
 // The incidents desk (see incidents.hpp).
 #include "scoutd/round/incidents.hpp"
 
+#include <algorithm>
+#include <cstdio>
+
 #include <fmt/format.h>
 
 
@@ -60,14 +63,24 @@ void Incidents::seal(wire::Down& down, const wire::Trigger* t) {
   }
   for (auto& d : proposals_) decider_->propose(d);
   proposals_.clear();
-  decider_->flush(down.events);
+  // A book out of step somewhere: this deciding observer may be the one
+  // behind (it was frozen, or cut off, while another decided). What it
+  // queued is committed after the gather brought the others' books, so it
+  // never commits again what another deciding observer already did.
+  // Likewise in a gather decided by an observer that did not decide this
+  // period's trigger (it became the deciding observer in between, rejoining
+  // as the lowest): its book was never compared; its next trigger does it.
+  if (t ? !hold_flush_ : trigger_decided_) decider_->flush(down.events);
+  hold_flush_ = false;
   forward(down.events);
   if (!t) return;
-  // Every observer checks its book against this digest; one that missed a
-  // down message (it fell behind a round) gets the whole book next time.
+  // Every observer checks its book against this digest; one whose book
+  // differs gets the whole book next time, and sends its own up in the
+  // gather that follows (books_wanted).
   const auto d = book_.digest();
-  down.book_digest = std::array<std::uint64_t, 2>{d.verdicts, d.resolved};
-  if (t->book_behind > 0) down.book = book_.snapshot();
+  down.book_digest = std::array<std::uint64_t, 3>{d.verdicts, d.resolved, d.hash};
+  if (hold_book_) down.book = book_.snapshot();
+  hold_book_ = false;
 }
 
 void Incidents::final_flush() {
@@ -139,10 +152,24 @@ json Incidents::verdicts_json() const {
 void Incidents::add_trigger(wire::Trigger& t) {
   std::lock_guard lk(mu_);
   t.book_behind = book_behind_ ? 1u : 0u;
+  const auto d = book_.digest();
+  const std::uint64_t mine[3] = {d.verdicts, d.resolved, d.hash};
+  for (int k = 0; k < 3; ++k) t.book_min[k] = t.book_max[k] = mine[k];
 }
 
-bool Incidents::decide_trigger(const TriggerIn& in, wire::Down&) {
+bool Incidents::decide_trigger(const TriggerIn& in, wire::Down& down) {
   std::lock_guard lk(mu_);
+  trigger_decided_ = true;
+  const auto d = book_.digest();
+  const std::uint64_t mine[3] = {d.verdicts, d.resolved, d.hash};
+  bool differ = in.t.book_behind > 0;
+  if (in.decoded)
+    for (int k = 0; k < 3; ++k) differ = differ || in.t.book_min[k] != mine[k] || in.t.book_max[k] != mine[k];
+  if (differ) {
+    down.books_wanted = true;
+    hold_flush_ = true;
+    hold_book_ = true;
+  }
   std::set<int> to_record = book_.lost_unrecorded();
   to_record.insert(in.lost.begin(), in.lost.end());
   for (int w : to_record) {
@@ -153,7 +180,42 @@ bool Incidents::decide_trigger(const TriggerIn& in, wire::Down&) {
     // others resolve or propose in this decision.
     decider_->propose(observer_lost_draft({w, o.node, o.pid, ranks}, ctx_.cfg.round_timeout_s));
   }
-  return false;
+  // An observer back among the living has no open loss, whoever saw it
+  // return (a rejoin seen by another deciding observer, or in a round that
+  // decided nothing, left its loss open here: found by the simulator's
+  // checker, a later loss then got a second verdict).
+  const auto& alive = ctx_.tree->alive();
+  for (const auto& key : decider_->open_or_queued("observer_lost:")) {
+    int w = -1;
+    if (std::sscanf(key.c_str(), "observer_lost:%d", &w) == 1 && !to_record.count(w) &&
+        std::binary_search(alive.begin(), alive.end(), w))
+      decider_->resolve(key);
+  }
+  return differ;
+}
+
+void Incidents::end_period(bool, const wire::Down&) {
+  std::lock_guard lk(mu_);
+  trigger_decided_ = false;
+}
+
+void Incidents::add_gather(wire::Gather& g) {
+  std::lock_guard lk(mu_);
+  if (!send_book_) return;
+  send_book_ = false;
+  for (auto& e : book_.snapshot()) g.book.push_back(std::move(e));
+}
+
+// The books of the observers out of step: what they hold that this deciding
+// observer missed joins its book (and its node's ledger) before anything
+// queued is committed.
+void Incidents::decide_gather(const wire::Gather& g, wire::Down&) {
+  if (g.book.empty()) return;
+  std::lock_guard lk(mu_);
+  const json events(g.book);
+  book_.apply(events);
+  replicas_->take(events);
+  replicas_->flush();
 }
 
 void Incidents::apply_down(const wire::Down& down) {
@@ -166,8 +228,9 @@ void Incidents::apply_down(const wire::Down& down) {
   }
   if (down.book_digest) {
     const IncidentBook::Digest root{static_cast<std::size_t>((*down.book_digest)[0]),
-                                    static_cast<std::size_t>((*down.book_digest)[1])};
+                                    static_cast<std::size_t>((*down.book_digest)[1]), (*down.book_digest)[2]};
     book_behind_ = !(book_.digest() == root);
+    send_book_ = down.books_wanted && book_behind_;
   }
   replicas_->flush();  // also retries what an earlier round could not commit
 }

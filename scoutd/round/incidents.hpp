@@ -57,6 +57,9 @@ class Incidents final : public Participant {
 
   void add_trigger(wire::Trigger& t) override;
   bool decide_trigger(const TriggerIn& in, wire::Down& down) override;
+  void add_gather(wire::Gather& g) override;
+  void end_period(bool complete, const wire::Down& down) override;
+  void decide_gather(const wire::Gather& g, wire::Down& down) override;
   void apply_down(const wire::Down& down) override;
   void status(nlohmann::json& st) const override;
 
@@ -72,6 +75,10 @@ class Incidents final : public Participant {
   bool forwarded_book_ = false;  // this observer forwarded its whole book once
   bool in_minority_ = false;
   bool book_behind_ = false;     // the root's digest differed from ours
+  bool send_book_ = false;       // ... and the root asked for it: in the next gather
+  bool hold_flush_ = false;      // deciding observer: commit after the gather's books
+  bool hold_book_ = false;       // deciding observer: a book differs; send ours whole
+  bool trigger_decided_ = false; // this observer decided this period's trigger
   std::uint64_t rounds_ = 0;
 };
 

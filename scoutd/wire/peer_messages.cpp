@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -136,6 +137,10 @@ void combine_triggers(Bytes& acc, const Bytes& child) {
   a->p2p_active += c->p2p_active;
   a->tune_pending += c->tune_pending;
   a->book_behind += c->book_behind;
+  for (int k = 0; k < 3; ++k) {
+    a->book_min[k] = std::min(a->book_min[k], c->book_min[k]);
+    a->book_max[k] = std::max(a->book_max[k], c->book_max[k]);
+  }
   acc = encode_trigger(*a);
 }
 
@@ -186,6 +191,7 @@ Bytes encode_gather(const Gather& g) {
   json j = {{"ranks", g.ranks}, {"replay", std::move(replay)}, {"telemetry", g.telemetry},
             {"gpu_health", g.gpu_health}, {"tune", g.tune}};
   if (!g.stacks.empty()) j["stacks"] = g.stacks.to_wire();
+  if (!g.book.empty()) j["book"] = g.book;
   return encode_json(Kind::kGatherUp, j);
 }
 
@@ -221,6 +227,12 @@ std::optional<Gather> decode_gather(const Bytes& msg) {
     if (r.is_object()) g.tune.push_back(std::move(r));  // checked key by key where applied
     else ++g.refused;
   }
+  std::vector<json> book;
+  decode_section(*j, "book", book, g.refused);
+  for (auto& e : book) {
+    if (e.is_object()) g.book.push_back(std::move(e));  // each checked where applied (IncidentBook)
+    else ++g.refused;
+  }
   if (auto it = j->find("stacks"); it != j->end()) {
     if (auto t = StackTree::from_wire(*it, nullptr)) g.stacks = std::move(*t);
     else ++g.refused;
@@ -250,10 +262,28 @@ void merge_stacks(json& acc, json&& child) {
   acc = a->to_wire();
 }
 
+// Book events from several observers: the same event once (observers out
+// of step mostly hold the same verdicts).
+void merge_events(json& acc, json&& child) {
+  if (!acc.is_array()) acc = json::array();
+  if (!child.is_array()) return;
+  std::set<std::string> have;
+  auto ident = [](const json& e) {
+    if (!e.is_object()) return std::string();
+    const json& v = e.contains("verdict") && e["verdict"].is_object() ? e["verdict"] : e;
+    const json vk = v.value("vkey", json());
+    return e.value("op", json()).dump() + (vk.is_string() ? vk.get<std::string>() : v.value("id", json()).dump());
+  };
+  for (auto& e : acc) have.insert(ident(e));
+  for (auto& e : child)
+    if (have.insert(ident(e)).second) acc.push_back(std::move(e));
+}
+
 }  // namespace
 
-const GatherSection kGatherSections[6] = {{"ranks", append},     {"replay", append}, {"telemetry", append},
-                                          {"gpu_health", append}, {"tune", append},   {"stacks", merge_stacks}};
+const GatherSection kGatherSections[7] = {{"ranks", append},      {"replay", append}, {"telemetry", append},
+                                          {"gpu_health", append}, {"tune", append},   {"stacks", merge_stacks},
+                                          {"book", merge_events}};
 
 void combine_gathers(Bytes& acc, const Bytes& child) {
   auto a = decode_json(acc, Kind::kGatherUp);
@@ -277,6 +307,7 @@ Bytes encode_down(const Down& d) {
   json j = {{"stop", d.stop}, {"gather", d.gather}, {"events", d.events}};
   if (d.learn) j["learn"] = true;
   if (d.deaths_pending) j["deaths_pending"] = true;
+  if (d.books_wanted) j["books_wanted"] = true;
   if (d.book_digest) j["book_digest"] = *d.book_digest;
   if (d.book) j["book"] = *d.book;
   if (d.median_compute_s) j["median_compute_s"] = *d.median_compute_s;
@@ -313,16 +344,19 @@ std::optional<Down> decode_down(const Bytes& msg, std::string* why) {
     return true;
   };
   for (auto [name, out] : {std::pair<const char*, bool*>{"stop", &d.stop}, {"gather", &d.gather},
-                           {"learn", &d.learn}, {"deaths_pending", &d.deaths_pending}})
+                           {"learn", &d.learn}, {"deaths_pending", &d.deaths_pending},
+                           {"books_wanted", &d.books_wanted}})
     if (!flag(name, *out)) return refuse(fmt::format("\"{}\": a boolean", name));
   if (auto it = j->find("events"); it != j->end()) {
     if (!it->is_array()) return refuse("\"events\": an array");
     d.events = std::move(*it);
   }
   if (auto it = j->find("book_digest"); it != j->end()) {
-    if (!it->is_array() || it->size() != 2 || !(*it)[0].is_number_unsigned() || !(*it)[1].is_number_unsigned())
-      return refuse("\"book_digest\": two unsigned counts");
-    d.book_digest = std::array<std::uint64_t, 2>{(*it)[0].get<std::uint64_t>(), (*it)[1].get<std::uint64_t>()};
+    if (!it->is_array() || it->size() != 3 || !(*it)[0].is_number_unsigned() || !(*it)[1].is_number_unsigned() ||
+        !(*it)[2].is_number_unsigned())
+      return refuse("\"book_digest\": two unsigned counts and a hash");
+    d.book_digest = std::array<std::uint64_t, 3>{(*it)[0].get<std::uint64_t>(), (*it)[1].get<std::uint64_t>(),
+                                                 (*it)[2].get<std::uint64_t>()};
   }
   if (auto it = j->find("book"); it != j->end()) {
     if (!it->is_array()) return refuse("\"book\": an array of events");

@@ -80,6 +80,11 @@ struct Trigger {
   std::uint32_t suspects;        // ranks with direct evidence: stopped/D/zombie for the threshold, or ended
   std::uint32_t p2p_active;      // ranks that moved point-to-point messages since the last period
   std::uint32_t tune_pending;    // observers holding scoutctl set requests
+  // The observers' incident books (IncidentBook::Digest: verdicts, resolved,
+  // hash), least and greatest: the deciding observer sees at once whether
+  // any book differs from its own (it may be the one behind).
+  std::uint64_t book_min[3];
+  std::uint64_t book_max[3];
 };
 Bytes encode_trigger(const Trigger& t);
 std::optional<Trigger> decode_trigger(const Bytes& msg);
@@ -111,6 +116,7 @@ struct Gather {
   std::vector<nlohmann::json> gpu_health;    // GPU health findings (GpuHealthWatch)
   std::vector<nlohmann::json> tune;          // scoutctl set requests (round/tune_part.cpp)
   StackTree stacks;                          // the ranks' stacks, merged (detect/stack_classes.hpp)
+  std::vector<nlohmann::json> book;          // incident-book events of observers out of step (round/incidents.cpp)
   std::size_t refused = 0;                   // decode only: entries dropped
 };
 // A section's reduce: the child's section into the accumulator's (both
@@ -120,7 +126,7 @@ struct GatherSection {
   const char* name;
   SectionReduce reduce;
 };
-extern const GatherSection kGatherSections[6];
+extern const GatherSection kGatherSections[7];
 Bytes encode_gather(const Gather& g);
 // nullopt when the message, its JSON or its shape is malformed (counted).
 std::optional<Gather> decode_gather(const Bytes& msg);
@@ -140,8 +146,9 @@ struct Down {
   bool gather = false;          // a gather round follows
   bool learn = false;           // a federated learning round follows
   bool deaths_pending = false;  // gather: deaths not named yet; keep reporting them
+  bool books_wanted = false;    // trigger: observers whose book differs send it up in the gather
   nlohmann::json events = nlohmann::json::array();  // incident-book events (decide/)
-  std::optional<std::array<std::uint64_t, 2>> book_digest;  // the root's book: verdicts, resolved
+  std::optional<std::array<std::uint64_t, 3>> book_digest;  // the root's book: verdicts, resolved, hash
   std::optional<nlohmann::json> book;                       // the whole book, for observers behind
   std::optional<double> median_compute_s;                   // gather: for the ranks' scores
   std::optional<long> replay_start;                         // a replay cycle to start

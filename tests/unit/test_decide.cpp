@@ -272,3 +272,60 @@ TEST_CASE("incident book: an observer that missed rounds catches up from the sna
   REQUIRE(local.resolutions.size() == 1);
   CHECK(local.resolutions[0].first == "17.0.o0.99.1");
 }
+
+// Two deciding observers in turn (the first frozen, then back as the
+// lowest): each numbers its verdicts from its own ledger's rows, so their
+// ids repeat; the book knows a verdict by its stable key (found by the
+// simulator's checker: the second root's verdict 3 was dropped as
+// "already applied" and the books never agreed again).
+TEST_CASE("incident book: verdicts of two deciding observers with the same ids are two verdicts") {
+  Fixture a;
+  a.decider.propose(draft("crash@0:63,", c3::VerdictKind::kCrash));
+  json ea = json::array();
+  REQUIRE(a.decider.flush(ea) == 1);
+  FlakySink other_sink;
+  IncidentBook other_book;
+  Decider b{"17", "0", "17.0.o1.42", other_book, other_sink,
+            {[] { return std::string("2026-12-01T00:00:01.000Z"); }, [](const std::string&) {}, [](const std::string&) {}}};
+  b.propose(draft("behind:4"));
+  json eb = json::array();
+  REQUIRE(b.flush(eb) == 1);
+  CHECK(ea[0]["verdict"]["id"] == eb[0]["verdict"]["id"]);  // both 1
+  IncidentBook book;
+  book.apply(ea);
+  book.apply(eb);
+  CHECK(book.verdicts().size() == 2);
+  CHECK(book.is_open("crash@0:63,"));
+  CHECK(book.is_open("behind:4"));
+  // A resolution names its verdict by the stable key: only that one closes.
+  b.resolve("behind:4");
+  json rb = json::array();
+  REQUIRE(b.flush(rb) == 1);
+  book.apply(rb);
+  CHECK_FALSE(book.is_open("behind:4"));
+  CHECK(book.is_open("crash@0:63,"));
+  CHECK(book.digest().resolved == 1);
+  // Same counts, other verdicts: the digests differ.
+  IncidentBook only_a;
+  only_a.apply(ea);
+  IncidentBook only_b;
+  only_b.apply(eb);
+  CHECK(only_a.digest().verdicts == only_b.digest().verdicts);
+  CHECK_FALSE(only_a.digest() == only_b.digest());
+}
+
+// A deciding observer queued a verdict for an incident another deciding
+// observer already committed (its book arrived since): not committed twice.
+TEST_CASE("decider: a queued verdict whose incident another deciding observer committed is dropped") {
+  Fixture f;
+  f.decider.propose(draft("crash@0:63,", c3::VerdictKind::kCrash));
+  json theirs = json::array({{{"op", "new"},
+                              {"key", "crash@0:63,"},
+                              {"verdict", {{"id", 3}, {"vkey", "17.0.o1.42.3"}, {"kind", "crash"}}}}});
+  f.book.apply(theirs);
+  json events = json::array();
+  f.decider.flush(events);
+  CHECK(f.sink.committed.empty());
+  CHECK(events.empty());
+  CHECK(f.decider.pending() == 0);
+}

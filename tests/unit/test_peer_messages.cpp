@@ -143,7 +143,7 @@ TEST_CASE("wire: the down message is typed; a field of the wrong type refuses th
   d.stop = true;
   d.gather = true;
   d.events = json::array({json{{"type", "resolve"}, {"key", "hang:1"}}});
-  d.book_digest = std::array<std::uint64_t, 2>{3, 1};
+  d.book_digest = std::array<std::uint64_t, 3>{3, 1, 0x9e3779b97f4a7c15ull};
   d.median_compute_s = 0.25;
   d.replay_start = 7;
   d.replay_rerun.push_back({2, 7, "cpu3", "gemm", 3});
