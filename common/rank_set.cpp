@@ -32,9 +32,13 @@ void RankSet::add(int rank) {
   cap();
 }
 
+namespace {
+constexpr std::size_t kMaxUnlisted = std::size_t{1} << 31;  // more ranks than any job has
+}  // namespace
+
 void RankSet::merge(const RankSet& other) {
   ranges_ = merged(ranges_, other.ranges_);
-  unlisted_ += other.unlisted_;
+  unlisted_ = std::min(unlisted_ + other.unlisted_, kMaxUnlisted);  // each at most 2^31: no overflow
   cap();
 }
 
@@ -42,6 +46,7 @@ void RankSet::cap() {
   if (ranges_.size() <= kMaxRanges) return;
   for (std::size_t i = kMaxRanges; i < ranges_.size(); ++i)
     unlisted_ += static_cast<std::size_t>(ranges_[i].second - ranges_[i].first) + 1;
+  unlisted_ = std::min(unlisted_, kMaxUnlisted);
   ranges_.resize(kMaxRanges);
 }
 
@@ -98,7 +103,7 @@ std::optional<RankSet> RankSet::from_wire(const nlohmann::json& ranges, std::siz
     s.ranges_.push_back({static_cast<int>(lo), static_cast<int>(hi)});
     last = hi;
   }
-  if (unlisted > (std::size_t{1} << 31)) return refuse("an unlisted count of at most 2^31 ranks");
+  if (unlisted > kMaxUnlisted) return refuse("an unlisted count of at most 2^31 ranks");
   s.unlisted_ = unlisted;
   return s;
 }

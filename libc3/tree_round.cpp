@@ -19,13 +19,6 @@ int height_of(int i, int n) {
   for (long c = 2L * i + 1; c < n; c = 2 * c + 1) ++h;
   return h;
 }
-// Members in the subtree of index i (itself included) of an n-member tree.
-int subtree_size(int i, int n) {
-  int count = 0;
-  for (long first = i, width = 1; first < n; first = 2 * first + 1, width *= 2)
-    count += static_cast<int>(std::min<long>(width, n - first));
-  return count;
-}
 int depth_of(int i) {
   int d = 0;
   for (int k = i + 1; k > 1; k >>= 1) ++d;
@@ -399,11 +392,15 @@ void TreeRound::finish_up() {
   // subtrees of every suspect (found by the simulator's checker: a thawed
   // root cut off with one other member counted only its two silent
   // children as missing, and committed).
-  int reached = n_;
+  // Marked once each (a child's list may name what another's does).
+  std::vector<bool> unheard(static_cast<std::size_t>(n_), false);
   for (int w : suspects_) {
     const int i = index_of(w);
-    if (i > 0) reached -= subtree_size(i, n_);
+    if (i <= 0) continue;
+    for (long first = i, width = 1; first < n_; first = 2 * first + 1, width *= 2)
+      for (long k = first; k < std::min<long>(first + width, n_); ++k) unheard[static_cast<std::size_t>(k)] = true;
   }
+  const int reached = static_cast<int>(std::count(unheard.begin(), unheard.end(), false));
   if (2 * reached > size_) {
     // Members the others had lost and that asked back in rejoin now; the
     // message down names them as -(w+1) so every survivor re-admits them.

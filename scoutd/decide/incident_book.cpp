@@ -10,7 +10,14 @@ namespace {
 std::string ident_of(const json& v) {
   if (v.contains("vkey") && v["vkey"].is_string() && !v["vkey"].get_ref<const std::string&>().empty())
     return v["vkey"].get<std::string>();
-  return "id:" + std::to_string(v.value("id", std::int64_t{0}));
+  const json id = v.contains("id") ? v["id"] : json();
+  return "id:" + (id.is_number_integer() ? std::to_string(id.get<std::int64_t>()) : std::string("?"));
+}
+
+// A string member, or "" when absent or of another type (a peer's bytes).
+std::string text_of(const json& j, const char* name) {
+  auto it = j.find(name);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
 std::uint64_t fnv(const std::string& s) {
@@ -40,11 +47,9 @@ void IncidentBook::apply(const json& events) {
       const std::string ident = ident_of(v);
       if (!idents_.insert(ident).second) continue;  // already applied
       key_of_ident_[ident] = key;
-      if (!open_.count(key))
-        open_[key] = {v["id"].get<std::int64_t>(),
-                      v.contains("vkey") && v["vkey"].is_string() ? v["vkey"].get<std::string>() : std::string()};
+      open_[key] = {v["id"].get<std::int64_t>(), text_of(v, "vkey")};  // the latest verdict of the incident
       verdicts_.push_back(v);
-      if (v.value("kind", "") == "observer_lost" && v.contains("evidence") && v["evidence"].is_object() &&
+      if (text_of(v, "kind") == "observer_lost" && v.contains("evidence") && v["evidence"].is_object() &&
           v["evidence"].contains("observer") && v["evidence"]["observer"].is_number_integer())
         lost_unrecorded_.erase(v["evidence"]["observer"].get<int>());
     } else if (op == "resolve") {
@@ -53,13 +58,12 @@ void IncidentBook::apply(const json& events) {
         continue;
       }
       const auto id = e["id"].get<std::int64_t>();
-      const std::string vkey = e.contains("vkey") && e["vkey"].is_string() ? e["vkey"].get<std::string>() : "";
+      const std::string vkey = text_of(e, "vkey"), at = text_of(e, "at");
       auto same = [&](const json& v) {
-        return vkey.empty() ? v.value("id", std::int64_t{0}) == id && ident_of(v).rfind("id:", 0) == 0
-                            : ident_of(v) == vkey;
+        return vkey.empty() ? ident_of(v) == "id:" + std::to_string(id) : ident_of(v) == vkey;
       };
       for (auto& v : verdicts_)
-        if (same(v) && v["resolved_at"].is_null()) v["resolved_at"] = e.value("at", "");
+        if (same(v) && v["resolved_at"].is_null()) v["resolved_at"] = at;
       auto it = open_.find(key);
       if (it != open_.end() && (vkey.empty() ? it->second.id == id && it->second.vkey.empty() : it->second.vkey == vkey))
         open_.erase(it);
@@ -86,14 +90,14 @@ IncidentBook::Digest IncidentBook::digest() const {
 json IncidentBook::snapshot() const {
   json events = json::array();
   for (auto& v : verdicts_) {
-    const auto id = v.value("id", std::int64_t{0});
+    const auto id = v.contains("id") && v["id"].is_number_integer() ? v["id"].get<std::int64_t>() : 0;
     auto k = key_of_ident_.find(ident_of(v));
     const std::string key = k == key_of_ident_.end() ? std::string() : k->second;
     json fresh = v;
     fresh["resolved_at"] = nullptr;
     events.push_back({{"op", "new"}, {"key", key}, {"verdict", fresh}});
     if (v.contains("resolved_at") && v["resolved_at"].is_string())
-      events.push_back({{"op", "resolve"}, {"key", key}, {"id", id}, {"vkey", v.value("vkey", "")},
+      events.push_back({{"op", "resolve"}, {"key", key}, {"id", id}, {"vkey", text_of(v, "vkey")},
                         {"at", v["resolved_at"]}});
   }
   return events;

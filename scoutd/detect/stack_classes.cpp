@@ -88,14 +88,22 @@ int StackTree::child(int parent, const std::string& frame) {
 
 void StackTree::add(int rank, const std::vector<std::string>& frames, const std::string& error) {
   if (!frames.empty()) {
-    const auto cut = cut_stack(frames);
+    // Held to what a peer's tree must satisfy (from_wire): at most
+    // kMaxStackFrames frames of kMaxFrameChars.
+    auto cut = cut_stack(frames);
+    if (cut.size() > kMaxStackFrames) cut.resize(kMaxStackFrames);
     int at = 0;
-    for (auto it = cut.rbegin(); it != cut.rend(); ++it) at = child(at, *it);
+    for (auto it = cut.rbegin(); it != cut.rend(); ++it) at = child(at, it->substr(0, kMaxFrameChars));
     nodes_[static_cast<std::size_t>(at)].ends.add(rank);
   } else if (!error.empty()) {
-    const bool known = untraced_.count(error) > 0;
-    untraced_[known || untraced_.size() < kMaxErrors ? error : kOtherReasons].add(rank);
+    const std::string reason = error.substr(0, kMaxReasonChars);
+    const bool known = untraced_.count(reason) > 0;
+    untraced_[known || untraced_.size() < kMaxErrors ? reason : kOtherReasons].add(rank);
   }
+}
+
+void StackTree::bound(std::size_t max_bytes) {
+  while (bytes() > max_bytes && nodes_.size() > 1) fold_deepest();
 }
 
 bool StackTree::empty() const noexcept {
@@ -157,7 +165,7 @@ void StackTree::merge(const StackTree& other, std::size_t max_bytes) {
     const bool known = untraced_.count(err) > 0;
     untraced_[known || untraced_.size() < kMaxErrors ? err : kOtherReasons].merge(set);
   }
-  while (bytes() > max_bytes && nodes_.size() > 1) fold_deepest();
+  bound(max_bytes);
 }
 
 json StackTree::to_wire() const {
@@ -205,11 +213,12 @@ std::optional<StackTree> StackTree::from_wire(const json& j, std::string* why) {
   }
   for (auto& x : j["u"]) {
     if (!x.is_array() || x.size() != 3 || !x[0].is_string() || !x[2].is_number_unsigned() ||
-        x[0].get_ref<const std::string&>().size() > 256)
-      return refuse("untraced reasons as [reason (at most 256 characters), ranges, unlisted]");
+        x[0].get_ref<const std::string&>().size() > kMaxReasonChars)
+      return refuse(fmt::format("untraced reasons as [reason (at most {} characters), ranges, unlisted]",
+                                kMaxReasonChars));
     auto set = common::RankSet::from_wire(x[1], x[2].get<std::size_t>(), &sub);
     if (!set) return refuse(sub);
-    t.untraced_[x[0].get<std::string>()].merge(*set);
+    if (!t.untraced_.emplace(x[0].get<std::string>(), std::move(*set)).second) return refuse("each reason once");
   }
   return t;
 }
@@ -241,6 +250,12 @@ json StackTree::classes() const {
   };
   json out = json::array(), us = json::array();
   std::string text;
+  // What a verdict carries is bounded too: the most crowded classes, the
+  // rest counted.
+  const std::size_t listed = std::min(cs.size(), kMaxClasses);
+  std::size_t dropped_ranks = 0;
+  for (std::size_t i = listed; i < cs.size(); ++i) dropped_ranks += cs[i].node->ends.count();
+  cs.resize(listed);
   for (auto& c : cs) {
     const auto& s = c.node->ends;
     json k = {{"ranks", s.first(kListRanks)}, {"count", s.count()}, {"rank_ranges", s.text(kListRanks)},
@@ -257,7 +272,13 @@ json StackTree::classes() const {
     us.push_back({{"ranks", s.first(kListRanks)}, {"count", s.count()}, {"error", err}});
     text += (text.empty() ? "" : "; ") + who(s) + " not traced: " + err;
   }
-  return {{"classes", out}, {"untraced", us}, {"text", text}};
+  if (text.size() > kMaxText) text = text.substr(0, kMaxText) + " ...";
+  json j = {{"classes", out}, {"untraced", us}, {"text", text}};
+  if (dropped_ranks) {
+    j["classes_dropped"] = classes_count() - listed;
+    j["ranks_in_dropped_classes"] = dropped_ranks;
+  }
+  return j;
 }
 
 }  // namespace scout::scoutd

@@ -52,12 +52,17 @@ class StackTree {
   static constexpr std::size_t kMaxBytes = std::size_t{512} << 10;
   static constexpr std::size_t kMaxErrors = 32;   // distinct reasons; the rest are one
   static constexpr std::size_t kListRanks = 64;   // ranks listed per class in a verdict
+  static constexpr std::size_t kMaxClasses = 256; // classes listed in a verdict (the most crowded)
+  static constexpr std::size_t kMaxText = 4096;   // characters of the one-line summary
+  static constexpr std::size_t kMaxReasonChars = 256;
 
   // One rank: its stack (innermost first, cut here) or why it was not taken.
   // Neither: nothing is added.
   void add(int rank, const std::vector<std::string>& frames, const std::string& error);
   // Another observer's tree (disjoint ranks), then bounded to `max_bytes`.
   void merge(const StackTree& other, std::size_t max_bytes = kMaxBytes);
+  // Folds the deepest level while the tree weighs more than `max_bytes`.
+  void bound(std::size_t max_bytes = kMaxBytes);
   bool empty() const noexcept;
   std::size_t bytes() const noexcept;  // the estimate the bound uses
   std::size_t classes_count() const noexcept;
@@ -70,8 +75,9 @@ class StackTree {
 
   // The verdict's form (stack_classes' shape): classes largest first, each
   // {"ranks": the first kListRanks, "count", "rank_ranges", "frames"
-  // innermost first[, "frames_dropped": true]}, "untraced", "text"; null
-  // when the tree is empty.
+  // innermost first[, "frames_dropped": true]}, at most kMaxClasses of them
+  // (then "classes_dropped" and "ranks_in_dropped_classes"), "untraced",
+  // "text" (at most kMaxText characters); null when the tree is empty.
   nlohmann::json classes() const;
 
  private:

@@ -101,8 +101,11 @@ wire::Bytes RoundEngine::decide_trigger(const wire::Bytes& acc, const std::vecto
   const TriggerIn in{t, decoded.has_value(), lost};
   for (auto* p : order_)
     if (p->decide_trigger(in, down)) trouble = true;  // every participant decides, whatever the others said
-  desk_->seal(down, &t);
-  for (auto* p : order_) p->after_commit();
+  // What reads the ledger's verdicts (after_commit) runs once they are
+  // committed: now, or after the gather when the commits wait for books.
+  after_commit_pending_ = !desk_->seal(down, &t);
+  if (!after_commit_pending_)
+    for (auto* p : order_) p->after_commit();
   down.gather = trouble;
   return wire::encode_down(down);
 }
@@ -115,7 +118,9 @@ wire::Bytes RoundEngine::decide_gather(const wire::Bytes& acc) {
     ctx_.log(fmt::format("gather: {} malformed evidence entr{} dropped", g.refused, g.refused == 1 ? "y" : "ies"));
   std::sort(g.ranks.begin(), g.ranks.end(), [](auto& a, auto& b) { return a.rank < b.rank; });
   for (auto* p : order_) p->decide_gather(g, down);
-  desk_->seal(down, nullptr);
+  if (desk_->seal(down, nullptr) && after_commit_pending_)
+    for (auto* p : order_) p->after_commit();
+  after_commit_pending_ = false;
   return wire::encode_down(down);
 }
 

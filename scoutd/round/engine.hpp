@@ -67,6 +67,7 @@ class RoundEngine {
   enum class Phase { kIdle, kTrigger, kGather } phase_ = Phase::kIdle;
   wire::Down down_;              // the trigger round's decision
   bool trigger_complete_ = false;
+  bool after_commit_pending_ = false;  // the trigger's commits waited for the gather's books
   bool go_on_ = true;
 };
 

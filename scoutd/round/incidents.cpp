@@ -2,7 +2,8 @@
 #include "scoutd/round/incidents.hpp"
 
 #include <algorithm>
-#include <cstdio>
+#include <charconv>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -13,7 +14,7 @@ using nlohmann::json;
 
 Incidents::Incidents(RoundContext& ctx, VerdictSink& sink, const std::string& vkey_prefix,
                      std::unique_ptr<Forwarder> forwarder)
-    : ctx_(ctx), forwarder_(std::move(forwarder)) {
+    : ctx_(ctx), forwarder_(std::move(forwarder)), vkey_prefix_(vkey_prefix) {
   decider_ = std::make_unique<Decider>(ctx_.cfg.job_id, ctx_.cfg.step_id, vkey_prefix, book_, sink,
                                        Decider::Hooks{[this] { return ctx_.now_iso(); },
                                                       [this](const std::string& m) { ctx_.log(m); },
@@ -55,7 +56,7 @@ void Incidents::forward(const json& events) {
   forwarder_->take(events);
 }
 
-void Incidents::seal(wire::Down& down, const wire::Trigger* t) {
+bool Incidents::seal(wire::Down& down, const wire::Trigger* t) {
   std::lock_guard lk(mu_);
   if (!t) {  // a gather's drafts, debounced as one (none are drafted in a trigger decision)
     decider_->propose_all(drafts_);
@@ -70,10 +71,11 @@ void Incidents::seal(wire::Down& down, const wire::Trigger* t) {
   // Likewise in a gather decided by an observer that did not decide this
   // period's trigger (it became the deciding observer in between, rejoining
   // as the lowest): its book was never compared; its next trigger does it.
-  if (t ? !hold_flush_ : trigger_decided_) decider_->flush(down.events);
+  const bool flushed = t ? !hold_flush_ : trigger_decided_;
+  if (flushed) decider_->flush(down.events);
   hold_flush_ = false;
   forward(down.events);
-  if (!t) return;
+  if (!t) return flushed;
   // Every observer checks its book against this digest; one whose book
   // differs gets the whole book next time, and sends its own up in the
   // gather that follows (books_wanted).
@@ -81,6 +83,7 @@ void Incidents::seal(wire::Down& down, const wire::Trigger* t) {
   down.book_digest = std::array<std::uint64_t, 3>{d.verdicts, d.resolved, d.hash};
   if (hold_book_) down.book = book_.snapshot();
   hold_book_ = false;
+  return flushed;
 }
 
 void Incidents::final_flush() {
@@ -92,7 +95,9 @@ void Incidents::final_flush() {
     (replicas_->pending() ? ctx_.warn : ctx_.log)(fmt::format("at stop: {} replicated verdict(s) or resolution(s) committed, {} not", n,
                          replicas_->pending()));
   }
-  if (decider_->pending() == 0) return;
+  // Only the deciding observer's queue is committed: another's holds what
+  // it queued while it decided and left when the role moved on.
+  if (decider_->pending() == 0 || !ctx_.tree->is_root()) return;
   json events = json::array();
   const auto n = decider_->flush(events);
   (decider_->pending() ? ctx_.warn : ctx_.log)(fmt::format("at stop: {} queued verdict(s) or resolution(s) committed, {} not", n, decider_->pending()));
@@ -162,7 +167,9 @@ bool Incidents::decide_trigger(const TriggerIn& in, wire::Down& down) {
   trigger_decided_ = true;
   const auto d = book_.digest();
   const std::uint64_t mine[3] = {d.verdicts, d.resolved, d.hash};
-  bool differ = in.t.book_behind > 0;
+  // A trigger that did not decode, or a subtree's that did not, hides its
+  // books: compared as if they differed.
+  bool differ = in.t.book_behind > 0 || !in.decoded || in.t.malformed > 0;
   if (in.decoded)
     for (int k = 0; k < 3; ++k) differ = differ || in.t.book_min[k] != mine[k] || in.t.book_max[k] != mine[k];
   if (differ) {
@@ -186,8 +193,11 @@ bool Incidents::decide_trigger(const TriggerIn& in, wire::Down& down) {
   // checker, a later loss then got a second verdict).
   const auto& alive = ctx_.tree->alive();
   for (const auto& key : decider_->open_or_queued("observer_lost:")) {
+    const char* first = key.data() + std::strlen("observer_lost:");
+    const char* last = key.data() + key.size();
     int w = -1;
-    if (std::sscanf(key.c_str(), "observer_lost:%d", &w) == 1 && !to_record.count(w) &&
+    const auto [end, ec] = std::from_chars(first, last, w);
+    if (ec == std::errc() && end == last && w >= 0 && w < ctx_.size && !to_record.count(w) &&
         std::binary_search(alive.begin(), alive.end(), w))
       decider_->resolve(key);
   }
@@ -212,7 +222,21 @@ void Incidents::add_gather(wire::Gather& g) {
 void Incidents::decide_gather(const wire::Gather& g, wire::Down&) {
   if (g.book.empty()) return;
   std::lock_guard lk(mu_);
-  const json events(g.book);
+  // What the observers sent is bounded, and never a new verdict under this
+  // observer's own stable keys (a peer naming the keys this decider will use
+  // would make it skip its own verdicts).
+  json events = json::array();
+  for (auto& e : g.book) {
+    if (events.size() >= kMaxBookEvents) break;
+    // A new verdict under this decider's own stable keys is not theirs to
+    // send (its resolution, by another deciding observer, is).
+    const json* v = e.contains("verdict") && e["verdict"].is_object() ? &e["verdict"] : nullptr;
+    auto vk = v ? v->find("vkey") : e.end();
+    if (v && vk != v->end() && vk->is_string() &&
+        vk->get_ref<const std::string&>().rfind(vkey_prefix_ + ".", 0) == 0)
+      continue;
+    events.push_back(e);
+  }
   book_.apply(events);
   replicas_->take(events);
   replicas_->flush();

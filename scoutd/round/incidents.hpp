@@ -42,7 +42,8 @@ class Incidents final : public Participant {
   // After every participant decided: queue the drafts and proposals, commit,
   // forward, and put it on `down`; after a trigger round (`t` given) also the
   // book's digest, and the whole book when an observer said it is behind.
-  void seal(wire::Down& down, const wire::Trigger* t);
+  // False when the commits were held for the books of a gather to come.
+  bool seal(wire::Down& down, const wire::Trigger* t);
   // At stop: what is still queued here is committed (no round left).
   void final_flush();
 
@@ -79,6 +80,8 @@ class Incidents final : public Participant {
   bool hold_flush_ = false;      // deciding observer: commit after the gather's books
   bool hold_book_ = false;       // deciding observer: a book differs; send ours whole
   bool trigger_decided_ = false; // this observer decided this period's trigger
+  std::string vkey_prefix_;      // this observer's decider's
+  static constexpr std::size_t kMaxBookEvents = 20000;  // of the gather's book section, per decision
   std::uint64_t rounds_ = 0;
 };
 

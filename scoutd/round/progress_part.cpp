@@ -68,6 +68,7 @@ class Progress final : public Participant {
       e.stack.clear();
       e.stack_error.clear();
     }
+    g.stacks.bound();
   }
 
   void decide_gather(const wire::Gather& g, wire::Down& down) override {

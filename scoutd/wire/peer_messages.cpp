@@ -272,7 +272,9 @@ void merge_events(json& acc, json&& child) {
     if (!e.is_object()) return std::string();
     const json& v = e.contains("verdict") && e["verdict"].is_object() ? e["verdict"] : e;
     const json vk = v.value("vkey", json());
-    return e.value("op", json()).dump() + (vk.is_string() ? vk.get<std::string>() : v.value("id", json()).dump());
+    const bool named = vk.is_string() && !vk.get_ref<const std::string&>().empty();
+    return e.value("op", json()).dump() + "|" + e.value("key", json()).dump() + "|" +
+           (named ? vk.get<std::string>() : "id " + v.value("id", json()).dump());
   };
   for (auto& e : acc) have.insert(ident(e));
   for (auto& e : child)

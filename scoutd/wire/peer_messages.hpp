@@ -26,7 +26,7 @@ namespace scout::scoutd::wire {
 using Bytes = std::vector<std::uint8_t>;
 
 inline constexpr std::uint32_t kMagic = 0x57544353;  // "SCTW" little-endian
-inline constexpr std::uint8_t kVersion = 3;  // 2: sectioned Gather, typed Down; 3: stacks as a tree
+inline constexpr std::uint8_t kVersion = 4;  // 2: sectioned Gather, typed Down; 3: stacks as a tree; 4: books' digests
 inline constexpr std::size_t kHeaderBytes = 12;
 inline constexpr std::size_t kMaxPayload = std::size_t{1} << 30;
 

@@ -217,6 +217,16 @@ TEST_CASE("run checker: each invariant fires when broken, not before") {
   once.commit(13, 0, true, "v.2", "stall:3", "stall", 5, 0, 12.5);
   REQUIRE(once.violations().size() == 1);
   CHECK(once.violations()[0].rfind("once: stall:3 committed again", 0) == 0);
+  // A verdict only a member out of the committer's reach held (a root that
+  // froze right after its commit) cannot be known: not a violation.
+  RunChecker unknowable(5, 10);
+  unknowable.reachable = [](int, int b) { return b != 0; };
+  unknowable.commit(12, 0, true, "v.1", "stall:3", "stall", 5, 0, 11);
+  unknowable.commit(20, 1, true, "w.1", "stall:3", "stall", 4, 0, 19);
+  CHECK(unknowable.violations().empty());
+  unknowable.commit(20.5, 2, false, "w.1", "stall:3", "stall", 4, 0, 19);  // replicated to member 2
+  unknowable.commit(21, 3, true, "x.1", "stall:3", "stall", 4, 0, 20.5);
+  CHECK(unknowable.violations().size() == 1);
   RunChecker again(5, 10);
   again.commit(12, 0, true, "v.1", "stall:3", "stall", 5, 0, 11);
   again.resolution("v.1");

@@ -217,3 +217,37 @@ TEST_CASE("round messages whose length fields do not add up are dropped") {
   magic[0] ^= 1;
   CHECK_FALSE(scout::c3::parse_round_message(magic.data(), magic.size(), round, lost, payload));
 }
+
+// The observers' incident books meet in the trigger (least and greatest
+// digest) and, when they differ, in the gather's `book` section: each event
+// once, whoever sent it.
+TEST_CASE("wire: book digests reduce to least and greatest; book events merge once each") {
+  wire::Trigger a{}, b{};
+  for (int k = 0; k < 3; ++k) {
+    a.book_min[k] = a.book_max[k] = 10 + k;
+    b.book_min[k] = b.book_max[k] = 20 + k;
+  }
+  auto acc = wire::encode_trigger(a);
+  wire::combine_triggers(acc, wire::encode_trigger(b));
+  auto t = wire::decode_trigger(acc);
+  REQUIRE(t);
+  CHECK(t->book_min[0] == 10);
+  CHECK(t->book_max[0] == 20);
+  CHECK(t->book_max[2] == 22);
+
+  const json v1 = {{"op", "new"}, {"key", "stall:3"}, {"verdict", {{"id", 1}, {"vkey", "1.0.o0.5.1"}}}};
+  const json v2 = {{"op", "new"}, {"key", "crash:4"}, {"verdict", {{"id", 1}, {"vkey", "1.0.o1.6.1"}}}};
+  const json r1 = {{"op", "resolve"}, {"key", "stall:3"}, {"id", 1}, {"vkey", "1.0.o0.5.1"}, {"at", "T"}};
+  // Two verdicts without a stable key, resolved: two resolutions, not one.
+  const json r2 = {{"op", "resolve"}, {"key", "a"}, {"id", 7}, {"vkey", ""}, {"at", "T"}};
+  const json r3 = {{"op", "resolve"}, {"key", "b"}, {"id", 8}, {"vkey", ""}, {"at", "T"}};
+  wire::Gather ga, gb;
+  ga.book = {v1, r1, r2};
+  gb.book = {v1, v2, r1, r3};
+  auto g = wire::encode_gather(ga);
+  wire::combine_gathers(g, wire::encode_gather(gb));
+  auto out = wire::decode_gather(g);
+  REQUIRE(out);
+  CHECK(out->book.size() == 5);  // v1, r1, r2, v2, r3
+  CHECK(out->refused == 0);
+}

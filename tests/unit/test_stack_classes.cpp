@@ -194,6 +194,7 @@ TEST_CASE("stack tree: ranks of all different stacks stay counted, the tree fold
     counted += c["count"].get<std::size_t>();
     dropped = dropped || c.value("frames_dropped", false);
   }
+  counted += all.value("ranks_in_dropped_classes", std::size_t{0});  // past the classes a verdict lists
   const auto& untraced = all["untraced"];
   CHECK(untraced.size() == StackTree::kMaxErrors + 1);
   for (auto& u : untraced) counted += u["count"].get<std::size_t>();
@@ -217,4 +218,40 @@ TEST_CASE("stack tree: a peer's tree is checked before it is merged") {
   CHECK(bad((deep + R"(], "u": []})").c_str()));
   CHECK(why.find("deep") != std::string::npos);
   CHECK_FALSE(bad(R"({"n": [[-1, "", [], 0, false], [0, "main", [[0,3]], 2, false]], "u": [["gone", [[4,4]], 0]]})"));
+}
+
+TEST_CASE("stack tree: a peer cannot overflow a count or repeat a reason; a verdict's classes are bounded") {
+  std::string why;
+  const auto big = std::to_string(std::size_t{1} << 31);
+  CHECK_FALSE(StackTree::from_wire(
+      nlohmann::json::parse(R"({"n": [[-1, "", [], 0, false]], "u": [["x", [], )" + big + R"(], ["x", [], )" + big +
+                            "]]}"),
+      &why));
+  CHECK(why.find("each reason once") != std::string::npos);
+  // Saturated, not wrapped: two sets of 2^31 unlisted ranks merge to 2^31.
+  auto a = scout::common::RankSet::from_wire(nlohmann::json::array(), std::size_t{1} << 31, &why);
+  REQUIRE(a);
+  a->merge(*a);
+  CHECK(a->count() == (std::size_t{1} << 31));
+  // 2,000 classes under one long path: the verdict lists the most crowded
+  // kMaxClasses and counts the rest; its text is bounded.
+  StackTree t;
+  std::vector<std::string> outer;
+  for (int d = 0; d < 20; ++d) outer.push_back(fmt::format("outer_{}_{}", d, std::string(120, 'y')));
+  for (int r = 0; r < 2000; ++r) {
+    std::vector<std::string> f{fmt::format("leaf{}", r)};
+    f.insert(f.end(), outer.begin(), outer.end());
+    t.add(r, f, "");
+  }
+  t.add(5000, {fmt::format("x{}", std::string(400, 'z')), "main"}, std::string(1000, 'e'));
+  const auto j = t.classes();
+  CHECK(j["classes"].size() == StackTree::kMaxClasses);
+  CHECK(j["classes_dropped"] == 2001 - StackTree::kMaxClasses);
+  CHECK(j["text"].get<std::string>().size() <= StackTree::kMaxText + 4);
+  CHECK(j.dump().size() < 2 * 1024 * 1024);
+  // Frames and reasons taken here are held to what a peer's must satisfy.
+  StackTree u;
+  u.add(1, {std::string(400, 'z'), "main"}, "");
+  u.add(2, {}, std::string(1000, 'e'));
+  CHECK(StackTree::from_wire(u.to_wire(), &why));
 }
