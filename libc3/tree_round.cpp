@@ -95,10 +95,23 @@ void TreeRound::take(Received r) {
     return;
   }
   if (minority_) {
-    // Cut off from the majority: only a down message that names this member
-    // as rejoined matters, whatever its round or sender.
-    if (r.tag == kTagDown && std::find(msg.lost.begin(), msg.lost.end(), -(me_ + 1)) != msg.lost.end())
+    // Cut off from the majority: a down message that names this member as
+    // rejoined matters, whatever its round or sender. So does a member's
+    // contribution: the root tells a rejoining member directly, and when a
+    // round follows at once (scoutd's gather after its trigger) the members
+    // below it in the new tree send theirs before this one has taken that
+    // message in (it reads both in one look when its host is loaded).
+    // Dropped, it made them silent children, lost (test 06b under load).
+    // The newest per sender is kept; finish_minority keeps those of rounds
+    // after the one that took this member back.
+    if (r.tag == kTagDown && std::find(msg.lost.begin(), msg.lost.end(), -(me_ + 1)) != msg.lost.end()) {
       inbox_.push_back(std::move(msg));
+    } else if (r.tag == kTagUp) {
+      auto same = std::find_if(inbox_.begin(), inbox_.end(),
+                               [&](const Msg& m) { return m.tag == kTagUp && m.source == msg.source; });
+      if (same == inbox_.end()) inbox_.push_back(std::move(msg));
+      else if (msg.round >= same->round) *same = std::move(msg);
+    }
     return;
   }
   if (from_lost) {
@@ -268,7 +281,10 @@ void TreeRound::finish_minority(std::optional<Msg> m) {
   for (int w = 0; w < size_; ++w)
     if (!is_lost_[static_cast<std::size_t>(w)]) alive_.push_back(w);
   round_ = m->round + 1;
-  inbox_.clear();
+  // What is left: contributions to the rounds from here on (see take()).
+  inbox_.erase(std::remove_if(inbox_.begin(), inbox_.end(),
+                              [&](const Msg& x) { return x.tag != kTagUp || x.round < round_; }),
+               inbox_.end());
   res_.down = std::move(m->payload);
   res_.complete = true;
   finish(now);

@@ -2,6 +2,7 @@
 #include "sim/round_sim.hpp"
 
 #include <chrono>
+#include <cmath>
 #include <cstring>
 
 namespace scout::sim {
@@ -27,7 +28,7 @@ RoundSim::RoundSim(RoundSimConfig cfg, PayloadModel model)
   for (int m = 0; m < cfg_.members; ++m)
     members_[static_cast<std::size_t>(m)].tree =
         std::make_unique<c3::TreeRound>(net_.transport(m), clock_, c3::TreeRound::Options{cfg_.hop_timeout_s});
-  net_.on_arrival = [this](int m) { step(m); };
+  net_.on_arrival = [this](int m) { arrived(m); };
   for (int m = 0; m < cfg_.members; ++m) net_.at(epoch_, [this, m] { start_round(m); });
 }
 
@@ -70,6 +71,26 @@ void RoundSim::heal(double t) {
 
 void RoundSim::slow(int m, double latency_factor) { net_.set_slow(m, latency_factor); }
 void RoundSim::loss(double p) { net_.set_loss(p); }
+
+void RoundSim::sluggish(int m, double t, double poll_s) {
+  net_.at(at_s(t), [this, m, poll_s] { members_[static_cast<std::size_t>(m)].poll_s = poll_s; });
+}
+
+void RoundSim::arrived(int m) {
+  auto& mb = members_[static_cast<std::size_t>(m)];
+  if (mb.poll_s <= 0) {
+    step(m);
+    return;
+  }
+  if (mb.poll_due) return;
+  mb.poll_due = true;
+  const double t = now_s();
+  const double next = (std::floor(t / mb.poll_s) + 1) * mb.poll_s;
+  net_.at(at_s(next), [this, m] {
+    members_[static_cast<std::size_t>(m)].poll_due = false;
+    step(m);
+  });
+}
 
 void RoundSim::run_until(double t) { net_.run_until(at_s(t)); }
 

@@ -70,6 +70,10 @@ class RoundSim {
   void partition(std::vector<int> side_of_member, double t);
   void heal(double t);
   void slow(int member, double latency_factor);
+  // A member on a loaded host from virtual time t on: it looks at what
+  // arrived only every poll_s (scoutd not scheduled), so messages sent
+  // apart reach it in one look.
+  void sluggish(int member, double t, double poll_s);
   void loss(double probability);
 
   // Runs until virtual time t (seconds from the start).
@@ -92,10 +96,13 @@ class RoundSim {
     Clock::time_point frozen_until{};
     Clock::time_point round_started{};
     std::uint64_t wake_stamp = 0;  // only the newest scheduled wake acts
+    double poll_s = 0;             // sluggish(): arrivals looked at every poll_s
+    bool poll_due = false;         // a look is already scheduled
   };
   void start_round(int m);
   void step(int m);  // lets member m act on its time and inbox
   void schedule_wake(int m);
+  void arrived(int m);
   bool frozen(int m) const;
   Clock::time_point at_s(double t) const;
 

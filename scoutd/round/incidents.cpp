@@ -117,6 +117,14 @@ void Incidents::note_lost(const std::vector<int>& newly_lost) {
 void Incidents::note_membership(const c3::RoundResult& r) {
   std::lock_guard lk(mu_);
   const auto& tree = *ctx_.tree;
+  if (r.minority && tree.has_quorum()) {
+    // A root whose view is a majority but that heard a minority this round
+    // (a silent member took its subtree's contributions with it): it
+    // decided nothing this round and applies the loss; the next one decides.
+    ctx_.log(fmt::format("heard a minority of the {} observers this round (a silent subtree): deciding nothing "
+                         "until the tree is rebuilt without it", ctx_.size));
+    return;
+  }
   if (r.minority) {
     if (!in_minority_)
       ctx_.log(fmt::format("sees {} of {} observers, no strict majority: deciding nothing and asking to rejoin",

@@ -16,7 +16,9 @@ echo "mpirun exit \$?"
 JOB
 J=$(sbatch --parsable "$CL/job.sh") || fail "sbatch failed"
 # --map-by node: ranks 0 3 on n1, 1 4 on n2, 2 5 on n3.
+# Read on n2: its spool holds the verdict a round or two after n1's does.
 wait_job_verdict "$J" stall 60 n1
+wait_job_verdict "$J" stall 10 n2
 v=$(query_on n2 "$J" --json)
 expect_eq "verdicts" "$(echo "$v" | jq length)" 1
 expect_eq "ranks" "$(echo "$v" | jq -c '.[0].ranks')" "[4]"

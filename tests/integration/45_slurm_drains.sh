@@ -21,10 +21,14 @@ stall_job() {
   srun --scout=on --mpi=pmix -N3 -n6 "$TRAIN" --steps 150 --fault stop:rank=4:step=30 > "$T/run.log" 2>&1 &
   RUN_PID=$!
   J=$(current_job)
+  # Read on n3: its spool holds the verdict a round or two after n1's does
+  # (read at once, it had none under load: no pid, and the test failed).
   wait_job_verdict "$J" stall 30 n1
+  wait_job_verdict "$J" stall 10 n3
   [ "${NHC_FIRST:-no}" = yes ] && scontrol update nodename=n3 state=drain reason="$NHC"
-  pid=$(query_on n3 "$J" --json | jq '.[0].evidence.culprits[0].pid')
-  kill -CONT "$pid"
+  pid=$(query_on n3 "$J" --json | jq '[.[] | select(.kind == "stall")][0].evidence.culprits[0].pid')
+  case "$pid" in ''|*[!0-9]*) fail "no culprit pid in n3's stall verdict: $(query_on n3 "$J" --json 2>&1)" ;; esac
+  kill -CONT "$pid" || fail "SIGCONT to rank 4 (pid $pid) failed"
   wait "$RUN_PID" || fail "the job failed after SIGCONT: $(tail -5 "$T/run.log")"
   RUN_PID=
   wait_epilog "$J" n3

@@ -181,6 +181,28 @@ TEST_CASE("a frozen member is declared lost, then asks back in and is taken back
   settled(s, 64, 0);
 }
 
+// A round that follows at once (scoutd's gather after a trigger that found
+// the books differ, as they do when a frozen observer returns): the members
+// under the returning one send it their contribution to the next round
+// before it has applied the message that takes it back. Kept, not dropped:
+// none of them is declared lost (test 06b lost n4 under load this way).
+TEST_CASE("a frozen member taken back while its children already began the next round loses none of them") {
+  for (const int n : {4, 8, 16}) {
+    auto c = config(n);
+    c.period_s = 0;  // the next round at once
+    RoundSim s(c);
+    s.freeze(1, 2.0, 20.0);
+    s.sluggish(1, 22.0, 0.05);  // thawed on a loaded host: the two messages reach it in one look
+    s.run_until(40.0);
+    std::set<int> lost;  // by the others (the frozen one's stale view loses all of them for a while)
+    for (const auto& r : s.records())
+      if (r.member != 1)
+        for (int w : r.newly_lost) lost.insert(w);
+    CHECK_MESSAGE(lost == std::set<int>{1}, n << " members: lost " << lost.size());
+    settled(s, static_cast<std::uint64_t>(n), 0);
+  }
+}
+
 // scoutd's evidence gather as it is today (sim/gather_model.cpp: its JSON
 // evidence, combine_gathers, the progress detector at the root), at 64
 // members of 8 ranks: the stopped rank is named, and the root takes in the
