@@ -96,14 +96,10 @@ void TreeRound::take(Received r) {
   }
   if (minority_) {
     // Cut off from the majority: a down message that names this member as
-    // rejoined matters, whatever its round or sender. So does a member's
-    // contribution: the root tells a rejoining member directly, and when a
-    // round follows at once (scoutd's gather after its trigger) the members
-    // below it in the new tree send theirs before this one has taken that
-    // message in (it reads both in one look when its host is loaded).
-    // Dropped, it made them silent children, lost (test 06b under load).
-    // The newest per sender is kept; finish_minority keeps those of rounds
-    // after the one that took this member back.
+    // rejoined matters, whatever its round or sender. So does a contribution
+    // (the newest per sender): when a round follows the rejoin at once, its
+    // new children send theirs before it has read that message (one look,
+    // on a loaded host); dropped, they were lost (test 06b under load).
     if (r.tag == kTagDown && std::find(msg.lost.begin(), msg.lost.end(), -(me_ + 1)) != msg.lost.end()) {
       inbox_.push_back(std::move(msg));
     } else if (r.tag == kTagUp) {
