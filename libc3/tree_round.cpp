@@ -97,26 +97,24 @@ void TreeRound::take(Received r) {
   if (minority_) {
     // Cut off from the majority: a down message that names this member as
     // rejoined matters, whatever its round or sender. So does a contribution
-    // (the newest per sender): when a round follows the rejoin at once, its
-    // new children send theirs before it has read that message (one look,
-    // on a loaded host); dropped, they were lost (test 06b under load).
+    // (the last to arrive per sender: rounds are not ordered across views):
+    // when a round follows the rejoin at once, its new children send theirs
+    // before it has read that message (one look, on a loaded host); dropped,
+    // they were lost (test 06b under load).
     if (r.tag == kTagDown && std::find(msg.lost.begin(), msg.lost.end(), -(me_ + 1)) != msg.lost.end()) {
       inbox_.push_back(std::move(msg));
     } else if (r.tag == kTagUp) {
       auto same = std::find_if(inbox_.begin(), inbox_.end(),
                                [&](const Msg& m) { return m.tag == kTagUp && m.source == msg.source; });
       if (same == inbox_.end()) inbox_.push_back(std::move(msg));
-      else if (msg.round >= same->round) *same = std::move(msg);
+      else *same = std::move(msg);
     }
     return;
   }
   if (from_lost) {
-    // A contribution to a later round than this member's may come from a
-    // member the root took back in the round this one is still finishing:
-    // the root tells a rejoining member directly, so when a round follows
-    // at once (scoutd's gather after its trigger) its contribution can
-    // arrive before the down message that takes it back here. Kept until
-    // that message is applied (finish_down), then accepted or refused.
+    // A contribution to a later round may come from a member the root took
+    // back in the round this one is still finishing (told directly, it can
+    // begin the next round first): kept until finish_down decides.
     if (r.tag == kTagUp && msg.round > round_) {
       inbox_.push_back(std::move(msg));
       return;
@@ -258,6 +256,9 @@ void TreeRound::finish_minority(std::optional<Msg> m) {
       net_.progress();
       alive_ = group;
       res_.rejoined.push_back(me_);
+      // Kept contributions are of other views' rounds (the group only asked).
+      inbox_.erase(std::remove_if(inbox_.begin(), inbox_.end(), [](const Msg& x) { return x.tag == kTagUp; }),
+                   inbox_.end());
       ++round_;
       finish(now);
       return;  // nothing decided this round; a majority again from the next
@@ -277,10 +278,11 @@ void TreeRound::finish_minority(std::optional<Msg> m) {
   for (int w = 0; w < size_; ++w)
     if (!is_lost_[static_cast<std::size_t>(w)]) alive_.push_back(w);
   round_ = m->round + 1;
-  // What is left: contributions to the rounds from here on (see take()).
+  // What is left: contributions to the round right after (see take()).
   inbox_.erase(std::remove_if(inbox_.begin(), inbox_.end(),
-                              [&](const Msg& x) { return x.tag != kTagUp || x.round < round_; }),
+                              [&](const Msg& x) { return x.tag != kTagUp || x.round != round_; }),
                inbox_.end());
+  early_kept_ += inbox_.size();
   res_.down = std::move(m->payload);
   res_.complete = true;
   finish(now);
@@ -396,15 +398,13 @@ void TreeRound::finish_up() {
   std::vector<int> rejoining;
   res_.root = true;
   // Only a root that heard from a strict majority of all the members
-  // decides. A root made by a stale view (it was frozen, or it is cut off
-  // and declared its own root lost) hears from a minority: it decides
-  // nothing, and its members go on to ask the majority back in. A member
-  // whose contribution did not arrive took its whole subtree's with it (they
-  // went up through it): what reached the root is the tree less the
-  // subtrees of every suspect (found by the simulator's checker: a thawed
-  // root cut off with one other member counted only its two silent
-  // children as missing, and committed).
-  // Marked once each (a child's list may name what another's does).
+  // decides. A root made by a stale view (frozen, or cut off) hears from a
+  // minority: it decides nothing, and its members ask the majority back in.
+  // A silent member took its whole subtree's contributions with it: what
+  // reached the root is the tree less the subtrees of every suspect, each
+  // marked once (the simulator's checker found a thawed root cut off with
+  // one other member that counted only its two silent children, and
+  // committed).
   std::vector<bool> unheard(static_cast<std::size_t>(n_), false);
   for (int w : suspects_) {
     const int i = index_of(w);

@@ -86,6 +86,8 @@ class TreeRound {
   std::uint64_t bytes_sent() const noexcept { return bytes_sent_; }
   std::uint64_t messages_sent() const noexcept { return msgs_sent_; }
   std::uint64_t malformed() const noexcept { return malformed_; }  // messages dropped by the parser
+  // Contributions to the round after a rejoin that arrived before it (kept).
+  std::uint64_t early_contributions() const noexcept { return early_kept_; }
 
  private:
   struct Msg {
@@ -121,6 +123,7 @@ class TreeRound {
   std::vector<int> alive_;
   std::vector<bool> is_lost_;
   std::uint64_t malformed_ = 0;
+  std::uint64_t early_kept_ = 0;
   std::set<int> join_requests_;     // lost members that asked back in
   bool minority_ = false;           // in a minority round: accept a rejoin from anyone
   Clock::time_point last_join_{};

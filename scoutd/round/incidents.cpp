@@ -117,7 +117,7 @@ void Incidents::note_lost(const std::vector<int>& newly_lost) {
 void Incidents::note_membership(const c3::RoundResult& r) {
   std::lock_guard lk(mu_);
   const auto& tree = *ctx_.tree;
-  if (r.minority && tree.has_quorum()) {
+  if (r.minority && r.root && tree.has_quorum()) {
     // A root whose view is a majority but that heard a minority this round
     // (a silent member took its subtree's contributions with it): it
     // decided nothing this round and applies the loss; the next one decides.

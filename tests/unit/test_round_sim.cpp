@@ -198,6 +198,7 @@ TEST_CASE("a frozen member taken back while its children already began the next 
     for (const auto& r : s.records())
       if (r.member != 1)
         for (int w : r.newly_lost) lost.insert(w);
+    CHECK_MESSAGE(s.member(1).early_contributions() > 0, n << " members: the case did not happen");
     CHECK_MESSAGE(lost == std::set<int>{1}, n << " members: lost " << lost.size());
     settled(s, static_cast<std::uint64_t>(n), 0);
   }
