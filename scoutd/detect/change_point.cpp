@@ -79,7 +79,7 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
 
   struct Now {
     Sample s;
-    bool compared = false;
+    bool compared = false, early = false;
     double base_caused = 0, base_own = 0, base_cpu = 0, rise = 0, drop = 0, rise_min = 0, drop_min = 0;
     double base_rate = 0, slowed = 0, slowed_min = 0;
   };
@@ -89,7 +89,12 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
     Now& x = now[s];
     x.s = {caused_sum[s] / n, own[s], cpu[s], rate[s]};
     const auto& hist = baseline_[s];
-    if (static_cast<int>(hist.size()) < opt_.min_baseline) continue;
+    // Early (fewer than min_baseline windows, at least min_early): compared
+    // against the floors only, so that a rank slowed in the job's first
+    // seconds keeps its few healthy windows as its baseline (its slow ones
+    // stay out, below) instead of making slowness its normal.
+    if (static_cast<int>(hist.size()) < std::max(1, std::min(opt_.min_early, opt_.min_baseline))) continue;
+    x.early = static_cast<int>(hist.size()) < opt_.min_baseline;
     std::vector<double> cs, os, us, rs;
     for (auto& h : hist) {
       cs.push_back(h.caused);
@@ -103,11 +108,13 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
     x.base_cpu = c3::median(us);
     x.base_rate = c3::median(rs);
     x.slowed = x.base_rate > 0 ? 1 - x.s.rate / x.base_rate : 0;
-    x.slowed_min = std::max(opt_.rate_floor, x.base_rate > 0 ? opt_.spread_k * spread_of(rs) / x.base_rate : 1.0);
+    // The spread of two or three windows says nothing: early, the floors.
+    const double k = x.early ? 0.0 : opt_.spread_k;
+    x.slowed_min = std::max(opt_.rate_floor, x.base_rate > 0 ? k * spread_of(rs) / x.base_rate : 1.0);
     x.rise = x.s.caused - x.base_caused;
     x.drop = x.base_cpu - x.s.cpu;
-    x.rise_min = std::max(opt_.floor, opt_.spread_k * spread_of(cs));
-    x.drop_min = std::max(opt_.cpu_floor * x.base_cpu, opt_.spread_k * spread_of(us));
+    x.rise_min = std::max(opt_.floor, k * spread_of(cs));
+    x.drop_min = std::max(opt_.cpu_floor * x.base_cpu, k * spread_of(us));
   }
   std::set<int> flagged;
   for (auto& [s, x] : now) {
@@ -125,17 +132,68 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
     // On the critical path: its partners wait for it more, or (three ranks
     // or more compared, so that the others' drop says whether the job slowed
     // as a whole) the job's exchanges with it slowed down with it.
+    // Not when its exchanges sped up: a rank that gained CPU while a
+    // neighbour on its core was throttled gives it back when the neighbour
+    // recovers, and its share falls to what it was while the job goes
+    // faster; its receivers waiting more for it then is the end of a
+    // baseline taken while another rank was slow, not a slowdown.
     const bool critical = x.rise > x.rise_min || (others.size() >= 2 && x.slowed > x.slowed_min);
-    if (x.drop > x.drop_min && others_drop < x.drop / 2 && critical) flagged.insert(s);
+    const bool sped_up = -x.slowed > opt_.rate_floor;
+    if (x.drop > x.drop_min && others_drop < x.drop / 2 && critical && !sped_up) flagged.insert(s);
   }
+  // Its own evidence, not the delay it passes on: of two flagged ranks, one
+  // that waits more for the other than it did, and more than the other
+  // waits more for it, is the other's victim (it yields its core while it
+  // waits, so it loses CPU too, and its receivers wait for it more). Edges
+  // are compared with their own baselines (a rank's role sets its levels).
+  auto edge_rise = [&](int waiter, int sender) {
+    auto w = waited_by.find(sender);
+    if (w == waited_by.end() || !w->second.count(waiter)) return 0.0;
+    auto h = edge_base_.find({waiter, sender});
+    if (h == edge_base_.end() || h->second.empty()) return 0.0;
+    std::vector<double> v(h->second.begin(), h->second.end());
+    return w->second.at(waiter) - c3::median(v);
+  };
+  std::set<int> victims;
+  for (int a : flagged)
+    for (int b : flagged)
+      if (a != b) {
+        const double a_for_b = edge_rise(a, b), b_for_a = edge_rise(b, a);
+        if (a_for_b > opt_.floor && a_for_b > b_for_a) victims.insert(a);
+      }
+  for (int v : victims) flagged.erase(v);
   for (auto& [s, x] : now) {
     // A window whose CPU share dropped (flagged or not) does not enter the
     // baseline: a slow rank that is not confirmed yet must not become its
     // own normal.
-    if (flagged.count(s) || (x.compared && x.drop > x.drop_min)) continue;
+    // Unflagged windows with a lower share, min_baseline in a row, are a
+    // new normal nobody waits for (a neighbour's gain given back, a phase
+    // of its own): they become its baseline.
     auto& hist = baseline_[s];
+    auto& low = lower_[s];
+    if (flagged.count(s) || victims.count(s)) {
+      low.clear();
+      continue;
+    }
+    if (x.compared && x.drop > x.drop_min) {
+      low.push_back(x.s);
+      if (static_cast<int>(low.size()) < opt_.min_baseline) continue;
+      log::info("change point: rank {} has run with a lower CPU share ({:.2f}, was {:.2f}) for {} windows "
+                "without slowing anyone: its baseline is taken again",
+                s, x.s.cpu, x.base_cpu, low.size());
+      hist.assign(low.begin(), low.end());
+      low.clear();
+      continue;
+    }
+    low.clear();
     hist.push_back(x.s);
     while (static_cast<int>(hist.size()) > opt_.history) hist.pop_front();
+    for (auto& [sender, by] : waited_by)
+      if (auto it = by.find(s); it != by.end()) {
+        auto& eh = edge_base_[{s, sender}];
+        eh.push_back(it->second);
+        while (static_cast<int>(eh.size()) > opt_.history) eh.pop_front();
+      }
   }
   flagged_ = flagged;
 

@@ -17,7 +17,9 @@
 //               posted its receive), averaged over the ranks it exchanges with.
 //
 // A rank is flagged in a window when, against its baseline (the median of
-// its earlier windows, min_baseline to history of them),
+// its earlier windows, min_baseline to history of them; from min_early on,
+// with the floors alone, so that a rank slowed a few seconds into the job
+// keeps its healthy windows as its normal),
 //
 //   its CPU share dropped by more than max(cpu_floor x baseline, k x spread),
 //   the other ranks' median drop is under half of its own (a phase of the
@@ -33,7 +35,9 @@
 // threshold comes from the job's own jitter, with a floor. A rank's role
 // (more neighbours, a root, a pipeline stage, more work) sets its levels
 // for the whole run and is in its baseline. Windows where its share dropped
-// stay out of the baseline. A rank flagged in K consecutive windows is a
+// stay out of the baseline (until min_baseline of them in a row, none
+// flagged, show a new normal nobody waits for), and a rank whose exchanges
+// sped up is not flagged (a gain beside a throttled neighbour given back). A rank flagged in K consecutive windows is a
 // straggler (source p2p_change_point, key straggler:p2p:<rank>, shared with
 // the late-sender rule so one slow rank is one incident); it is resolved
 // after K unflagged windows. A rank slow from the start has no change
@@ -52,7 +56,8 @@ namespace scout::scoutd {
 
 struct ChangePointOptions {
   int confirmations = 3;   // consecutive flagged windows before a verdict (and unflagged to resolve)
-  int min_baseline = 4;    // baseline windows before a rank is compared
+  int min_baseline = 4;    // baseline windows before a rank is compared with its own spread
+  int min_early = 2;       // ... and before it is compared with the floors only
   int history = 16;        // baseline windows kept (the latest)
   double window_s = 2.0;   // a window lasts at least this long
   double floor = 0.05;     // the smallest rise of caused wait, as a fraction of wall time
@@ -93,6 +98,8 @@ class ChangePointTracker {
   double window_start_s_ = -1;
   std::map<std::pair<int, int>, Counters> prev_;  // (receiver, sender) at the window's start
   std::map<int, std::deque<Sample>> baseline_;
+  std::map<int, std::deque<Sample>> lower_;  // unflagged windows with a lower share, in a row
+  std::map<std::pair<int, int>, std::deque<double>> edge_base_;  // (waiter, sender): its wait, baseline windows
   std::map<int, int> confirm_, healthy_;
   std::set<int> flagged_;
 };

@@ -175,3 +175,113 @@ TEST_CASE("change point: a restarted rank (new pid, counters back to zero) start
     CHECK(run(t, job).empty());
   }
 }
+
+// Found reading the rule (issue 36 part 1: a healthy rank named beside a
+// throttled one): rank 0 waits for rank 2 and, yielding its core while it
+// waits, loses CPU; its receivers wait for it more. Its own wait rose most:
+// only rank 2 is named.
+TEST_CASE("change point: a neighbour that waits for the slow rank and loses CPU doing so is not named") {
+  Job job;
+  ChangePointTracker t;
+  run(t, job);
+  for (int w = 0; w < 6; ++w) {
+    job.window(role_caused, role_cpu);
+    CHECK(run(t, job).empty());
+  }
+  auto slow_caused = [](int s) { return s == 2 ? 0.5 : s == 0 ? 0.45 : 0.1; };
+  auto slow_cpu = [](int r) { return r == 2 ? 0.3 : r == 0 ? 0.5 : role_cpu(r); };
+  std::set<int> named;
+  for (int w = 0; w < 10; ++w) {
+    job.window(slow_caused, slow_cpu);
+    for (auto& v : run(t, job))
+      for (int r : v.ranks) named.insert(r);
+  }
+  CHECK(named == std::set<int>{2});
+}
+
+// Issue 36 part 1 (M1): a rank slowed a few seconds into the job, before it
+// has min_baseline windows, was compared against a baseline made of its
+// slow windows and never named. With two healthy windows it is named.
+TEST_CASE("change point: a rank slowed in the job's first windows is named against its few healthy ones") {
+  Job job;
+  ChangePointTracker t;
+  run(t, job);                             // opens the first window
+  job.window(role_caused, role_cpu);       // no CPU share yet (no earlier schedstat)
+  CHECK(run(t, job).empty());
+  job.window(role_caused, role_cpu);       // one healthy window with a share
+  CHECK(run(t, job).empty());
+  auto slow_caused = [](int s) { return s == 2 ? 0.5 : s == 0 ? 0.45 : 0.1; };
+  auto slow_cpu = [](int r) { return r == 2 ? 0.3 : role_cpu(r); };
+  std::set<int> named;
+  int windows = 0;
+  while (named.empty() && windows < 10) {
+    job.window(slow_caused, slow_cpu);
+    for (auto& v : run(t, job))
+      for (int r : v.ranks) named.insert(r);
+    ++windows;
+  }
+  CHECK(named == std::set<int>{2});
+  CHECK(windows <= 4);  // its first slow window joined the baseline; the next K are flagged
+  // Without the early comparison (min_early = min_baseline), the same job
+  // names nobody: the slow windows become the rank's normal.
+  Job job2;
+  ChangePointOptions o;
+  o.min_early = o.min_baseline;
+  ChangePointTracker t2(o);
+  run(t2, job2);
+  job2.window(role_caused, role_cpu);
+  job2.window(role_caused, role_cpu);
+  run(t2, job2);
+  std::size_t named2 = 0;
+  for (int w = 0; w < 10; ++w) {
+    job2.window(slow_caused, slow_cpu);
+    named2 += run(t2, job2).size();
+  }
+  CHECK(named2 == 0);
+}
+
+// Issue 36 part 1: ranks 2 and 3 share a core. Rank 2 is throttled during
+// the warm-up and rank 3 gains what rank 2 loses; when rank 2 recovers,
+// rank 3's share falls back, its receivers wait for it as they did before,
+// and the job goes faster. Only rank 2 is named, and it is resolved.
+TEST_CASE("change point: a rank that gained CPU beside a throttled neighbour is not slow when it gives it back") {
+  Job job;
+  ChangePointTracker t;
+  auto base_cpu = [](int r) { return r >= 2 ? 0.5 : role_cpu(r); };
+  run(t, job);
+  for (int w = 0; w < 3; ++w) {
+    job.window(role_caused, base_cpu);
+    CHECK(run(t, job).empty());
+  }
+  // Throttled: rank 2 gets 0.2, rank 3 0.8; everybody waits for rank 2, so
+  // rank 3's messages are early (its receivers wait less for it); the job
+  // exchanges fewer messages.
+  auto thr_caused = [](int s) { return s == 2 ? 0.5 : s == 0 ? 0.45 : s == 3 ? 0.02 : 0.1; };
+  auto thr_cpu = [](int r) { return r == 2 ? 0.2 : r == 3 ? 0.8 : role_cpu(r); };
+  std::set<int> named;
+  std::set<std::string> open;
+  for (int w = 0; w < 12; ++w) {
+    job.window(thr_caused, thr_cpu, 0.02, 120);
+    for (auto& v : t.update(job.ev, job.now, open).verdicts) {
+      for (int r : v.ranks) named.insert(r);
+      open.insert(v.key);
+    }
+  }
+  CHECK(named == std::set<int>{2});
+  // Recovered: back to the shares and waits of the start, at the job's
+  // first rate.
+  std::vector<std::string> resolved;
+  for (int w = 0; w < 12; ++w) {
+    job.window(role_caused, base_cpu);
+    auto res = t.update(job.ev, job.now, open);
+    for (auto& v : res.verdicts)
+      for (int r : v.ranks) named.insert(r);
+    for (auto& k : res.resolved) {
+      resolved.push_back(k);
+      open.erase(k);
+    }
+  }
+  INFO("named: " << named.size() << " first " << *named.begin() << " last " << *named.rbegin() << " resolved " << resolved.size() << (resolved.empty() ? "" : resolved[0]));
+  CHECK(named == std::set<int>{2});
+  CHECK(resolved == std::vector<std::string>{LateSenderTracker::key_for(2)});
+}
