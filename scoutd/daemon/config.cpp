@@ -47,7 +47,7 @@ opts::Table make_table(ScoutdConfig& c) {
          "collective kind that marks a training step, e.g.\nallreduce (default $SCOUT_STEP_COLLECTIVE, else automatic)",
          "step_collective", [&c](const std::string& v) { c.step_collective = v; },
          [&c] { return c.step_collective.empty() ? std::string("auto") : c.step_collective; }});
-  t.seconds("straggler-abs", c.straggler_absolute_s, 0, 3600, "straggler: seconds over the peer median",
+  t.seconds("straggler-abs", c.straggler_absolute_s, 0, 3600, "straggler: floor of the guard over the peer median\n(the job's jitter sets it above)",
             "straggler_abs");
   t.number("straggler-rel", "X", c.straggler_relative, 1, 1000, "a factor of the peer median",
            "straggler: times the peer median", "straggler_rel");

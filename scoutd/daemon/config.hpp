@@ -28,7 +28,7 @@ struct ScoutdConfig {
   double round_period_s = common::kRoundPeriod.def;
   double round_timeout_s = common::kRoundTimeout.def;   // per tree level
   std::string step_collective;     // kind marking steps ("" = automatic)
-  double straggler_absolute_s = 0.005;
+  double straggler_absolute_s = 0.0005;
   double straggler_relative = 1.2;
   int straggler_confirmations = 3;
   // Replay (silent data corruption): cycles beside the job.

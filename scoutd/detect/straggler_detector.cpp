@@ -5,22 +5,26 @@
 
 #include <fmt/format.h>
 
+#include "common/log.hpp"
+
 namespace scout::scoutd {
 
 using nlohmann::json;
 
 std::string StragglerTracker::key_for(int rank) { return fmt::format("straggler:compute:{}", rank); }
 
-double absolute_guard(double configured_s, double /*median_s*/) {
+double absolute_guard(double floor_s, double jitter_k, std::vector<double> jitters) {
   // A tenth of the median (0.2 ms at least) named 1.3x stragglers at 5 ms
   // steps, but on an oversubscribed host (CI: 6 ranks and 3 scoutds on 2
-  // cores) it also named a rank that shared its core: the configured
-  // absolute threshold stays, until the guard also learns the host's load.
-  return configured_s;
+  // cores) it also named a rank that shared its core: a fraction of the
+  // step does not know the host's load, the steps' own spread does.
+  std::erase_if(jitters, [](double j) { return !(j >= 0); });
+  if (jitters.empty()) return floor_s;
+  return std::max(floor_s, jitter_k * c3::median(std::move(jitters)));
 }
 
 StragglerTracker::Result StragglerTracker::update(const std::vector<RankEvidence>& ranks,
-                                                  const std::set<std::string>& open) {
+                                                  const std::set<std::string>& open, double now_s) {
   Result res;
   // A rank that exchanges point-to-point messages spends part of its
   // "compute" (time outside collectives) waiting for its peers: it is left
@@ -37,20 +41,33 @@ StragglerTracker::Result StragglerTracker::update(const std::vector<RankEvidence
     confirm_.clear();
     return res;
   }
-  std::vector<double> v;
-  for (auto* e : el) v.push_back(e->compute_s);
+  std::vector<double> v, jit;
+  for (auto* e : el) {
+    v.push_back(e->compute_s);
+    jit.push_back(e->compute_jitter_s);
+  }
   c3::StatResult st;
   double guard = opt_.absolute_s;
   try {
-    guard = absolute_guard(opt_.absolute_s, c3::median(v));
+    guard = last_guard_ = absolute_guard(opt_.absolute_s, opt_.jitter_k, jit);
     st = c3::statistical_outliers(v, {guard, opt_.relative, 3.0});
   } catch (const c3::BadSample&) {
     return res;  // a timing we cannot trust: no verdict this round
   }
   res.compared = true;
   res.median_compute_s = st.median;
+  if (log::enabled(log::Level::kDebug)) {
+    std::string per;
+    for (std::size_t i = 0; i < el.size() && i < 16; ++i)
+      per += fmt::format(" {}:{:.6f}/{:.6f}", el[i]->rank, v[i], jit[i]);
+    log::debug("compute stragglers: {} ranks, median {:.6f} s, guard {:.6f} s (median jitter {:.6f} s), {} above;"
+               " compute/jitter:{}", el.size(), st.median, guard, c3::median(jit), st.outliers.size(), per);
+  }
+  // Above the others by more than its own spread too: a rank descheduled
+  // for a moment (its steps vary by as much as it is above) is not slow.
   std::set<int> outliers;
-  for (auto i : st.outliers) outliers.insert(el[i]->rank);
+  for (auto i : st.outliers)
+    if (v[i] - st.median > opt_.own_k * jit[i]) outliers.insert(el[i]->rank);
   for (std::size_t i = 0; i < el.size(); ++i) {
     const auto& e = *el[i];
     const std::string key = key_for(e.rank);
@@ -63,8 +80,14 @@ StragglerTracker::Result StragglerTracker::update(const std::vector<RankEvidence
       continue;
     }
     healthy_.erase(e.rank);
-    if (e.steps > last_steps_[e.rank]) {  // a confirmation needs new steps
-      last_steps_[e.rank] = e.steps;
+    // A confirmation needs new steps: more of them, or (its history full,
+    // so the count stays) its collectives went on.
+    // And apart in time: bursts of a shared host last about a second.
+    auto& last = last_seen_[e.rank];
+    auto& at = last_confirm_s_.try_emplace(e.rank, -1e18).first->second;
+    if ((e.steps > last.first || e.seq > last.second) && (now_s < 0 || now_s - at >= opt_.confirm_gap_s)) {
+      last = {e.steps, e.seq};
+      at = now_s;
       ++confirm_[e.rank];
     }
     if (confirm_[e.rank] < opt_.confirmations || open.count(key)) continue;
@@ -91,6 +114,7 @@ StragglerTracker::Result StragglerTracker::update(const std::vector<RankEvidence
                   {"scale_s", st.scale},
                   {"scale", c3::to_string(st.scale_kind)},
                   {"threshold_absolute_s", guard},
+                  {"median_jitter_s", c3::median(jit)},
                   {"threshold_relative", opt_.relative},
                   {"confirmations", confirm_[e.rank]},
                   {"peers", el.size()},
@@ -148,12 +172,16 @@ CommTracker::Result CommTracker::update(const std::vector<RankEvidence>& ranks,
   }
   std::set<std::uint64_t> slow, compared;
   std::map<std::uint64_t, double> duration;
+  double guard_max = 0;
   for (auto& comms : families) {
     if (comms.size() < 3) continue;
-    std::vector<double> v;
+    std::vector<double> v, jit;
     for (auto c : comms) {
       std::vector<double> w;
-      for (auto* e : members[c]) w.push_back(e->comm_wait.at(c));
+      for (auto* e : members[c]) {
+        w.push_back(e->comm_wait.at(c));
+        if (auto it = e->comm_jitter.find(c); it != e->comm_jitter.end()) jit.push_back(it->second);
+      }
       std::sort(w.begin(), w.end());
       duration[c] = w[w.size() / 2];
       v.push_back(duration[c]);
@@ -162,12 +190,14 @@ CommTracker::Result CommTracker::update(const std::vector<RankEvidence>& ranks,
     try {
       // Few communicators per family: the absolute and relative thresholds
       // decide (a robust scale of three values is mostly the outlier itself).
-      for (auto i : c3::statistical_outliers(v, {absolute_guard(opt_.absolute_s, c3::median(v)), opt_.relative, 0.0}).outliers)
-        slow.insert(comms[i]);
+      const double guard = absolute_guard(opt_.absolute_s, opt_.jitter_k, jit);
+      guard_max = std::max(guard_max, guard);
+      for (auto i : c3::statistical_outliers(v, {guard, opt_.relative, 0.0}).outliers) slow.insert(comms[i]);
     } catch (const c3::BadSample&) {
       return res;
     }
   }
+  if (!compared.empty()) last_guard_ = guard_max;
   std::vector<std::string> open_comm;
   for (auto& k : open)
     if (k.rfind("straggler:comm", 0) == 0) open_comm.push_back(k);
@@ -215,7 +245,7 @@ CommTracker::Result CommTracker::update(const std::vector<RankEvidence>& ranks,
   VerdictDraft d;
   d.kind = c3::VerdictKind::kStraggler;
   json ev = {{"type", "communication"}, {"slow_communicators", slow_list},
-             {"confirmations", confirm_}, {"threshold_absolute_s", opt_.absolute_s},
+             {"confirmations", confirm_}, {"threshold_absolute_s", last_guard_},
              {"threshold_relative", opt_.relative}};
   if (inter.size() == 1 && !contradicted) {
     const int x = *inter.begin();

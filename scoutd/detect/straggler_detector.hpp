@@ -1,7 +1,8 @@
 // Compute stragglers: statistical consensus over the ranks' median compute
-// time per step (median and robust scale, an absolute and a relative
-// threshold), confirmed over K gathers that each saw new steps of the rank
-// before a verdict; the verdict carries per-rank scores (rank median / peer
+// time per step (median and robust scale, an absolute guard from the job's
+// jitter and a relative threshold, and above by more than its own steps'
+// spread), confirmed over K gathers that each saw new steps of the rank, at
+// least a second apart (a shared host's bursts are shorter), before a verdict; the verdict carries per-rank scores (rank median / peer
 // median). A confirmed straggler that stays within the thresholds for K
 // gathers is resolved. State lives at the deciding observer.
 #pragma once
@@ -17,17 +18,22 @@
 namespace scout::scoutd {
 
 struct StragglerOptions {
-  double absolute_s = 0.005;  // at most +5 ms over the peer median (see absolute_guard) ...
+  double absolute_s = 0.0005;  // the absolute guard's floor (see absolute_guard) ...
   double relative = 1.2;      // ... and 1.2x the peer median
   int confirmations = 3;      // gathers with new steps before a verdict
   int min_steps = 4;          // steps a rank must have completed to be compared
+  double jitter_k = 4.0;      // the guard: jitter_k x the ranks' median jitter, at least absolute_s
+  double own_k = 2.0;         // ... and above own_k x the rank's own jitter (a burst is not a slowdown)
+  double confirm_gap_s = 1.0; // confirmations at least this far apart (update's now_s)
 };
 
-// The absolute threshold of the collective and communication stragglers:
-// the configured absolute_s (the healthy peers' own jitter enters through the
-// robust-scale threshold). Scaling it with the median was tried and named
-// ranks that shared a core on an oversubscribed host: see the .cpp.
-double absolute_guard(double configured_s, double median_s);
+// The absolute threshold of the collective and communication stragglers,
+// from the job's own jitter: jitter_k x the median over the compared ranks
+// of each one's robust spread of its recent steps (or collectives of the
+// communicator), never below the floor absolute_s. A slow rank's own jitter
+// is one of many in the median; on a host where every rank shares cores
+// every rank's steps vary, and the guard grows with them.
+double absolute_guard(double floor_s, double jitter_k, std::vector<double> jitters);
 
 class StragglerTracker {
  public:
@@ -38,14 +44,20 @@ class StragglerTracker {
     double median_compute_s = 0;
     bool compared = false;                  // enough ranks had steps
   };
-  // `open` are the keys of straggler incidents already recorded.
-  Result update(const std::vector<RankEvidence>& ranks, const std::set<std::string>& open);
+  // `open` are the keys of straggler incidents already recorded; `now_s` the
+  // deciding observer's clock (negative: confirmations are not spaced).
+  Result update(const std::vector<RankEvidence>& ranks, const std::set<std::string>& open, double now_s = -1);
   static std::string key_for(int rank);
   StragglerOptions& options() { return opt_; }
+  // The guard of the last comparison (0 before the first).
+  double last_guard() const { return last_guard_; }
 
  private:
   StragglerOptions opt_;
-  std::map<int, int> confirm_, last_steps_, healthy_;
+  double last_guard_ = 0;
+  std::map<int, int> confirm_, healthy_;
+  std::map<int, std::pair<int, std::uint64_t>> last_seen_;  // steps and seq at its last confirmation
+  std::map<int, double> last_confirm_s_;
 };
 
 }  // namespace scout::scoutd
@@ -68,9 +80,11 @@ class CommTracker {
   };
   Result update(const std::vector<RankEvidence>& ranks, const std::set<std::string>& open);
   StragglerOptions& options() { return opt_; }
+  double last_guard() const { return last_guard_; }
 
  private:
   StragglerOptions opt_;
+  double last_guard_ = 0;
   std::string last_set_;
   int confirm_ = 0, healthy_ = 0;
 };

@@ -23,6 +23,12 @@ void to_json(json& j, const RankEvidence& e) {
   json cw = json::object();
   for (auto& [c, w] : e.comm_wait) cw[fmt::format("{:016x}", c)] = w;
   j["comm_wait"] = cw;
+  if (e.compute_jitter_s > 0) j["compute_jitter_s"] = e.compute_jitter_s;
+  if (!e.comm_jitter.empty()) {
+    json cj = json::object();
+    for (auto& [c, w] : e.comm_jitter) cj[fmt::format("{:016x}", c)] = w;
+    j["comm_jitter"] = cj;
+  }
   json cm = json::object();
   for (auto& [c, m] : e.comm_members)
     if (e.comm_wait.count(c)) cm[fmt::format("{:016x}", c)] = m;  // only the ones in use
@@ -92,6 +98,11 @@ void from_json(const json& j, RankEvidence& e) {
   if (j.contains("comm_wait") && j["comm_wait"].is_object())
     for (auto& [k, v] : j["comm_wait"].items())
       if (v.is_number()) e.comm_wait[std::stoull(k, nullptr, 16)] = v.get<double>();
+  e.compute_jitter_s = j.value("compute_jitter_s", 0.0);
+  if (!(e.compute_jitter_s >= 0 && e.compute_jitter_s < 1e6)) e.compute_jitter_s = 0;
+  if (j.contains("comm_jitter") && j["comm_jitter"].is_object())
+    for (auto& [k, v] : j["comm_jitter"].items())
+      if (v.is_number() && v.get<double>() >= 0) e.comm_jitter[std::stoull(k, nullptr, 16)] = v.get<double>();
   if (j.contains("comm_members") && j["comm_members"].is_object())
     for (auto& [k, v] : j["comm_members"].items())
       if (v.is_array()) {

@@ -49,8 +49,10 @@ struct RankEvidence {
   std::string stack_error;
   int steps = 0;             // training steps seen (see step_timing.hpp)
   double step_s = 0, compute_s = 0, wait_s = 0;  // medians over recent steps
-  // Median duration of this rank's recent collectives per communicator.
-  std::map<std::uint64_t, double> comm_wait;
+  double compute_jitter_s = 0;  // the robust spread of its recent steps' compute
+  // Median duration of this rank's recent collectives per communicator, and
+  // their robust spread (the job's own jitter sets the stragglers' guards).
+  std::map<std::uint64_t, double> comm_wait, comm_jitter;
   // Memberships (world ranks) of its communicators, as the probe published.
   std::map<std::uint64_t, std::vector<int>> comm_members;
   // Its most recent collective-output signatures.

@@ -284,7 +284,8 @@ void RankWatcher::tick() {
       constexpr std::size_t kKeep = 256;
       if (h.size() > kKeep) h.erase(h.begin(), h.end() - kKeep);
       s.steps = analyse_steps(h, step_kind_);
-      s.comm_wait = comm_durations(h);
+      s.comm_jitter.clear();
+      s.comm_wait = comm_durations(h, 16, &s.comm_jitter);
     }
     // New communicators this rank published (append-only table).
     std::uint64_t nc = 0;

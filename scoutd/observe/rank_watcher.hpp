@@ -118,7 +118,7 @@ class RankWatcher final : public RankSource {
     bool foreign = false;  // a rank of another node
     std::vector<c3::CollEvent> history;  // recent collectives, by seq
     StepStats steps;
-    std::map<std::uint64_t, double> comm_wait;
+    std::map<std::uint64_t, double> comm_wait, comm_jitter;
     std::map<std::uint64_t, std::vector<int>> comm_members;  // published, complete ones
     std::uint64_t comms_read = 0;
     mutable std::vector<RankEvidence::OutSig> outsigs;  // undelivered, newest last

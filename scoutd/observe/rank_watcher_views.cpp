@@ -100,6 +100,8 @@ std::vector<RankEvidence> RankWatcher::evidence(bool for_gather) const {
       e.steps = s.steps.steps;
       e.step_s = s.steps.step_s;
       e.compute_s = s.steps.compute_s;
+      e.compute_jitter_s = s.steps.compute_jitter_s;
+      e.comm_jitter = s.comm_jitter;
       e.wait_s = s.steps.wait_s;
       e.comm_wait = s.comm_wait;
       e.comm_members = s.comm_members;

@@ -2,6 +2,7 @@
 #include "scoutd/observe/step_timing.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <string>
 
@@ -16,8 +17,16 @@ double median_of(std::vector<double> v) {
 }
 }  // namespace
 
+double mad_spread(const std::vector<double>& v) {
+  if (v.size() < 3) return 0;
+  const double m = median_of(v);
+  std::vector<double> dev;
+  for (double x : v) dev.push_back(std::fabs(x - m));
+  return 1.4826 * median_of(dev);
+}
+
 std::map<std::uint64_t, double> comm_durations(const std::vector<c3::CollEvent>& events,
-                                               std::size_t per_comm) {
+                                               std::size_t per_comm, std::map<std::uint64_t, double>* jitter) {
   std::map<std::uint64_t, std::vector<double>> d;
   for (auto it = events.rbegin(); it != events.rend(); ++it) {
     if (it->exit_ns == 0 || it->exit_ns < it->entry_ns || it->comm == 0) continue;
@@ -26,7 +35,10 @@ std::map<std::uint64_t, double> comm_durations(const std::vector<c3::CollEvent>&
   }
   std::map<std::uint64_t, double> out;
   for (auto& [c, v] : d)
-    if (v.size() >= 3) out[c] = median_of(v);
+    if (v.size() >= 3) {
+      out[c] = median_of(v);
+      if (jitter) (*jitter)[c] = mad_spread(v);
+    }
   return out;
 }
 
@@ -76,6 +88,7 @@ StepStats analyse_steps(const std::vector<c3::CollEvent>& events, std::uint32_t 
   };
   st.step_s = tail(step);
   st.compute_s = tail(comp);
+  st.compute_jitter_s = mad_spread(comp);
   st.wait_s = tail(wait);
   return st;
 }

@@ -18,6 +18,7 @@ struct StepStats {
   int steps = 0;              // complete steps in the history
   std::uint64_t last_step_seq = 0;  // seq of the last step boundary
   double step_s = 0, compute_s = 0, wait_s = 0;  // medians over the window
+  double compute_jitter_s = 0;  // robust spread of compute over the window (1.4826 x MAD)
   std::uint64_t step_fingerprint = 0;
 };
 
@@ -28,9 +29,14 @@ StepStats analyse_steps(const std::vector<c3::CollEvent>& events, std::uint32_t 
                         int window = 8);
 
 // Median duration (entry to completion) of the last `per_comm` completed
-// collectives on each communicator with at least 3 of them.
+// collectives on each communicator with at least 3 of them; with `jitter`,
+// also their robust spread (1.4826 x MAD) per communicator.
 std::map<std::uint64_t, double> comm_durations(const std::vector<c3::CollEvent>& events,
-                                               std::size_t per_comm = 16);
+                                               std::size_t per_comm = 16,
+                                               std::map<std::uint64_t, double>* jitter = nullptr);
+
+// 1.4826 x the median absolute deviation (0 for fewer than 3 values).
+double mad_spread(const std::vector<double>& v);
 
 // CollKind for a name like "allreduce"; 0 if unknown.
 std::uint32_t coll_kind_from_name(const std::string& name);

@@ -6,6 +6,7 @@
 // point-to-point messages (late senders).
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 
 #include "scoutd/detect/change_point.hpp"
@@ -17,18 +18,19 @@ namespace scout::scoutd {
 
 namespace {
 
-// Whether the largest value stands out from an upper estimate of the median
-// of a merged histogram by both thresholds.
-bool stands_out(const std::uint32_t* hist, double max, double abs_s, double rel) {
+// Whether the largest value stands out from an estimate of the median of a
+// merged histogram (the middle of its bin, within 19%) by both thresholds:
+// `guard` is the absolute guard of the last comparison (the job's jitter),
+// or its floor before one. A gather decides; this only asks for one.
+bool stands_out(const std::uint32_t* hist, double max, double guard, double rel) {
   std::uint64_t total = 0, cum = 0;
   for (int b = 0; b < kComputeBins; ++b) total += hist[b];
   if (total < 3) return false;
   for (int b = 0; b < kComputeBins; ++b) {
     cum += hist[b];
     if (2 * cum >= total) {
-      const double median_upper = compute_bin_upper(b);
-      // The same guard as the detectors: it scales with the median.
-      return max > median_upper * rel && max > median_upper + absolute_guard(abs_s, median_upper);
+      const double median = compute_bin_upper(b) / std::pow(2.0, 0.25);
+      return max > median * rel && max > median + guard;
     }
   }
   return false;
@@ -59,12 +61,11 @@ class Stragglers final : public Participant {
 
   bool decide_trigger(const TriggerIn& in, wire::Down&) override {
     const auto& t = in.t;
-    const auto& cfg = ctx_.cfg;
     bool trouble = !desk_.open_or_queued("straggler").empty();  // re-checked each gather
     // The slowest rank's compute time against an upper estimate of the
     // median from the merged histogram.
-    if (stands_out(t.compute_hist, t.max_compute_s, cfg.straggler_absolute_s, ctx_.tun.straggler_factor) ||
-        stands_out(t.comm_hist, t.max_comm_s, cfg.straggler_absolute_s, ctx_.tun.straggler_factor))
+    if (stands_out(t.compute_hist, t.max_compute_s, guard(compute_.last_guard()), ctx_.tun.straggler_factor) ||
+        stands_out(t.comm_hist, t.max_comm_s, guard(comm_.last_guard()), ctx_.tun.straggler_factor))
       trouble = true;
     // Point-to-point traffic: late senders are compared every outsig period.
     if (t.p2p_active > 0 && ctx_.now() - last_p2p_gather_s_ >= ctx_.tun.outsig_period_s / 2) {
@@ -76,8 +77,9 @@ class Stragglers final : public Participant {
 
   void decide_gather(const wire::Gather& g, wire::Down& down) override {
     retune();
+    last_gather_s_ = ctx_.now();
     const auto open = desk_.open_or_queued("straggler");
-    auto st = compute_.update(g.ranks, open);
+    auto st = compute_.update(g.ranks, open, ctx_.now());
     if (!st.verdicts.empty() && ctx_.cfg.replay) ctx_.compute_straggler_confirmed = true;
     auto ct = comm_.update(g.ranks, open);
     auto lt = late_.update(g.ranks, ctx_.now(), open);
@@ -121,8 +123,17 @@ class Stragglers final : public Participant {
     late_.options().confirmations = change_.options().confirmations = k;
   }
 
+  // The guard the last gather learnt from the job's jitter, for a while:
+  // older, the floor (the jitter may have dropped; one gather relearns it).
+  double guard(double learnt) const {
+    const double floor = ctx_.cfg.straggler_absolute_s;
+    return learnt > 0 && ctx_.now() - last_gather_s_ < kGuardKeep_s ? std::max(floor, learnt) : floor;
+  }
+  static constexpr double kGuardKeep_s = 60;
+
   RoundContext& ctx_;
   Incidents& desk_;
+  double last_gather_s_ = -1e9;
   StragglerTracker compute_;
   CommTracker comm_;
   LateSenderTracker late_;

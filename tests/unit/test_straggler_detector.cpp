@@ -238,3 +238,74 @@ TEST_CASE("late sender: jitter, too few messages, or senders with no equivalent 
     CHECK(t3.update(two.ev, 1.0 + w, {}).verdicts.empty());
   }
 }
+
+// Issue 36 part 2: the absolute guard comes from the job's own jitter. At
+// 5 ms steps on a quiet host (steps vary by 0.1 ms) a rank 1.78x slower is
+// named; the same rank, when every rank's steps vary by 2 ms (a host where
+// every rank shares cores), is not: its excess is within the jitter.
+TEST_CASE("the absolute guard is the job's jitter: 1.78x at 5 ms steps named when quiet, not when every step varies") {
+  auto run = [](double jitter_s) {
+    StragglerTracker t;
+    StragglerTracker::Result r;
+    for (int round = 1; round <= 3; ++round) {
+      auto v = ranks(8, 10 * round, 0.005);
+      for (auto& e : v) e.compute_jitter_s = jitter_s;
+      v[5].compute_s = 0.0089;
+      v[5].compute_jitter_s = 4 * jitter_s;  // its own spread is one of many in the median
+      r = t.update(v, {});
+    }
+    return r;
+  };
+  auto quiet = run(0.0001);
+  REQUIRE(quiet.verdicts.size() == 1);
+  CHECK(quiet.verdicts[0].ranks == std::vector<int>{5});
+  CHECK(quiet.verdicts[0].evidence["threshold_absolute_s"].get<double>() == doctest::Approx(0.0005));
+  CHECK(run(0.002).verdicts.empty());
+  // A hostile or broken peer's negative or absent jitter counts as none.
+  CHECK(absolute_guard(0.0005, 4, {-1.0, 0.001, 0.001}) == doctest::Approx(0.004));
+  CHECK(absolute_guard(0.0005, 4, {}) == doctest::Approx(0.0005));
+}
+
+// Found measuring issue 36 part 2: a rank's step count is of the steps in
+// its recent history (256 collectives), so it stops growing in a long run;
+// a rank slowed after that was never confirmed. Its sequence number goes on.
+TEST_CASE("a rank slowed once its history is full is confirmed by its sequence numbers") {
+  StragglerTracker t;
+  StragglerTracker::Result r;
+  for (int round = 1; round <= 3; ++round) {
+    auto v = ranks(8, 255, 0.002);
+    for (auto& e : v) e.seq = 100000 + 1000 * static_cast<std::uint64_t>(round);
+    v[3].compute_s = 0.052;
+    r = t.update(v, {});
+  }
+  REQUIRE(r.verdicts.size() == 1);
+  CHECK(r.verdicts[0].ranks == std::vector<int>{3});
+}
+
+// Found measuring issue 36 part 2 beside a CPU hog: once the guard is the
+// job's jitter, a healthy rank descheduled for a moment (its last 8 steps
+// vary by as much as it is above the others) was named within a second.
+TEST_CASE("a burst is not a straggler: above by less than its own spread, or confirmed within a second") {
+  StragglerTracker t;
+  std::set<int> named;
+  for (int round = 1; round <= 6; ++round) {
+    auto v = ranks(8, 10 * round, 0.002);
+    for (auto& e : v) e.compute_jitter_s = 0.00005;
+    v[1].compute_s = 0.0035;
+    v[1].compute_jitter_s = 0.0012;  // +1.5 ms, its steps vary by 1.2 ms
+    for (auto& d : t.update(v, {}, 100 + round).verdicts) named.insert(d.ranks[0]);
+  }
+  CHECK(named.empty());
+  // Steady and well above its spread, but three gathers within a second:
+  // not confirmed until the third is a second after the second.
+  StragglerTracker u;
+  std::vector<double> at = {200.0, 200.4, 200.8, 201.2, 202.3};
+  std::vector<std::size_t> counts;
+  for (std::size_t i = 0; i < at.size(); ++i) {
+    auto v = ranks(8, 10 * static_cast<int>(i + 1), 0.002);
+    v[4].compute_s = 0.0035;
+    v[4].compute_jitter_s = 0.0001;
+    counts.push_back(u.update(v, {}, at[i]).verdicts.size());
+  }
+  CHECK(counts == std::vector<std::size_t>{0, 0, 0, 0, 1});
+}
