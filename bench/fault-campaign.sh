@@ -15,7 +15,8 @@
 # host, and no other verdict; healthy: no verdict. Slow ranks must be named
 # within 60 s.
 # CAMPAIGN_REPEAT (default 3) runs per case; CAMPAIGN_PROGRAMS, CAMPAIGN_FAULTS
-# narrow it. Needs root (cgroups, taskset of other users' processes is not
+# narrow it; CAMPAIGN_ONSET (default 15) is when the fault starts, in
+# seconds after every rank attached (5-10: slowed during the warm-up). Needs root (cgroups, taskset of other users' processes is not
 # needed: everything is this user's) and meep and lmp (scripts/install-deps --bench).
 set -eu
 B=${top_builddir:?}
@@ -34,7 +35,7 @@ JOB=88000
 REPEAT=${CAMPAIGN_REPEAT:-3}
 PROGRAMS=${CAMPAIGN_PROGRAMS:-meep lammps}
 FAULTS=${CAMPAIGN_FAULTS:-healthy duty quota hog stop kill}
-BASELINE=15   # the scoutds learn each rank's normal first
+BASELINE=${CAMPAIGN_ONSET:-15}   # seconds of healthy running before the fault (the scoutds learn each rank's normal)
 cat > "$L/wg.ctl" <<'CTL'
 (set! geometry-lattice (make lattice (size 32 16 no-size)))
 (set! geometry (list (make block (center 0 0) (size infinity 1 infinity)

@@ -141,11 +141,15 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
     const bool sped_up = -x.slowed > opt_.rate_floor;
     if (x.drop > x.drop_min && others_drop < x.drop / 2 && critical && !sped_up) flagged.insert(s);
   }
-  // Its own evidence, not the delay it passes on: of two flagged ranks, one
-  // that waits more for the other than it did, and more than the other
-  // waits more for it, is the other's victim (it yields its core while it
-  // waits, so it loses CPU too, and its receivers wait for it more). Edges
-  // are compared with their own baselines (a rank's role sets its levels).
+  // Its own evidence, not the delay it passes on: a flagged rank that waits
+  // more for another rank than it did, and more than that one waits more
+  // for it, is that one's victim (it yields its core while it waits, so it
+  // loses CPU too, and its receivers wait for it more), when the other is
+  // flagged too or could not be compared (stopped most of a window, it may
+  // send too little); one compared and found normal explains nothing (its
+  // waits' baselines followed the slow period). A slow rank waits less for
+  // its partners, not more. Edges are compared with their own baselines (a
+  // rank's role sets its levels).
   auto edge_rise = [&](int waiter, int sender) {
     auto w = waited_by.find(sender);
     if (w == waited_by.end() || !w->second.count(waiter)) return 0.0;
@@ -156,8 +160,8 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
   };
   std::set<int> victims;
   for (int a : flagged)
-    for (int b : flagged)
-      if (a != b) {
+    for (auto& [b, by] : waited_by)
+      if (a != b && by.count(a) && (flagged.count(b) || !now.count(b) || !now.at(b).compared)) {
         const double a_for_b = edge_rise(a, b), b_for_a = edge_rise(b, a);
         if (a_for_b > opt_.floor && a_for_b > b_for_a) victims.insert(a);
       }

@@ -14,6 +14,16 @@ using nlohmann::json;
 
 std::string LateSenderTracker::key_for(int rank) { return fmt::format("straggler:p2p:{}", rank); }
 
+namespace {
+// 1.4826 x the median absolute deviation.
+double mad_of(const std::deque<double>& h) {
+  std::vector<double> v(h.begin(), h.end());
+  const double m = c3::median(v);
+  for (double& x : v) x = std::fabs(x - m);
+  return 1.4826 * c3::median(v);
+}
+}  // namespace
+
 LateSenderTracker::Result LateSenderTracker::update(const std::vector<RankEvidence>& ranks, double now_s,
                                                     const std::set<std::string>& open) {
   Result res;
@@ -121,8 +131,19 @@ LateSenderTracker::Result LateSenderTracker::update(const std::vector<RankEviden
       double jitter = 0;
       for (double o : others) jitter = std::max(jitter, std::fabs(o - om));
       // Their spread is mostly propagated wait states, not noise: it is
-      // reported, and the guard is the step fraction (with its floor).
-      const double guard = std::max(opt_.floor_s, opt_.step_fraction * step_s);
+      // reported. The guard is the job's own jitter: jitter_k x the median,
+      // over the others of the class, of each one's spread of lateness in its
+      // healthy windows (min_history of them), never above the step fraction
+      // (the guard before that history exists) nor below the floor.
+      double guard = opt_.step_fraction * step_s;
+      std::vector<double> spreads;
+      for (int o : members)
+        if (auto h = late_hist_.find(o); o != s && h != late_hist_.end() &&
+                                         static_cast<int>(h->second.size()) >= opt_.min_history)
+          spreads.push_back(mad_of(h->second));
+      if (!spreads.empty() && spreads.size() * 2 >= members.size() - 1)
+        guard = std::min(guard, opt_.jitter_k * c3::median(spreads));
+      guard = std::max(opt_.floor_s, guard);
       jitter_of[s] = jitter;
       lateness[s] = late[i];
       class_median[s] = om;
@@ -139,6 +160,13 @@ LateSenderTracker::Result LateSenderTracker::update(const std::vector<RankEviden
     }
   }
   if (!res.compared) return res;
+  // Healthy windows make each sender's history of lateness (its jitter).
+  for (auto& [s, l] : lateness) {
+    if (outliers.count(s) || confirm_.count(s)) continue;
+    auto& h = late_hist_[s];
+    h.push_back(l);
+    while (static_cast<int>(h.size()) > opt_.history) h.pop_front();
+  }
   for (auto& [s, x] : senders) {
     const std::string key = key_for(s);
     if (!outliers.count(s)) {

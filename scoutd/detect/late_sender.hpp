@@ -10,13 +10,15 @@
 // and the same message size class. Within a class of at least three, a
 // sender whose lateness exceeds the median of the others of its class by an
 // absolute guard derived from the step time (the interval between its
-// messages) and by a relative threshold, and whose lateness is not explained
+// messages, or below it the class's own spread of lateness over its healthy
+// windows) and by a relative threshold, and whose lateness is not explained
 // by its own waiting (a wait state propagated from the real straggler), in K
 // consecutive windows, is a straggler (source p2p_late_sender); it is
 // resolved after K healthy windows.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <set>
 #include <string>
@@ -32,6 +34,9 @@ struct LateSenderOptions {
   double relative = 1.5;        // lateness above relative x the class median ...
   double step_fraction = 0.1;   // ... and above this fraction of the step time ...
   double floor_s = 20e-6;       // ... and never below this (timer and scheduler noise)
+  double jitter_k = 4.0;        // the guard: jitter_k x the class's spread of lateness, once
+  int min_history = 4;          // ... this many healthy windows of a sender are known
+  int history = 16;             // healthy windows kept per sender
 };
 
 class LateSenderTracker {
@@ -58,6 +63,7 @@ class LateSenderTracker {
   std::map<std::pair<int, int>, Prev> prev_;  // (receiver, sender)
   double window_start_s_ = -1;
   std::map<int, int> confirm_, healthy_;
+  std::map<int, std::deque<double>> late_hist_;  // lateness in its healthy windows
 };
 
 }  // namespace scout::scoutd
