@@ -183,10 +183,9 @@ void P2PBlock::end(int dest, std::uint64_t sent_bytes, int source, std::uint64_t
   if (!g_record || call == 0) return;
   c3::RecordV6& v6 = c3::v6_of(*g_record);
   if (dest >= 0) {
-    // A send alone's time is the wait for a late receiver; not counted yet:
-    // with it, test 16's learner flagged healthy ranks of mpi_train (cause
-    // not found yet). send_wait_ns stays 0.
-    count_sent(v6, world_rank_of(comm, dest), sent_bytes, 0);
+    // A send alone's time is the wait for a late receiver (a send with a
+    // receive: the receive's wait, counted below).
+    count_sent(v6, world_rank_of(comm, dest), sent_bytes, source >= 0 ? 0 : now_ns() - t0);
     add_op();
   }
   if (source >= 0) {  // only a receive's wait is timed: the late-sender model
