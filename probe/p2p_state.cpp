@@ -188,7 +188,7 @@ void P2PBlock::end(int dest, std::uint64_t sent_bytes, int source, std::uint64_t
     count_sent(v6, world_rank_of(comm, dest), sent_bytes, source >= 0 ? 0 : now_ns() - t0);
     add_op();
   }
-  if (source >= 0) {  // only a receive's wait is timed: the late-sender model
+  if (source >= 0) {  // a receive's wait: the late-sender model
     count_recvd(v6, world_rank_of(comm, source), recvd_bytes, now_ns() - t0, true);
     add_op();
   }

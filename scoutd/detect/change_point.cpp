@@ -46,7 +46,8 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
   std::map<int, int> receivers;
   std::map<int, std::uint64_t> sent;
   std::map<int, double> rate;  // messages a rank exchanged per second
-  std::map<int, std::map<int, double>> waited_by;
+  std::map<int, std::map<int, double>> waited_by;           // sender -> waiter -> wait
+  std::map<int, std::vector<std::pair<int, double>>> waits_of;  // waiter -> (sender, wait)
   for (auto& [r, e] : live)
     for (auto& [s, p] : e->peers) {
       auto it = prev_.find({r, s});
@@ -66,6 +67,7 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
       receivers[s] += 1;
       sent[s] += dn;
       waited_by[s][r] = dw;
+      waits_of[r].push_back({s, dw});
     }
   // This window's share of a CPU, per rank, from its scheduler counters.
   std::map<int, double> cpu;
@@ -79,7 +81,7 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
 
   struct Now {
     Sample s;
-    bool compared = false, early = false;
+    bool compared = false, early = false, unexplained = false;  // share down, nobody waits more, not faster
     double base_caused = 0, base_own = 0, base_cpu = 0, rise = 0, drop = 0, rise_min = 0, drop_min = 0;
     double base_rate = 0, slowed = 0, slowed_min = 0;
   };
@@ -140,6 +142,7 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
     const bool critical = x.rise > x.rise_min || (others.size() >= 2 && x.slowed > x.slowed_min);
     const bool sped_up = -x.slowed > opt_.rate_floor;
     if (x.drop > x.drop_min && others_drop < x.drop / 2 && critical && !sped_up) flagged.insert(s);
+    x.unexplained = !critical || sped_up;
   }
   // Its own evidence, not the delay it passes on: a flagged rank that waits
   // more for another rank than it did, and more than that one waits more
@@ -180,6 +183,12 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
       continue;
     }
     if (x.compared && x.drop > x.drop_min) {
+      // Only windows that slowed nobody count towards a new normal (a drop
+      // the whole job shared, or one its partners waited for, does not).
+      if (!x.unexplained) {
+        low.clear();
+        continue;
+      }
       low.push_back(x.s);
       if (static_cast<int>(low.size()) < opt_.min_baseline) continue;
       log::info("change point: rank {} has run with a lower CPU share ({:.2f}, was {:.2f}) for {} windows "
@@ -192,13 +201,15 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
     low.clear();
     hist.push_back(x.s);
     while (static_cast<int>(hist.size()) > opt_.history) hist.pop_front();
-    for (auto& [sender, by] : waited_by)
-      if (auto it = by.find(s); it != by.end()) {
-        auto& eh = edge_base_[{s, sender}];
-        eh.push_back(it->second);
-        while (static_cast<int>(eh.size()) > opt_.history) eh.pop_front();
-      }
+    for (auto& [sender, w] : waits_of[s]) {
+      auto& eh = edge_base_[{s, sender}];
+      eh.push_back(w);
+      while (static_cast<int>(eh.size()) > opt_.history) eh.pop_front();
+    }
   }
+  // A rank not compared this window breaks a run of lower windows.
+  for (auto it = lower_.begin(); it != lower_.end();)
+    it = now.count(it->first) ? std::next(it) : lower_.erase(it);
   flagged_ = flagged;
 
   // Confirmations are consecutive windows: a rank not flagged in this one

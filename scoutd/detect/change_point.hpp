@@ -37,7 +37,12 @@
 // for the whole run and is in its baseline. Windows where its share dropped
 // stay out of the baseline (until min_baseline of them in a row, none
 // flagged, show a new normal nobody waits for), and a rank whose exchanges
-// sped up is not flagged (a gain beside a throttled neighbour given back). A rank flagged in K consecutive windows is a
+// sped up is not flagged (a gain beside a throttled neighbour given back).
+// Never the neighbour: a flagged rank that waits for another rank more
+// than it did (each pair's wait against its own baseline), and more than
+// that one waits more for it, is that one's victim and is not named, when
+// the other is flagged too or could not be compared. A rank flagged in K
+// consecutive windows is a
 // straggler (source p2p_change_point, key straggler:p2p:<rank>, shared with
 // the late-sender rule so one slow rank is one incident); it is resolved
 // after K unflagged windows. A rank slow from the start has no change

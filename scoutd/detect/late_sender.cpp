@@ -118,6 +118,14 @@ LateSenderTracker::Result LateSenderTracker::update(const std::vector<RankEviden
     const double step_s = msgs_per_receiver > 0 ? window_s / msgs_per_receiver : window_s;
 
     res.compared = true;
+    // Each member's spread of lateness and its median over its healthy
+    // windows, once enough are known.
+    std::map<int, double> spread, own_median;
+    for (int o : members)
+      if (auto h = late_hist_.find(o); h != late_hist_.end() && static_cast<int>(h->second.size()) >= opt_.min_history) {
+        spread[o] = mad_of(h->second);
+        own_median[o] = c3::median(std::vector<double>(h->second.begin(), h->second.end()));
+      }
     for (std::size_t i = 0; i < members.size(); ++i) {
       const int s = members[i];
       // The others of the class, without this sender: their median and
@@ -134,15 +142,18 @@ LateSenderTracker::Result LateSenderTracker::update(const std::vector<RankEviden
       // reported. The guard is the job's own jitter: jitter_k x the median,
       // over the others of the class, of each one's spread of lateness in its
       // healthy windows (min_history of them), never above the step fraction
-      // (the guard before that history exists) nor below the floor.
+      // (the guard before that history exists) nor below the floor; and only
+      // for a sender whose lateness rose above its own history by as much (a
+      // sender always later than its class, its messages crossing nodes, is
+      // where it sits, not slow).
       double guard = opt_.step_fraction * step_s;
       std::vector<double> spreads;
       for (int o : members)
-        if (auto h = late_hist_.find(o); o != s && h != late_hist_.end() &&
-                                         static_cast<int>(h->second.size()) >= opt_.min_history)
-          spreads.push_back(mad_of(h->second));
-      if (!spreads.empty() && spreads.size() * 2 >= members.size() - 1)
-        guard = std::min(guard, opt_.jitter_k * c3::median(spreads));
+        if (o != s && spread.count(o)) spreads.push_back(spread.at(o));
+      if (!spreads.empty() && spreads.size() * 2 >= members.size() - 1 && spread.count(s)) {
+        const double reduced = opt_.jitter_k * c3::median(spreads);
+        if (late[i] - own_median.at(s) > reduced) guard = std::min(guard, reduced);
+      }
       guard = std::max(opt_.floor_s, guard);
       jitter_of[s] = jitter;
       lateness[s] = late[i];

@@ -18,7 +18,8 @@ double absolute_guard(double floor_s, double jitter_k, std::vector<double> jitte
   // steps, but on an oversubscribed host (CI: 6 ranks and 3 scoutds on 2
   // cores) it also named a rank that shared its core: a fraction of the
   // step does not know the host's load, the steps' own spread does.
-  std::erase_if(jitters, [](double j) { return !(j >= 0); });
+  // Unknown (0: an older scoutd, too few steps) or malformed: not counted.
+  std::erase_if(jitters, [](double j) { return !(j > 0); });
   if (jitters.empty()) return floor_s;
   return std::max(floor_s, jitter_k * c3::median(std::move(jitters)));
 }

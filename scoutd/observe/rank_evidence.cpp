@@ -102,7 +102,8 @@ void from_json(const json& j, RankEvidence& e) {
   if (!(e.compute_jitter_s >= 0 && e.compute_jitter_s < 1e6)) e.compute_jitter_s = 0;
   if (j.contains("comm_jitter") && j["comm_jitter"].is_object())
     for (auto& [k, v] : j["comm_jitter"].items())
-      if (v.is_number() && v.get<double>() >= 0) e.comm_jitter[std::stoull(k, nullptr, 16)] = v.get<double>();
+      if (v.is_number() && v.get<double>() >= 0 && v.get<double>() < 3.2e7)
+        e.comm_jitter[std::stoull(k, nullptr, 16)] = v.get<double>();
   if (j.contains("comm_members") && j["comm_members"].is_object())
     for (auto& [k, v] : j["comm_members"].items())
       if (v.is_array()) {
@@ -187,8 +188,15 @@ void from_json(const json& j, RankEvidence& e) {
       p.sent_bytes = common::json_int_at<std::uint64_t>(x[3]);
       p.recvd_bytes = common::json_int_at<std::uint64_t>(x[4]);
       p.waits = common::json_int_at<std::uint64_t>(x[5]);
-      p.wait_s = x[6].get<double>();
-      if (x.size() == 8) p.send_wait_s = x[7].get<double>();
+      // Seconds a rank waited: finite, not negative, under a year (a peer's
+      // evidence is checked, never trusted; inf would poison every median).
+      auto secs = [](const json& v) {
+        const double d = v.get<double>();
+        if (!(d >= 0 && d < 3.2e7)) throw std::invalid_argument("peers: wait seconds must be in [0, 3.2e7)");
+        return d;
+      };
+      p.wait_s = secs(x[6]);
+      if (x.size() == 8) p.send_wait_s = secs(x[7]);
       e.peers[common::json_int_at<int>(x[0])] = p;
     }
   if (j.contains("outsigs") && j["outsigs"].is_array())

@@ -261,8 +261,9 @@ TEST_CASE("the absolute guard is the job's jitter: 1.78x at 5 ms steps named whe
   CHECK(quiet.verdicts[0].ranks == std::vector<int>{5});
   CHECK(quiet.verdicts[0].evidence["threshold_absolute_s"].get<double>() == doctest::Approx(0.0005));
   CHECK(run(0.002).verdicts.empty());
-  // A hostile or broken peer's negative or absent jitter counts as none.
-  CHECK(absolute_guard(0.0005, 4, {-1.0, 0.001, 0.001}) == doctest::Approx(0.004));
+  // A hostile or broken peer's negative jitter, or an unknown one (0: an
+  // older scoutd), is not counted.
+  CHECK(absolute_guard(0.0005, 4, {-1.0, 0.0, 0.0, 0.001, 0.001}) == doctest::Approx(0.004));
   CHECK(absolute_guard(0.0005, 4, {}) == doctest::Approx(0.0005));
 }
 
