@@ -18,7 +18,7 @@ std::vector<VerdictDraft> detect_progress(const std::vector<RankEvidence>& ranks
   if (live.size() >= 2) {
     bool gpu_pending = false;
     out = detect_gpu(live, opt, gpu_pending);
-    if (out.empty() && !gpu_pending) out = detect_wait_for(live, opt);
+    if (out.empty() && !gpu_pending) out = detect_wait_for(live, opt, gpu_pending);
     if (out.empty() && !gpu_pending) out = detect_consensus(live, opt);
   }
   bool inconclusive_only = std::all_of(out.begin(), out.end(), [](auto& d) {

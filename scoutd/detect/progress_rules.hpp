@@ -26,7 +26,17 @@ std::optional<VerdictDraft> detect_end_event(const std::vector<RankEvidence>& ra
 // under the threshold (no host rule may name it first).
 std::vector<VerdictDraft> detect_gpu(const std::vector<const RankEvidence*>& live, const DetectorOptions& opt,
                                      bool& pending);
-std::vector<VerdictDraft> detect_wait_for(const std::vector<const RankEvidence*>& live, const DetectorOptions& opt);
+// GPU ranks: a GPU that holds work (issued, not begun, the process running),
+// and one that did so for the threshold; whether the host rules may still
+// wait for a held GPU's own clock (the waiting hosts stuck under twice the
+// threshold).
+bool gpu_holding(const RankEvidence& e);
+bool gpu_stopped(const RankEvidence& e, const DetectorOptions& opt);
+bool may_defer(const std::vector<const RankEvidence*>& waiting, const DetectorOptions& opt);
+// pending: a sink is a GPU holding work, its own clock under the threshold
+// (the consensus rule must not name it `hang` either).
+std::vector<VerdictDraft> detect_wait_for(const std::vector<const RankEvidence*>& live, const DetectorOptions& opt,
+                                          bool& pending);
 std::vector<VerdictDraft> detect_consensus(const std::vector<const RankEvidence*>& live, const DetectorOptions& opt);
 // Appends a stall for each stopped process no draft in `out` names yet.
 void add_direct_stalls(const std::vector<const RankEvidence*>& live, const DetectorOptions& opt,

@@ -89,7 +89,9 @@ Components components(const std::map<int, std::vector<int>>& edges) {
 // edge is a sink: outside MPI (computing, or stopped). The culprits are the
 // sinks the waiting ranks lead to, if those waiting are a strict majority
 // and the sinks a strict minority; a cycle with no sink is a deadlock.
-std::vector<VerdictDraft> detect_wait_for(const std::vector<const RankEvidence*>& live, const DetectorOptions& opt) {
+std::vector<VerdictDraft> detect_wait_for(const std::vector<const RankEvidence*>& live, const DetectorOptions& opt,
+                                          bool& pending) {
+  pending = false;
   std::vector<VerdictDraft> out;
   // Collectives only: the position consensus decides (and at 100,000 ranks
   // the graph below would be built for nothing).
@@ -239,7 +241,7 @@ std::vector<VerdictDraft> detect_wait_for(const std::vector<const RankEvidence*>
     out.push_back(std::move(d));
     return out;
   }
-  std::vector<const RankEvidence*> stalled, io, gpu, running;
+  std::vector<const RankEvidence*> stalled, io, gpu, young_gpu, running;
   for (int r : sinks) {
     const RankEvidence* e = by_rank[r];
     // A rank that waits itself, only not yet for the threshold (its wait
@@ -249,10 +251,23 @@ std::vector<VerdictDraft> detect_wait_for(const std::vector<const RankEvidence*>
     else if (common::in_io_syscall(e->syscall)) io.push_back(e);
     // An NCCL rank whose host issued work its GPU has not begun, and whose
     // GPU completed nothing for the threshold: the GPU stopped.
-    else if (e->gpu.present && e->gpu.tracking && e->seq > e->gpu.done && e->gpu.started == e->gpu.done &&
-             e->gpu.idle_s >= opt.stall_threshold_s)
+    else if (e->gpu.present && e->gpu.tracking && gpu_stopped(*e, opt))
       gpu.push_back(e);
+    else if (e->gpu.present && e->gpu.tracking && gpu_holding(*e)) young_gpu.push_back(e);
     else running.push_back(e);
+  }
+  // A sink whose GPU holds work but completed something within the
+  // threshold: its own clock decides. Naming it `hang` now, because the
+  // waiters' clocks got there first, would give the same fault another kind
+  // under load (a pipeline's receivers wait per rank, so the GPU rule's
+  // per-communicator deferral does not see them). Bounded as there: past
+  // twice the threshold of the waiters it is a hang.
+  std::vector<const RankEvidence*> waiters_now;
+  for (auto& [r, to] : edges)
+    if (r >= 0) waiters_now.push_back(by_rank[r]);
+  if (!young_gpu.empty()) {
+    if (may_defer(waiters_now, opt)) pending = true;
+    else running.insert(running.end(), young_gpu.begin(), young_gpu.end());
   }
   // Who waits for whom, backwards: a rank's waiters are the ranks with an
   // edge to it, and those with an edge to a group it belongs to.

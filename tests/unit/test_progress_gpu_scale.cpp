@@ -111,6 +111,54 @@ TEST_CASE("NCCL: the verdict's kind does not depend on which clock reaches the t
   CHECK(d[0].evidence["communicator_op"] == 11);
 }
 
+TEST_CASE("NCCL pipelines: a held stage's GPU is gpu_hang, never hang, whichever clock gets there first") {
+  // Two 3-stage pipelines (ranks 0-2, 3-5) whose replicas all-reduce: rank
+  // 4's GPU holds a send issued and not begun, its host outside NCCL. Ranks
+  // 3 and 5 wait in ncclRecv for it; the other pipeline waits inside a later
+  // all-reduce (no position has a strict majority). The receivers' clocks
+  // reach the threshold first (2.5 s), the GPU's is at 1.5 s: nothing yet
+  // (under load the CI named this `hang` half a second before gpu_hang);
+  // at 2 s it is gpu_hang.
+  auto v = job(6, 50, true, 2.5);
+  for (auto& e : v) {
+    e.gpu.present = e.gpu.tracking = true;
+    e.gpu.bus_id = "0000:1" + std::to_string(e.rank) + ":00.0";
+    e.gpu.started = 50;
+    e.gpu.done = 49;
+    e.gpu.idle_s = 2.5;
+  }
+  for (int r : {3, 4, 5}) {
+    v[r].seq = 40;
+    v[r].gpu.started = 40;
+    v[r].gpu.done = 39;
+    v[r].in_collective = false;
+  }
+  for (int r : {3, 5}) {
+    v[r].p2p_call = "ncclRecv";
+    v[r].p2p_peers = {4};
+    v[r].p2p_wait_s = 2.5;
+  }
+  v[4].gpu.started = 39;
+  v[4].gpu.idle_s = 1.5;
+  v[4].stalled_s = 0.1;
+  for (auto& x : detect_progress(v, opt())) CHECK(x.kind != c3::VerdictKind::kHang);
+  v[4].gpu.idle_s = 2.0;
+  auto d = detect_progress(v, opt());
+  REQUIRE(!d.empty());
+  CHECK(d[0].kind == c3::VerdictKind::kGpuHang);
+  CHECK(d[0].ranks == std::vector<int>{4});
+  // Bounded: a GPU whose clock keeps being reset holds the verdict back
+  // only up to twice the threshold of its waiters, then it is a hang.
+  v[4].gpu.idle_s = 0.5;
+  for (auto& e : v) e.stalled_s = 4.5;
+  for (int r : {3, 5}) v[r].p2p_wait_s = 4.5;
+  v[4].stalled_s = 0.1;
+  d = detect_progress(v, opt());
+  REQUIRE(!d.empty());
+  CHECK(d[0].kind == c3::VerdictKind::kHang);
+  CHECK(d[0].ranks == std::vector<int>{4});
+}
+
 TEST_CASE("NCCL GPU evidence survives the gather and refuses an impossible state") {
   auto v = gpu_job(2, 1, 4.0);
   nlohmann::json j = v[0];
