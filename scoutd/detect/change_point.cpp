@@ -163,8 +163,8 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
   };
   std::set<int> victims;
   for (int a : flagged)
-    for (auto& [b, by] : waited_by)
-      if (a != b && by.count(a) && (flagged.count(b) || !now.count(b) || !now.at(b).compared)) {
+    for (auto& [b, w] : waits_of[a])
+      if (a != b && (flagged.count(b) || !now.count(b) || !now.at(b).compared)) {
         const double a_for_b = edge_rise(a, b), b_for_a = edge_rise(b, a);
         if (a_for_b > opt_.floor && a_for_b > b_for_a) victims.insert(a);
       }
@@ -172,10 +172,9 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
   for (auto& [s, x] : now) {
     // A window whose CPU share dropped (flagged or not) does not enter the
     // baseline: a slow rank that is not confirmed yet must not become its
-    // own normal.
-    // Unflagged windows with a lower share, min_baseline in a row, are a
-    // new normal nobody waits for (a neighbour's gain given back, a phase
-    // of its own): they become its baseline.
+    // own normal. Unflagged ones, min_baseline in a row, that slowed nobody
+    // are a new normal (a neighbour's gain given back, a phase of its own):
+    // they become its baseline.
     auto& hist = baseline_[s];
     auto& low = lower_[s];
     if (flagged.count(s) || victims.count(s)) {

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "libc3/verdict_rules.hpp"
+#include "scoutd/observe/step_timing.hpp"
 
 namespace scout::scoutd {
 
@@ -14,15 +15,7 @@ using nlohmann::json;
 
 std::string LateSenderTracker::key_for(int rank) { return fmt::format("straggler:p2p:{}", rank); }
 
-namespace {
-// 1.4826 x the median absolute deviation.
-double mad_of(const std::deque<double>& h) {
-  std::vector<double> v(h.begin(), h.end());
-  const double m = c3::median(v);
-  for (double& x : v) x = std::fabs(x - m);
-  return 1.4826 * c3::median(v);
-}
-}  // namespace
+
 
 LateSenderTracker::Result LateSenderTracker::update(const std::vector<RankEvidence>& ranks, double now_s,
                                                     const std::set<std::string>& open) {
@@ -123,7 +116,7 @@ LateSenderTracker::Result LateSenderTracker::update(const std::vector<RankEviden
     std::map<int, double> spread, own_median;
     for (int o : members)
       if (auto h = late_hist_.find(o); h != late_hist_.end() && static_cast<int>(h->second.size()) >= opt_.min_history) {
-        spread[o] = mad_of(h->second);
+        spread[o] = mad_spread(std::vector<double>(h->second.begin(), h->second.end()));
         own_median[o] = c3::median(std::vector<double>(h->second.begin(), h->second.end()));
       }
     for (std::size_t i = 0; i < members.size(); ++i) {

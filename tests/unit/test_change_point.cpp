@@ -63,6 +63,15 @@ std::vector<VerdictDraft> run(ChangePointTracker& t, Job& job, std::set<std::str
 double role_caused(int s) { return s == 0 ? 0.3 : 0.1; }
 double role_cpu(int r) { return r == 0 ? 0.7 : 0.95; }
 
+// Opens the first window, then `windows` healthy ones (roles only): nobody named.
+void warm_up(ChangePointTracker& t, Job& job, int windows = 6) {
+  run(t, job);
+  for (int w = 0; w < windows; ++w) {
+    job.window(role_caused, role_cpu);
+    CHECK(run(t, job).empty());
+  }
+}
+
 }  // namespace
 
 TEST_CASE("change point: a rank slowed from outside is named against its own past, then resolved") {
@@ -118,11 +127,7 @@ TEST_CASE("change point: a rank slowed from outside is named against its own pas
 TEST_CASE("change point: role, a change of the whole job, a propagated delay and more sleep name nobody") {
   Job job;
   ChangePointTracker t;
-  run(t, job);
-  for (int w = 0; w < 6; ++w) {
-    job.window(role_caused, role_cpu);
-    CHECK(run(t, job).empty());
-  }
+  warm_up(t, job);
   SUBCASE("jitter: every window differs a little") {
     for (int w = 0; w < 20; ++w) {
       job.window(role_caused, role_cpu, 0.05);
@@ -183,11 +188,7 @@ TEST_CASE("change point: a restarted rank (new pid, counters back to zero) start
 TEST_CASE("change point: a neighbour that waits for the slow rank and loses CPU doing so is not named") {
   Job job;
   ChangePointTracker t;
-  run(t, job);
-  for (int w = 0; w < 6; ++w) {
-    job.window(role_caused, role_cpu);
-    CHECK(run(t, job).empty());
-  }
+  warm_up(t, job);
   auto slow_caused = [](int s) { return s == 2 ? 0.5 : s == 0 ? 0.45 : 0.1; };
   auto slow_cpu = [](int r) { return r == 2 ? 0.3 : r == 0 ? 0.5 : role_cpu(r); };
   std::set<int> named;
@@ -292,11 +293,7 @@ TEST_CASE("change point: a rank that gained CPU beside a throttled neighbour is 
 TEST_CASE("change point: the victim of a rank too quiet to be compared is not named either") {
   Job job;
   ChangePointTracker t;
-  run(t, job);
-  for (int w = 0; w < 6; ++w) {
-    job.window(role_caused, role_cpu);
-    CHECK(run(t, job).empty());
-  }
+  warm_up(t, job);
   // Rank 2 is stopped most of each window: 5 messages per edge (under
   // min_messages), so it is never compared; rank 0 waits for it.
   std::set<int> named;
