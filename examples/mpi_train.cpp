@@ -23,6 +23,11 @@
 //                 activations forward and gradients back with blocking
 //                 MPI_Send/MPI_Recv, then a gradient Allreduce among the
 //                 replicas of each stage when there is more than one group.
+//   --msg-kb N    pipeline messages of N KiB (default: H doubles): above the
+//                 transport's eager limit a send waits for its receiver to
+//                 post the receive (a late receiver is waited for in MPI_Send).
+//   --p2p-only    pipeline: no gradient Allreduce between the groups (each
+//                 pipeline runs alone, point-to-point calls only).
 #include <fcntl.h>
 #include <mpi.h>
 #include <sys/resource.h>
@@ -64,6 +69,8 @@ struct Options {
   int grid_rows = 0, grid_cols = 0;  // --grid RxC
   bool halo = false;                 // --halo
   int pipeline = 0;                  // --pipeline K
+  long msg_kb = 0;                   // --msg-kb N
+  bool p2p_only = false;             // --p2p-only
   Fault fault;
 };
 
@@ -73,7 +80,7 @@ struct Options {
                  "usage: mpi_train [--steps N] [--features F] [--hidden H] [--batch B]\n"
                  "                 [--step-ms MS] [--jitter FRAC] [--print-every K] [--seed S]\n"
                  "                 [--fault KIND:rank=R:step=S[:ms=M][:count=N]] [--grid RxC]\n"
-                 "                 [--halo | --pipeline K]\n"
+                 "                 [--halo | --pipeline K [--msg-kb N] [--p2p-only]]\n"
                  "KIND is one of stop, hang, crash, slow, diverge, corrupt, io, hog, deadlock, abort, slowlink\n", msg.c_str());
   int init = 0;
   MPI_Initialized(&init);
@@ -149,6 +156,8 @@ Options parse(int rank, int argc, char** argv) {
     else if (a == "--fault") o.fault = parse_fault(rank, val());
     else if (a == "--halo") o.halo = true;
     else if (a == "--pipeline") o.pipeline = static_cast<int>(to_long(rank, a, val(), 2));
+    else if (a == "--msg-kb") o.msg_kb = to_long(rank, a, val(), 1);
+    else if (a == "--p2p-only") o.p2p_only = true;
     else if (a == "--grid") {
       std::string g = val();
       auto x = g.find('x');
@@ -160,6 +169,8 @@ Options parse(int rank, int argc, char** argv) {
   }
   if (o.halo && (o.pipeline || o.grid_rows)) usage_error(rank, "--halo: not with --pipeline or --grid");
   if (o.pipeline && o.grid_rows) usage_error(rank, "--pipeline: not with --grid");
+  if ((o.msg_kb || o.p2p_only) && !o.pipeline) usage_error(rank, "--msg-kb and --p2p-only: only with --pipeline");
+  if (o.msg_kb > (1L << 20)) usage_error(rank, "--msg-kb: at most 1048576 (1 GiB)");
   if (o.halo && (o.fault.kind == "diverge" || o.fault.kind == "corrupt"))
     usage_error(rank, "--fault " + o.fault.kind + ": acts on the gradient Allreduce, which --halo has not");
   return o;
@@ -247,7 +258,7 @@ int main(int argc, char** argv) {
     if (size > o.pipeline) MPI_Comm_split(MPI_COMM_WORLD, stage, rank, &stage_comm);
   }
   std::vector<double> halo_out(static_cast<std::size_t>(4 * o.hidden), 0.0), halo_in(halo_out.size(), 0.0);
-  std::vector<double> act(static_cast<std::size_t>(o.hidden), 0.0);
+  std::vector<double> act(static_cast<std::size_t>(o.msg_kb ? o.msg_kb * 128 : o.hidden), 0.0);
 
   // Teacher and data shard: deterministic per seed and rank.
   std::mt19937_64 rng(o.seed * 7919 + static_cast<unsigned>(rank));
@@ -381,13 +392,13 @@ int main(int argc, char** argv) {
       continue;
     }
     if (o.pipeline) {
-      const int h = o.hidden;
-      for (int j = 0; j < h; ++j) act[static_cast<std::size_t>(j)] += 1e-3 * grads[static_cast<std::size_t>(j) % grads.size()];
+      const int h = static_cast<int>(act.size());
+      for (int j = 0; j < o.hidden; ++j) act[static_cast<std::size_t>(j) % act.size()] += 1e-3 * grads[static_cast<std::size_t>(j) % grads.size()];
       if (stage > 0) MPI_Recv(act.data(), h, MPI_DOUBLE, rank - 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
       if (stage < o.pipeline - 1) MPI_Send(act.data(), h, MPI_DOUBLE, rank + 1, 1, MPI_COMM_WORLD);
       if (stage < o.pipeline - 1) MPI_Recv(act.data(), h, MPI_DOUBLE, rank + 1, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
       if (stage > 0) MPI_Send(act.data(), h, MPI_DOUBLE, rank - 1, 2, MPI_COMM_WORLD);
-      if (stage_comm != MPI_COMM_NULL)
+      if (stage_comm != MPI_COMM_NULL && !o.p2p_only)
         MPI_Allreduce(grads.data(), sum.data(), static_cast<int>(grads.size()), MPI_DOUBLE, MPI_SUM, stage_comm);
       else
         sum = grads;

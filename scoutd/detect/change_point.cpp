@@ -13,6 +13,19 @@
 
 namespace scout::scoutd {
 
+namespace {
+// Why a rank's CPU share dropped by `drop`: when its time runnable on a run
+// queue rose by at least half of it, it wanted the CPU and did not get it.
+std::string cause_of(double runq, double base_runq, double drop) {
+  if (runq < 0 || base_runq < 0) return "unknown (no run-queue delay: schedstat unreadable)";
+  if (runq - base_runq >= 0.5 * drop)
+    return fmt::format("runnable, waiting for a CPU {:.0f}% of the window (was {:.0f}%): another process on its "
+                       "core, or a CPU quota throttling it", 100 * runq, 100 * base_runq);
+  return fmt::format("not runnable: its run-queue delay did not rise ({:.0f}% of the window, was {:.0f}%): stopped, "
+                     "or blocked outside MPI", 100 * runq, 100 * base_runq);
+}
+}  // namespace
+
 using nlohmann::json;
 
 namespace {
@@ -70,13 +83,19 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
       waits_of[r].push_back({s, dw});
     }
   // This window's share of a CPU, per rank, from its scheduler counters.
-  std::map<int, double> cpu;
+  // And of the window runnable but waiting on a run queue (contention for
+  // its core, or a CPU quota's throttling).
+  std::map<int, double> cpu, runq;
   for (auto& [r, e] : live) {
     auto it = sched_.find(r);
     if (e->cpu_ns >= 0 && it != sched_.end() && e->pid == it->second.pid && e->sched_at_ns > it->second.at_ns &&
-        e->cpu_ns >= it->second.cpu_ns)
-      cpu[r] = static_cast<double>(e->cpu_ns - it->second.cpu_ns) / static_cast<double>(e->sched_at_ns - it->second.at_ns);
-    if (e->cpu_ns >= 0) sched_[r] = {e->pid, e->cpu_ns, e->sched_at_ns};
+        e->cpu_ns >= it->second.cpu_ns) {
+      const auto dt = static_cast<double>(e->sched_at_ns - it->second.at_ns);
+      cpu[r] = static_cast<double>(e->cpu_ns - it->second.cpu_ns) / dt;
+      if (e->runq_ns >= 0 && it->second.runq_ns >= 0 && e->runq_ns >= it->second.runq_ns)
+        runq[r] = static_cast<double>(e->runq_ns - it->second.runq_ns) / dt;
+    }
+    if (e->cpu_ns >= 0) sched_[r] = {e->pid, e->cpu_ns, e->runq_ns, e->sched_at_ns};
   }
 
   struct Now {
@@ -84,12 +103,13 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
     bool compared = false, early = false, unexplained = false;  // share down, nobody waits more, not faster
     double base_caused = 0, base_own = 0, base_cpu = 0, rise = 0, drop = 0, rise_min = 0, drop_min = 0;
     double base_rate = 0, slowed = 0, slowed_min = 0;
+    double base_runq = -1;
   };
   std::map<int, Now> now;
   for (auto& [s, n] : receivers) {
     if (sent[s] < opt_.min_messages || !cpu.count(s)) continue;
     Now& x = now[s];
-    x.s = {caused_sum[s] / n, own[s], cpu[s], rate[s]};
+    x.s = {caused_sum[s] / n, own[s], cpu[s], rate[s], runq.count(s) ? runq[s] : -1.0};
     const auto& hist = baseline_[s];
     // Early (fewer than min_baseline windows, at least min_early): compared
     // against the floors only, so that a rank slowed in the job's first
@@ -97,13 +117,15 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
     // stay out, below) instead of making slowness its normal.
     if (static_cast<int>(hist.size()) < std::max(1, std::min(opt_.min_early, opt_.min_baseline))) continue;
     x.early = static_cast<int>(hist.size()) < opt_.min_baseline;
-    std::vector<double> cs, os, us, rs;
+    std::vector<double> cs, os, us, rs, qs;
     for (auto& h : hist) {
       cs.push_back(h.caused);
       os.push_back(h.own);
       us.push_back(h.cpu);
       rs.push_back(h.rate);
+      if (h.runq >= 0) qs.push_back(h.runq);
     }
+    if (!qs.empty()) x.base_runq = c3::median(qs);
     x.compared = true;
     x.base_caused = c3::median(cs);
     x.base_own = c3::median(os);
@@ -251,6 +273,9 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
         {"cpu_share", sn.s.cpu},
         {"baseline_cpu_share", sn.base_cpu},
         {"cpu_drop_min", sn.drop_min},
+        {"runq_share", sn.s.runq},
+        {"baseline_runq_share", sn.base_runq},
+        {"cause", cause_of(sn.s.runq, sn.base_runq, sn.base_cpu - sn.s.cpu)},
         {"exchange_rate", sn.s.rate},
         {"baseline_exchange_rate", sn.base_rate},
         {"waited_by", waited},

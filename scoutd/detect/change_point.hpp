@@ -45,7 +45,11 @@
 // consecutive windows is a
 // straggler (source p2p_change_point, key straggler:p2p:<rank>, shared with
 // the late-sender rule so one slow rank is one incident); it is resolved
-// after K unflagged windows. A rank slow from the start has no change
+// after K unflagged windows. The verdict says why its share dropped, from
+// its run-queue delay (schedstat's second field) against its baseline: it
+// was runnable and waited for a CPU (another process on its core, or a
+// cgroup CPU quota throttling it), or it was not runnable (stopped, or
+// blocked outside MPI). A rank slow from the start has no change
 // point: the late-sender rule names it against its peers where they exist.
 #pragma once
 
@@ -92,10 +96,11 @@ class ChangePointTracker {
   };
   struct Sample {
     double caused = 0, own = 0, cpu = 0, rate = 0;
+    double runq = -1;  // its share of the window runnable on a run queue, not running (-1 unknown)
   };
   struct Sched {
     int pid = 0;
-    long long cpu_ns = 0;
+    long long cpu_ns = 0, runq_ns = -1;
     std::int64_t at_ns = 0;
   };
   std::map<int, Sched> sched_;

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "common/log.hpp"
 #include "libc3/verdict_rules.hpp"
 #include "scoutd/observe/step_timing.hpp"
 
@@ -14,6 +15,15 @@ namespace scout::scoutd {
 using nlohmann::json;
 
 std::string LateSenderTracker::key_for(int rank) { return fmt::format("straggler:p2p:{}", rank); }
+
+namespace {
+// A rank restarted (a new process, counters back to zero): next window.
+bool went_back(const RankEvidence::Peer& p, std::uint64_t recvd, std::uint64_t waits, std::uint64_t sent,
+               double wait_s, double send_wait_s) {
+  return p.recvd < recvd || p.waits < waits || p.sent < sent || p.wait_s + 1e-9 < wait_s ||
+         p.send_wait_s + 1e-9 < send_wait_s;
+}
+}  // namespace
 
 
 
@@ -34,20 +44,27 @@ LateSenderTracker::Result LateSenderTracker::update(const std::vector<RankEviden
     std::vector<int> offsets;               // signed, normalised, one per receiver
     std::map<int, double> waited_by;        // receiver -> wait in this window
   };
-  std::map<int, Sender> senders;
+  // Edge (r, s): r waits for s. Late senders: r received from s, and waited
+  // in receives; late receivers: r sent to s, and waited in blocking sends
+  // (each message a sample: the probe times every blocking send).
+  const bool rx = opt_.receivers;
+  auto changed = [](const RankEvidence::Peer& p, const Prev& b) {
+    return went_back(p, b.recvd, b.waits, b.sent, b.wait_s, b.send_wait_s);
+  };
+  std::map<int, Sender> senders;  // the blamed side: senders, or receivers
   for (auto& [r, e] : live)
     for (auto& [s, p] : e->peers) {
       if (s == r || !live.count(s)) continue;
       const Prev& before = prev_[{r, s}];
-      if (p.recvd < before.recvd || p.waits < before.waits || p.wait_s + 1e-9 < before.wait_s)
-        continue;  // a rank restarted: next window
-      const std::uint64_t dn = p.recvd - before.recvd;
+      if (changed(p, before)) continue;
+      const std::uint64_t dn = rx ? p.sent - before.sent : p.recvd - before.recvd;
       if (dn == 0) continue;
+      const double dw = rx ? p.send_wait_s - before.send_wait_s : p.wait_s - before.wait_s;
       Sender& x = senders[s];
       x.msgs += dn;
-      x.samples += p.waits - before.waits;
-      x.wait_s += p.wait_s - before.wait_s;
-      x.waited_by[r] = p.wait_s - before.wait_s;
+      x.samples += rx ? dn : p.waits - before.waits;
+      x.wait_s += dw;
+      x.waited_by[r] = dw;
       int off = ((r - s) % world + world) % world;
       if (off > world / 2) off -= world;
       x.offsets.push_back(off);
@@ -61,9 +78,13 @@ LateSenderTracker::Result LateSenderTracker::update(const std::vector<RankEviden
     std::uint64_t n = 0;
     for (auto& [s, p] : e->peers) {
       const Prev& before = prev_[{r, s}];
-      if (p.recvd < before.recvd || p.waits < before.waits || p.wait_s + 1e-9 < before.wait_s) continue;
+      if (changed(p, before)) continue;
       n += p.waits - before.waits;
       w += p.wait_s - before.wait_s;
+      if (rx) {  // a late receiver may itself be blocked sending
+        n += p.sent - before.sent;
+        w += p.send_wait_s - before.send_wait_s;
+      }
     }
     if (n) own_wait[r] = w / static_cast<double>(n);
   }
@@ -77,17 +98,17 @@ LateSenderTracker::Result LateSenderTracker::update(const std::vector<RankEviden
   const double window_s = std::max(1e-3, now_s - window_start_s_);
   window_start_s_ = now_s;
   for (auto& [r, e] : live)
-    for (auto& [s, p] : e->peers) prev_[{r, s}] = {p.recvd, p.waits, p.wait_s};
+    for (auto& [s, p] : e->peers) prev_[{r, s}] = {p.recvd, p.waits, p.sent, p.wait_s, p.send_wait_s};
 
   // Equivalence classes: the signed offsets to the receivers and the size class.
   std::map<std::string, std::vector<int>> classes;
   for (auto& [s, x] : senders) {
     std::sort(x.offsets.begin(), x.offsets.end());
     std::uint64_t recvd = 0, recvd_bytes = 0;
-    for (auto& [r, rr] : live)
+    for (auto& [r, rr] : live)  // what s sent, or was sent (its receivers' or senders' view)
       if (auto it = rr->peers.find(s); it != rr->peers.end()) {
-        recvd += it->second.recvd;
-        recvd_bytes += it->second.recvd_bytes;
+        recvd += rx ? it->second.sent : it->second.recvd;
+        recvd_bytes += rx ? it->second.sent_bytes : it->second.recvd_bytes;
       }
     const int size_class = recvd ? static_cast<int>(std::log2(1.0 + static_cast<double>(recvd_bytes) / recvd)) : 0;
     std::string key = fmt::format("{}|", size_class);
@@ -157,10 +178,16 @@ LateSenderTracker::Result LateSenderTracker::update(const std::vector<RankEviden
       score[s] = (step_s + late[i] - om) / step_s;
       own_of[s] = own_wait.count(s) ? own_wait[s] : 0;
       // Its lateness must not be explained by its own waiting (a propagated
-      // wait state): it waits itself less than the job's median and less
-      // than half of what it makes the others wait.
-      const bool root_cause = own_of[s] <= median_own_wait && own_of[s] < 0.5 * (late[i] - om);
+      // wait state): it waits itself no more than the job's median (give or
+      // take the guard: when every rank waits 0.2 ms, 0.003 ms more is
+      // noise, not a wait state) and less than half of what it makes the
+      // others wait.
+      const bool root_cause = own_of[s] <= median_own_wait + guard && own_of[s] < 0.5 * (late[i] - om);
       if (late[i] > om + guard && late[i] > opt_.relative * om && root_cause) outliers.insert(s);
+      else if (late[i] > om + guard && late[i] > opt_.relative * om)
+        log::debug("late {}: rank {} late {:.6f} s (class median {:.6f}, guard {:.6f}) but waits itself {:.6f} s "
+                   "(median {:.6f}): not the root cause", rx ? "receivers" : "senders", s, late[i], om, guard,
+                   own_of[s], median_own_wait);
     }
   }
   if (!res.compared) return res;
@@ -191,9 +218,11 @@ LateSenderTracker::Result LateSenderTracker::update(const std::vector<RankEviden
     d.status = c3::VerdictStatus::kAttributed;
     d.ranks = {s};
     d.hosts = {e.node};
-    d.evidence = {{"rule", "its receivers wait for its messages longer than for equivalent senders', confirmed"},
+    d.evidence = {{"rule", rx ? "its senders wait in blocking sends for it to receive longer than for equivalent "
+                                "receivers, confirmed"
+                              : "its receivers wait for its messages longer than for equivalent senders', confirmed"},
                   {"type", "p2p"},
-                  {"source", "p2p_late_sender"},
+                  {"source", rx ? "p2p_late_receiver" : "p2p_late_sender"},
                   {"culprits", json::array({{{"rank", s}, {"host", e.node}, {"pid", e.pid}, {"score", score[s]},
                                              {"late_s", lateness[s]}}})},
                   {"waited_by", waited},

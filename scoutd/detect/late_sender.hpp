@@ -14,7 +14,9 @@
 // windows) and by a relative threshold, and whose lateness is not explained
 // by its own waiting (a wait state propagated from the real straggler), in K
 // consecutive windows, is a straggler (source p2p_late_sender); it is
-// resolved after K healthy windows.
+// resolved after K healthy windows. The same analysis, turned around, finds
+// late receivers (options().receivers): the ranks their senders wait for in
+// blocking sends (source p2p_late_receiver).
 #pragma once
 
 #include <cstdint>
@@ -37,6 +39,10 @@ struct LateSenderOptions {
   double jitter_k = 4.0;        // the guard: jitter_k x the class's spread of lateness, once
   int min_history = 4;          // ... this many healthy windows of a sender are known
   int history = 16;             // healthy windows kept per sender
+  // Late receivers instead: the blamed rank is the one its senders wait for
+  // in blocking sends (a send above the eager limit waits until the receive
+  // is posted); the waits are the senders' send waits per message sent.
+  bool receivers = false;
 };
 
 class LateSenderTracker {
@@ -57,8 +63,8 @@ class LateSenderTracker {
  private:
   LateSenderOptions opt_;
   struct Prev {
-    std::uint64_t recvd = 0, waits = 0;
-    double wait_s = 0;
+    std::uint64_t recvd = 0, waits = 0, sent = 0;
+    double wait_s = 0, send_wait_s = 0;
   };
   std::map<std::pair<int, int>, Prev> prev_;  // (receiver, sender)
   double window_start_s_ = -1;

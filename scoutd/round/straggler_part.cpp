@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "common/log.hpp"
 #include "scoutd/detect/change_point.hpp"
 #include "scoutd/detect/late_sender.hpp"
 #include "scoutd/detect/straggler_detector.hpp"
@@ -83,18 +84,26 @@ class Stragglers final : public Participant {
     if (!st.verdicts.empty() && ctx_.cfg.replay) ctx_.compute_straggler_confirmed = true;
     auto ct = comm_.update(g.ranks, open);
     auto lt = late_.update(g.ranks, ctx_.now(), open);
+    auto lr = late_recv_.update(g.ranks, ctx_.now(), open);
     auto cp = change_.update(g.ranks, ctx_.now(), open);
     if (st.compared) down.median_compute_s = st.median_compute_s;
     for (auto* keys : {&st.resolved, &ct.resolved})
       for (auto& key : *keys) desk_.resolve(key);
-    // A point-to-point straggler is one incident for both rules: it is
-    // resolved when neither flags the rank any more.
-    for (auto& key : lt.resolved)
-      if (!change_.flagged(rank_of(key))) desk_.resolve(key);
-    for (auto& key : cp.resolved)
-      if (!late_.flagged(rank_of(key))) desk_.resolve(key);
+    // A point-to-point straggler is one incident for the three rules (late
+    // sender, late receiver, change point): it is resolved when none flags
+    // the rank any more.
+    for (auto* keys : {&lt.resolved, &lr.resolved, &cp.resolved})
+      for (auto& key : *keys) {
+        const int r = rank_of(key);
+        if (!late_.flagged(r) && !late_recv_.flagged(r) && !change_.flagged(r)) {
+          log::debug("point-to-point straggler {} resolved ({})", key,
+                     keys == &lt.resolved ? "late sender" : keys == &lr.resolved ? "late receiver" : "change point");
+          desk_.resolve(key);
+        }
+      }
     desk_.draft_all(std::move(st.verdicts));
     desk_.draft_all(std::move(lt.verdicts));
+    desk_.draft_all(std::move(lr.verdicts));
     desk_.draft_all(std::move(cp.verdicts));
     desk_.draft_all(std::move(ct.verdicts));
   }
@@ -120,7 +129,7 @@ class Stragglers final : public Participant {
     const int k = ctx_.tun.straggler_confirmations;
     compute_.options().relative = comm_.options().relative = ctx_.tun.straggler_factor;
     compute_.options().confirmations = comm_.options().confirmations = k;
-    late_.options().confirmations = change_.options().confirmations = k;
+    late_.options().confirmations = late_recv_.options().confirmations = change_.options().confirmations = k;
   }
 
   // The guard the last gather learnt from the job's jitter, for a while:
@@ -137,6 +146,7 @@ class Stragglers final : public Participant {
   StragglerTracker compute_;
   CommTracker comm_;
   LateSenderTracker late_;
+  LateSenderTracker late_recv_{LateSenderOptions{.receivers = true}};
   ChangePointTracker change_;
   double last_p2p_gather_s_ = 0;
   std::atomic<double> median_compute_s_{0};  // from the last gather, for scores

@@ -5,6 +5,7 @@
 // more are not named.
 #include <doctest/doctest.h>
 
+#include <functional>
 #include <random>
 
 #include "scoutd/detect/change_point.hpp"
@@ -22,6 +23,8 @@ struct Job {
   std::vector<RankEvidence> ev;
   double now = 0;
   std::mt19937 rng{7};
+  // Each rank's share of the window runnable on a run queue, not running.
+  std::function<double(int)> runq = [](int) { return 0.01; };
   Job() {
     for (int r = 0; r < 4; ++r) {
       RankEvidence e;
@@ -48,6 +51,7 @@ struct Job {
     }
     for (auto& e : ev) {
       e.cpu_ns += static_cast<long long>(std::max(0.0, cpu(e.rank) + j(rng)) * len * 1e9);
+      e.runq_ns += static_cast<long long>(runq(e.rank) * len * 1e9);
       e.sched_at_ns += static_cast<std::int64_t>(len * 1e9);
     }
     now += len;
@@ -104,6 +108,9 @@ TEST_CASE("change point: a rank slowed from outside is named against its own pas
   CHECK(d.evidence["baseline_cpu_share"].get<double>() == doctest::Approx(0.95).epsilon(0.05));
   CHECK(d.evidence["caused_wait"].get<double>() > d.evidence["baseline_caused_wait"].get<double>());
   CHECK(d.evidence["waited_by"].contains("0"));
+  // Its run-queue delay did not rise: it was not runnable (stopped).
+  CHECK(d.evidence["cause"].get<std::string>().rfind("not runnable", 0) == 0);
+  CHECK(d.evidence["runq_share"].get<double>() == doctest::Approx(0.01));
   // Open: not named again while it stays slow.
   const std::set<std::string> open = {d.key};
   for (int w = 0; w < 3; ++w) {
@@ -122,6 +129,26 @@ TEST_CASE("change point: a rank slowed from outside is named against its own pas
     for (auto& k : res.resolved) resolved.push_back(k);
   }
   CHECK(resolved == std::vector<std::string>{d.key});
+}
+
+TEST_CASE("change point: a rank that waited on a run queue for its CPU is said to be deprived of it") {
+  // A hog on rank 1's core (or a CPU quota): rank 1 runnable 60% of each
+  // window, running 35%; the verdict says so, from its run-queue delay.
+  Job job;
+  ChangePointTracker t;
+  warm_up(t, job);
+  job.runq = [](int r) { return r == 1 ? 0.6 : 0.01; };
+  auto slow_caused = [](int s) { return s == 1 ? 0.5 : role_caused(s); };
+  auto slow_cpu = [](int r) { return r == 1 ? 0.35 : role_cpu(r); };
+  std::vector<VerdictDraft> named;
+  for (int w = 0; w < 6 && named.empty(); ++w) {
+    job.window(slow_caused, slow_cpu);
+    named = run(t, job);
+  }
+  REQUIRE(named.size() == 1);
+  CHECK(named[0].ranks == std::vector<int>{1});
+  CHECK(named[0].evidence["cause"].get<std::string>().rfind("runnable, waiting for a CPU 60%", 0) == 0);
+  CHECK(named[0].evidence["baseline_runq_share"].get<double>() == doctest::Approx(0.01));
 }
 
 TEST_CASE("change point: role, a change of the whole job, a propagated delay and more sleep name nobody") {

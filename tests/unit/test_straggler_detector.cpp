@@ -239,6 +239,67 @@ TEST_CASE("late sender: jitter, too few messages, or senders with no equivalent 
   }
 }
 
+TEST_CASE("late receiver: senders blocked in MPI_Send for one receiver name it, not its senders; late senders do not") {
+  // Three 2-stage pipelines (0->1, 2->3, 4->5) sending 256 KiB messages
+  // (above the eager limit: a send waits for its receive). Rank 3 receives
+  // 2 ms late per 10 ms step: rank 2 waits in MPI_Send for it. The late-sender
+  // view of the same evidence names nobody (the receives wait little).
+  std::vector<RankEvidence> ev;
+  for (int r = 0; r < 6; ++r) {
+    RankEvidence e;
+    e.rank = r;
+    e.node = "n" + std::to_string(r / 2 + 1);
+    e.pid = 100 + r;
+    e.attached = true;
+    ev.push_back(e);
+  }
+  auto window = [&](std::uint64_t msgs, double late3) {
+    for (int a = 0; a < 6; a += 2) {
+      auto& fwd = ev[a].peers[a + 1];  // a sends forward to a + 1 ...
+      fwd.sent += msgs;
+      fwd.sent_bytes += msgs * 262144;
+      fwd.send_wait_s += (a + 1 == 3 ? late3 : 0.1e-3) * static_cast<double>(msgs);
+      auto& back = ev[a + 1].peers[a];  // ... which receives it
+      back.recvd += msgs;
+      back.recvd_bytes += msgs * 262144;
+      back.waits += msgs;
+      back.wait_s += 0.1e-3 * static_cast<double>(msgs);
+    }
+  };
+  LateSenderTracker rx(LateSenderOptions{.receivers = true}), tx;
+  double now = 0;
+  std::vector<VerdictDraft> named, by_senders;
+  for (int w = 0; w < 6; ++w) {  // healthy first: the jitter history
+    window(100, 0.1e-3 + 0.01e-3 * (w % 2));
+    now += 1.0;
+    CHECK(rx.update(ev, now, {}).verdicts.empty());
+    CHECK(tx.update(ev, now, {}).verdicts.empty());
+  }
+  for (int w = 0; w < 3; ++w) {
+    window(100, 2e-3);
+    now += 1.0;
+    auto res = rx.update(ev, now, {});
+    CHECK(res.compared);
+    for (auto& d : res.verdicts) named.push_back(d);
+    for (auto& d : tx.update(ev, now, {}).verdicts) by_senders.push_back(d);
+  }
+  REQUIRE(named.size() == 1);
+  CHECK(named[0].ranks == std::vector<int>{3});
+  CHECK(named[0].evidence["source"] == "p2p_late_receiver");
+  CHECK(named[0].evidence["culprits"][0]["late_s"].get<double>() == doctest::Approx(2e-3));
+  CHECK(named[0].evidence["waited_by"].contains("2"));
+  CHECK(named[0].key == LateSenderTracker::key_for(3));
+  CHECK(by_senders.empty());
+  // Recovered: resolved after K healthy windows.
+  std::vector<std::string> resolved;
+  for (int w = 0; w < 3; ++w) {
+    window(100, 0.1e-3);
+    now += 1.0;
+    for (auto& k : rx.update(ev, now, {LateSenderTracker::key_for(3)}).resolved) resolved.push_back(k);
+  }
+  CHECK(resolved == std::vector<std::string>{LateSenderTracker::key_for(3)});
+}
+
 // Issue 36 part 2: the absolute guard comes from the job's own jitter. At
 // 5 ms steps on a quiet host (steps vary by 0.1 ms) a rank 1.78x slower is
 // named; the same rank, when every rank's steps vary by 2 ms (a host where
