@@ -17,7 +17,7 @@ namespace {
 // Why a rank's CPU share dropped by `drop`: when its time runnable on a run
 // queue rose by at least half of it, it wanted the CPU and did not get it.
 std::string cause_of(double runq, double base_runq, double drop) {
-  if (runq < 0 || base_runq < 0) return "unknown (no run-queue delay: schedstat unreadable)";
+  if (runq < 0 || base_runq < 0) return "unknown (no run-queue delay in this window or its baseline)";
   if (runq - base_runq >= 0.5 * drop)
     return fmt::format("runnable, waiting for a CPU {:.0f}% of the window (was {:.0f}%): another process on its "
                        "core, or a CPU quota throttling it", 100 * runq, 100 * base_runq);
@@ -179,8 +179,8 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
     auto w = waited_by.find(sender);
     if (w == waited_by.end() || !w->second.count(waiter)) return 0.0;
     auto h = edge_base_.find({waiter, sender});
-    if (h == edge_base_.end() || h->second.empty()) return 0.0;
-    std::vector<double> v(h->second.begin(), h->second.end());
+    if (h == edge_base_.end() || h->second.v.empty()) return 0.0;
+    std::vector<double> v(h->second.v.begin(), h->second.v.end());
     return w->second.at(waiter) - c3::median(v);
   };
   std::set<int> victims;
@@ -223,9 +223,7 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
     hist.push_back(x.s);
     while (static_cast<int>(hist.size()) > opt_.history) hist.pop_front();
     for (auto& [sender, w] : waits_of[s]) {
-      auto& eh = edge_base_[{s, sender}];
-      eh.push_back(w);
-      while (static_cast<int>(eh.size()) > opt_.history) eh.pop_front();
+      edge_base_[{s, sender}].push(w, std::min(opt_.history, 65535));
     }
   }
   // A rank not compared this window breaks a run of lower windows.

@@ -52,9 +52,15 @@ LateSenderTracker::Result LateSenderTracker::update(const std::vector<RankEviden
     return went_back(p, b.recvd, b.waits, b.sent, b.wait_s, b.send_wait_s);
   };
   std::map<int, Sender> senders;  // the blamed side: senders, or receivers
+  // What each blamed rank sent (or was sent) in all, messages and bytes, for
+  // its size class: summed here, in one pass over the edges.
+  std::map<int, std::pair<std::uint64_t, std::uint64_t>> totals;
   for (auto& [r, e] : live)
     for (auto& [s, p] : e->peers) {
       if (s == r || !live.count(s)) continue;
+      auto& tot = totals[s];
+      tot.first += rx ? p.sent : p.recvd;
+      tot.second += rx ? p.sent_bytes : p.recvd_bytes;
       const Prev& before = prev_[{r, s}];
       if (changed(p, before)) continue;
       const std::uint64_t dn = rx ? p.sent - before.sent : p.recvd - before.recvd;
@@ -98,18 +104,14 @@ LateSenderTracker::Result LateSenderTracker::update(const std::vector<RankEviden
   const double window_s = std::max(1e-3, now_s - window_start_s_);
   window_start_s_ = now_s;
   for (auto& [r, e] : live)
-    for (auto& [s, p] : e->peers) prev_[{r, s}] = {p.recvd, p.waits, p.sent, p.wait_s, p.send_wait_s};
+    for (auto& [s, p] : e->peers)
+      if (s != r) prev_[{r, s}] = {p.recvd, p.waits, p.sent, p.wait_s, p.send_wait_s};
 
   // Equivalence classes: the signed offsets to the receivers and the size class.
   std::map<std::string, std::vector<int>> classes;
   for (auto& [s, x] : senders) {
     std::sort(x.offsets.begin(), x.offsets.end());
-    std::uint64_t recvd = 0, recvd_bytes = 0;
-    for (auto& [r, rr] : live)  // what s sent, or was sent (its receivers' or senders' view)
-      if (auto it = rr->peers.find(s); it != rr->peers.end()) {
-        recvd += rx ? it->second.sent : it->second.recvd;
-        recvd_bytes += rx ? it->second.sent_bytes : it->second.recvd_bytes;
-      }
+    const auto [recvd, recvd_bytes] = totals[s];
     const int size_class = recvd ? static_cast<int>(std::log2(1.0 + static_cast<double>(recvd_bytes) / recvd)) : 0;
     std::string key = fmt::format("{}|", size_class);
     for (int o : x.offsets) key += fmt::format("{},", o);
@@ -201,8 +203,9 @@ LateSenderTracker::Result LateSenderTracker::update(const std::vector<RankEviden
   for (auto& [s, x] : senders) {
     const std::string key = key_for(s);
     if (!outliers.count(s)) {
+      if (!class_size.count(s)) continue;  // not compared this window: neither way
       confirm_.erase(s);
-      if (open.count(key) && class_size.count(s) && ++healthy_[s] >= opt_.confirmations) {
+      if (open.count(key) && ++healthy_[s] >= opt_.confirmations) {
         res.resolved.push_back(key);
         healthy_.erase(s);
       }

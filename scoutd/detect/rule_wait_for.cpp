@@ -256,19 +256,6 @@ std::vector<VerdictDraft> detect_wait_for(const std::vector<const RankEvidence*>
     else if (e->gpu.present && e->gpu.tracking && gpu_holding(*e)) young_gpu.push_back(e);
     else running.push_back(e);
   }
-  // A sink whose GPU holds work but completed something within the
-  // threshold: its own clock decides. Naming it `hang` now, because the
-  // waiters' clocks got there first, would give the same fault another kind
-  // under load (a pipeline's receivers wait per rank, so the GPU rule's
-  // per-communicator deferral does not see them). Bounded as there: past
-  // twice the threshold of the waiters it is a hang.
-  std::vector<const RankEvidence*> waiters_now;
-  for (auto& [r, to] : edges)
-    if (r >= 0) waiters_now.push_back(by_rank[r]);
-  if (!young_gpu.empty()) {
-    if (may_defer(waiters_now, opt)) pending = true;
-    else running.insert(running.end(), young_gpu.begin(), young_gpu.end());
-  }
   // Who waits for whom, backwards: a rank's waiters are the ranks with an
   // edge to it, and those with an edge to a group it belongs to.
   std::map<int, std::vector<int>> waiters;
@@ -285,6 +272,19 @@ std::vector<VerdictDraft> detect_wait_for(const std::vector<const RankEvidence*>
     w.erase(std::unique(w.begin(), w.end()), w.end());
     return w;
   };
+  // A sink whose GPU holds work but completed something within the
+  // threshold: its own clock decides. Naming it `hang` now, because its
+  // waiters' clocks got there first, would give the same fault another kind
+  // under load (a pipeline's receivers wait per rank, so the GPU rule's
+  // per-communicator deferral does not see them). Bounded as there, by its
+  // own waiters (not ranks stuck elsewhere for longer): past twice the
+  // threshold of theirs it is a hang.
+  for (auto* e : young_gpu) {
+    std::vector<const RankEvidence*> its;
+    for (int r : waiters_of(e->rank)) its.push_back(by_rank[r]);
+    if (!its.empty() && may_defer(its, opt)) pending = true;
+    else running.push_back(e);
+  }
   std::vector<int> waiting;
   for (auto& [r, to] : edges)
     if (r >= 0) waiting.push_back(r);

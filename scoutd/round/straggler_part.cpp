@@ -5,9 +5,13 @@
 // gather), and every half output-signature period while ranks exchange
 // point-to-point messages (late senders).
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <map>
+#include <set>
+#include <utility>
 
 #include "common/log.hpp"
 #include "scoutd/detect/change_point.hpp"
@@ -89,18 +93,7 @@ class Stragglers final : public Participant {
     if (st.compared) down.median_compute_s = st.median_compute_s;
     for (auto* keys : {&st.resolved, &ct.resolved})
       for (auto& key : *keys) desk_.resolve(key);
-    // A point-to-point straggler is one incident for the three rules (late
-    // sender, late receiver, change point): it is resolved when none flags
-    // the rank any more.
-    for (auto* keys : {&lt.resolved, &lr.resolved, &cp.resolved})
-      for (auto& key : *keys) {
-        const int r = rank_of(key);
-        if (!late_.flagged(r) && !late_recv_.flagged(r) && !change_.flagged(r)) {
-          log::debug("point-to-point straggler {} resolved ({})", key,
-                     keys == &lt.resolved ? "late sender" : keys == &lr.resolved ? "late receiver" : "change point");
-          desk_.resolve(key);
-        }
-      }
+    resolve_p2p(open, {{{&lt.verdicts, &lt.resolved}, {&lr.verdicts, &lr.resolved}, {&cp.verdicts, &cp.resolved}}});
     desk_.draft_all(std::move(st.verdicts));
     desk_.draft_all(std::move(lt.verdicts));
     desk_.draft_all(std::move(lr.verdicts));
@@ -132,6 +125,49 @@ class Stragglers final : public Participant {
     late_.options().confirmations = late_recv_.options().confirmations = change_.options().confirmations = k;
   }
 
+  // A point-to-point straggler is one incident for the three rules (late
+  // sender, late receiver, change point). A rule that never flagged the
+  // rank says nothing about it (a late receiver is a prompt sender): the
+  // incident is resolved once every rule that flagged the rank since it
+  // opened has seen it healthy for its K windows, and none flags it now.
+  // Without such a record (an incident another deciding observer opened),
+  // any rule's K healthy windows resolve it while none flags it.
+  using RuleOutput = std::pair<const std::vector<VerdictDraft>*, const std::vector<std::string>*>;
+  void resolve_p2p(const std::set<std::string>& open, const std::array<RuleOutput, 3>& rules) {
+    auto flagged = [&](unsigned i, int r) {
+      return i == 0 ? late_.flagged(r) : i == 1 ? late_recv_.flagged(r) : change_.flagged(r);
+    };
+    auto flagged_now = [&](int r) { return flagged(0, r) || flagged(1, r) || flagged(2, r); };
+    for (auto& [r, p] : p2p_)
+      for (unsigned i = 0; i < 3; ++i)
+        if (flagged(i, r)) p.raised |= 1u << i, p.cleared &= ~(1u << i);
+    std::set<int> fresh;
+    for (unsigned i = 0; i < 3; ++i)
+      for (auto& v : *rules[i].first)
+        if (!v.ranks.empty()) {
+          p2p_[v.ranks.front()].raised |= 1u << i;
+          fresh.insert(v.ranks.front());
+        }
+    for (unsigned i = 0; i < 3; ++i)
+      for (auto& key : *rules[i].second) {
+        const int r = rank_of(key);
+        auto it = p2p_.find(r);
+        if (it != p2p_.end()) it->second.cleared |= 1u << i;
+        const bool done = it == p2p_.end() || (it->second.raised & ~it->second.cleared) == 0;
+        if (!done || flagged_now(r)) continue;
+        log::debug("point-to-point straggler {} resolved ({})", key,
+                   i == 0 ? "late sender" : i == 1 ? "late receiver" : "change point");
+        desk_.resolve(key);
+        if (it != p2p_.end()) p2p_.erase(it);
+      }
+    // Flags that never became an incident (or whose incident is gone) are forgotten.
+    for (auto it = p2p_.begin(); it != p2p_.end();)
+      if (!flagged_now(it->first) && !fresh.count(it->first) && !open.count(LateSenderTracker::key_for(it->first)))
+        it = p2p_.erase(it);
+      else
+        ++it;
+  }
+
   // The guard the last gather learnt from the job's jitter, for a while:
   // older, the floor (the jitter may have dropped; one gather relearns it).
   double guard(double learnt) const {
@@ -147,6 +183,10 @@ class Stragglers final : public Participant {
   CommTracker comm_;
   LateSenderTracker late_;
   LateSenderTracker late_recv_{LateSenderOptions{.receivers = true}};
+  struct P2pIncident {
+    unsigned raised = 0, cleared = 0;  // bits: the rules that flagged it, and those that saw it healthy since
+  };
+  std::map<int, P2pIncident> p2p_;  // ranks some point-to-point rule flagged
   ChangePointTracker change_;
   double last_p2p_gather_s_ = 0;
   std::atomic<double> median_compute_s_{0};  // from the last gather, for scores

@@ -7,13 +7,15 @@
 # step 200: rank 2 waits for it in MPI_Send, not in a receive; rank 3 is
 # named a straggler by its senders' send waits (source p2p_late_receiver),
 # and rank 2, which waits for it, is not named.
-# Duration: about 30 s with -j3: two 6-rank jobs.
+# Duration: about 35 s with -j3: two 6-rank jobs.
 . "$top_srcdir/tests/integration/lib.sh"
 THRESH=2
-run() { next_job; start_run -n 6 --nodes 3 --stall-threshold $THRESH -- "$TRAIN" --pipeline 2 --p2p-only --msg-kb 256 \
-  --step-ms 5 "$@"; }
+# Point-to-point windows every 0.25 s (half the output-signature period):
+# the healthy run is compared in about 40 windows, not 3.
+run() { next_job; start_run -n 6 --nodes 3 --stall-threshold $THRESH --scoutd-arg=--outsig-period=0.5 -- \
+  "$TRAIN" --pipeline 2 --p2p-only --msg-kb 256 --step-ms 5 "$@"; }
 
-run --steps 1200
+run --steps 2000 --jitter 0.2
 finish_run
 expect_eq "healthy exit" "$RUN_RC" 0
 expect_eq "healthy verdicts" "$(verdicts_json | jq -c '[.[].kind]')" "[]"

@@ -141,7 +141,7 @@ TEST_CASE("NCCL pipelines: a held stage's GPU is gpu_hang, never hang, whichever
   v[4].gpu.started = 39;
   v[4].gpu.idle_s = 1.5;
   v[4].stalled_s = 0.1;
-  for (auto& x : detect_progress(v, opt())) CHECK(x.kind != c3::VerdictKind::kHang);
+  CHECK(detect_progress(v, opt()).empty());
   v[4].gpu.idle_s = 2.0;
   auto d = detect_progress(v, opt());
   REQUIRE(!d.empty());

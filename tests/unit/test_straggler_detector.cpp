@@ -263,7 +263,9 @@ TEST_CASE("late receiver: senders blocked in MPI_Send for one receiver name it, 
       back.recvd += msgs;
       back.recvd_bytes += msgs * 262144;
       back.waits += msgs;
-      back.wait_s += 0.1e-3 * static_cast<double>(msgs);
+      // The late receiver waits a hair more itself than the job's median
+      // (0.103 against 0.1 ms): noise, not a wait state passed on to it.
+      back.wait_s += (a + 1 == 3 && late3 > 1e-3 ? 0.103e-3 : 0.1e-3) * static_cast<double>(msgs);
     }
   };
   LateSenderTracker rx(LateSenderOptions{.receivers = true}), tx;
