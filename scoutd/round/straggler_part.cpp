@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "common/log.hpp"
+#include "libc3/verdict_rules.hpp"
 #include "scoutd/detect/change_point.hpp"
 #include "scoutd/detect/late_sender.hpp"
 #include "scoutd/detect/straggler_detector.hpp"
@@ -84,9 +85,26 @@ class Stragglers final : public Participant {
     retune();
     last_gather_s_ = ctx_.now();
     const auto open = desk_.open_or_queued("straggler");
-    auto st = compute_.update(g.ranks, open, ctx_.now());
+    // A job stuck as a whole (a strict majority of its ranks without
+    // progress for the stall threshold: a hang, a held GPU) has no speed to
+    // compare: its collectives' timings are the hang's, and the progress
+    // rules have it. Its gathers are not fed to the collective trackers (a
+    // held GPU's pipeline gave an inconclusive communication straggler
+    // beside its gpu_hang).
+    std::size_t live = 0, stuck = 0;
+    for (auto& e : g.ranks)
+      if (e.attached && e.alive && !e.finalized) {
+        ++live;
+        stuck += e.stalled_s >= ctx_.tun.stall_threshold_s;
+      }
+    const bool job_stuck = c3::strict_majority(stuck, live);
+    CommTracker::Result ct;
+    StragglerTracker::Result st;
+    if (!job_stuck) {
+      st = compute_.update(g.ranks, open, ctx_.now());
+      ct = comm_.update(g.ranks, open);
+    }
     if (!st.verdicts.empty() && ctx_.cfg.replay) ctx_.compute_straggler_confirmed = true;
-    auto ct = comm_.update(g.ranks, open);
     auto lt = late_.update(g.ranks, ctx_.now(), open);
     auto lr = late_recv_.update(g.ranks, ctx_.now(), open);
     auto cp = change_.update(g.ranks, ctx_.now(), open);
