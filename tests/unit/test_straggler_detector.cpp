@@ -277,15 +277,8 @@ TEST_CASE("late receiver: senders blocked in MPI_Send for one receiver name it, 
   // (above the eager limit: a send waits for its receive). Rank 3 receives
   // 2 ms late per 10 ms step: rank 2 waits in MPI_Send for it. The late-sender
   // view of the same evidence names nobody (the receives wait little).
-  std::vector<RankEvidence> ev;
-  for (int r = 0; r < 6; ++r) {
-    RankEvidence e;
-    e.rank = r;
-    e.node = "n" + std::to_string(r / 2 + 1);
-    e.pid = 100 + r;
-    e.attached = true;
-    ev.push_back(e);
-  }
+  Ring job(6);  // only its ranks: the pipelines' edges are set below
+  auto& ev = job.ev;
   auto window = [&](std::uint64_t msgs, double late3) {
     for (int a = 0; a < 6; a += 2) {
       auto& fwd = ev[a].peers[a + 1];  // a sends forward to a + 1 ...
