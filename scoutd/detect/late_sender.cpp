@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include <fmt/format.h>
 
@@ -192,6 +193,22 @@ LateSenderTracker::Result LateSenderTracker::update(const std::vector<RankEviden
                    own_of[s], median_own_wait);
     }
   }
+  // A flagged rank not compared in K closed windows in a row (it stopped
+  // sending, its class shrank below three, it died) is no longer flagged:
+  // a flag nobody can check would hold its incident open for good.
+  for (auto it = confirm_.begin(); it != confirm_.end();) {
+    if (class_size.count(it->first)) {
+      unseen_.erase(it->first);
+      ++it;
+    } else if (++unseen_[it->first] >= opt_.confirmations) {
+      unseen_.erase(it->first);
+      it = confirm_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto it = unseen_.begin(); it != unseen_.end();)
+    it = confirm_.count(it->first) ? std::next(it) : unseen_.erase(it);
   if (!res.compared) return res;
   // Healthy windows make each sender's history of lateness (its jitter).
   for (auto& [s, l] : lateness) {

@@ -69,6 +69,7 @@ class LateSenderTracker {
   std::map<std::pair<int, int>, Prev> prev_;  // (receiver, sender)
   double window_start_s_ = -1;
   std::map<int, int> confirm_, healthy_;
+  std::map<int, int> unseen_;  // flagged ranks: closed windows in a row they were not compared in
   std::map<int, std::deque<double>> late_hist_;  // lateness in its healthy windows
 };
 

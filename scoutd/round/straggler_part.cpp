@@ -83,7 +83,6 @@ class Stragglers final : public Participant {
 
   void decide_gather(const wire::Gather& g, wire::Down& down) override {
     retune();
-    last_gather_s_ = ctx_.now();
     const auto open = desk_.open_or_queued("straggler");
     // A job stuck as a whole (a strict majority of its ranks without
     // progress for the stall threshold: a hang, a held GPU) has no speed to
@@ -91,13 +90,18 @@ class Stragglers final : public Participant {
     // rules have it. Its gathers are not fed to the collective trackers (a
     // held GPU's pipeline gave an inconclusive communication straggler
     // beside its gpu_hang).
-    std::size_t live = 0, stuck = 0;
+    // Stuck means waiting too (as the progress rules see it): ranks that
+    // compute longer than the threshold between collectives are not stuck.
+    std::size_t live = 0, stuck = 0, waiting = 0;
     for (auto& e : g.ranks)
       if (e.attached && e.alive && !e.finalized) {
         ++live;
-        stuck += e.stalled_s >= ctx_.tun.stall_threshold_s;
+        if (e.stalled_s < ctx_.tun.stall_threshold_s) continue;
+        ++stuck;
+        waiting += e.in_collective || !e.p2p_call.empty();
       }
-    const bool job_stuck = c3::strict_majority(stuck, live);
+    const bool job_stuck = c3::strict_majority(stuck, live) && waiting > 0;
+    if (!job_stuck) last_gather_s_ = ctx_.now();  // the learnt guard is fresh only from compared gathers
     CommTracker::Result ct;
     StragglerTracker::Result st;
     if (!job_stuck) {

@@ -214,6 +214,39 @@ TEST_CASE("late sender: the slow rank is named after K windows, not the neighbou
   CHECK(resolved == std::vector<std::string>{LateSenderTracker::key_for(3)});
 }
 
+TEST_CASE("late sender: a flagged rank that is no longer compared is no longer flagged after K windows") {
+  // Rank 3 is named, then stops sending (its receivers get nothing from it):
+  // nothing can check its flag, which would otherwise hold its incident open
+  // (and the trigger asking for gathers) for the rest of the job.
+  Ring g(6);
+  LateSenderTracker t;
+  double now = 0;
+  for (int w = 0; w < 3; ++w) {
+    g.window(100, [](int, int s) { return s == 3 ? 2e-3 : 0.2e-3; });
+    t.update(g.ev, now += 1.0, {});
+  }
+  REQUIRE(t.flagged(3));
+  auto quiet = [&] {  // everyone but 3 sends
+    for (int r = 0; r < 6; ++r)
+      for (int s : {(r + 5) % 6, (r + 1) % 6}) {
+        if (s == 3) continue;
+        auto& p = g.ev[r].peers[s];
+        p.recvd += 100;
+        p.waits += 100;
+        p.recvd_bytes += 100 * 128;
+        p.wait_s += 0.2e-3 * 100;
+      }
+  };
+  for (int w = 0; w < 2; ++w) {
+    quiet();
+    CHECK(t.update(g.ev, now += 1.0, {LateSenderTracker::key_for(3)}).compared);
+    CHECK(t.flagged(3));
+  }
+  quiet();
+  t.update(g.ev, now += 1.0, {LateSenderTracker::key_for(3)});
+  CHECK_FALSE(t.flagged(3));
+}
+
 TEST_CASE("late sender: jitter, too few messages, or senders with no equivalent name nobody") {
   Ring g(6);
   LateSenderTracker t;
@@ -244,15 +277,8 @@ TEST_CASE("late receiver: senders blocked in MPI_Send for one receiver name it, 
   // (above the eager limit: a send waits for its receive). Rank 3 receives
   // 2 ms late per 10 ms step: rank 2 waits in MPI_Send for it. The late-sender
   // view of the same evidence names nobody (the receives wait little).
-  std::vector<RankEvidence> ev;
-  for (int r = 0; r < 6; ++r) {
-    RankEvidence e;
-    e.rank = r;
-    e.node = "n" + std::to_string(r / 2 + 1);
-    e.pid = 100 + r;
-    e.attached = true;
-    ev.push_back(e);
-  }
+  Ring job(6);  // only its ranks: the pipelines' edges are set below
+  auto& ev = job.ev;
   auto window = [&](std::uint64_t msgs, double late3) {
     for (int a = 0; a < 6; a += 2) {
       auto& fwd = ev[a].peers[a + 1];  // a sends forward to a + 1 ...
