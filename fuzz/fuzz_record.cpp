@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "libc3/rank_record.hpp"
 
@@ -55,5 +56,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   GpuLive g;
   if (gpu_read(*v7, g, 4) && gpu_check_live(g, rec->live.seq).empty() && g.done > g.started) __builtin_trap();
   (void)record_size_of(rec->version);
+  // The threaded part (version 8), from the same bytes read as one.
+  auto v8 = std::make_unique<RecordV8>();
+  std::memset(v8.get(), 0, sizeof *v8);
+  std::memcpy(v8.get(), data, std::min(size, sizeof *v8));
+  std::vector<CommProgress> comms;
+  std::vector<ThreadSlot> threads;
+  if (comm_progress_read(*v8, comms).empty())
+    for (auto& c : comms)
+      if (c.completed > c.entered || comms.size() > kProgressComms) __builtin_trap();
+  if (threads_read(*v8, v8->v6.v5.world_size, threads).empty())
+    for (auto& t : threads)
+      if (t.p2p.npeers > kBlockedPeers || t.tid == 0 || threads.size() > kThreadSlots) __builtin_trap();
   return 0;
 }

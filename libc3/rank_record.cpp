@@ -133,8 +133,8 @@ std::string record_check_header(const RankRecord& r, std::size_t mapped_bytes) {
                     static_cast<unsigned long long>(r.magic), static_cast<unsigned long long>(kRecordMagic));
   const std::size_t want = record_size_of(r.version);
   if (want == 0)
-    return format_c("record version %u; expected version %u, %u or %u", r.version, kRecordVersionOld, kRecordVersion,
-                    kRecordVersionGpu);
+    return format_c("record version %u; expected version %u, %u, %u or %u", r.version, kRecordVersionOld,
+                    kRecordVersion, kRecordVersionGpu, kRecordVersionMt);
   if (r.size != want) return format_c("record size field %u; expected %zu for version %u", r.size, want, r.version);
   if (mapped_bytes < want)
     return format_c("record is %zu bytes; expected at least %zu for version %u", mapped_bytes, want, r.version);
@@ -148,6 +148,7 @@ std::size_t record_size_of(std::uint32_t version) noexcept {
     case SCOUT_RECORD_VERSION_5: return sizeof(RankRecord);
     case SCOUT_RECORD_VERSION_6: return sizeof(RecordV6);
     case SCOUT_RECORD_VERSION_7: return sizeof(RecordV7);
+    case SCOUT_RECORD_VERSION_8: return sizeof(RecordV8);
     default: return 0;
   }
 }
@@ -185,6 +186,51 @@ std::string comm_ops_read(const RecordV7& r, std::vector<CommOps>& out) {
                       (unsigned long long)i, (unsigned long long)c.issued, (unsigned long long)c.begun,
                       (unsigned long long)c.done);
     out.push_back(c);
+  }
+  return {};
+}
+
+std::string comm_progress_read(const RecordV8& r, std::vector<CommProgress>& out, std::size_t* busy) {
+  out.clear();
+  if (busy) *busy = 0;
+  const std::uint64_t n = __atomic_load_n(const_cast<std::uint64_t*>(&r.comm_progress_count), __ATOMIC_ACQUIRE);
+  if (n > kProgressComms)
+    return format_c("%llu communicators in the progress table; at most %zu fit", (unsigned long long)n, kProgressComms);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    CommProgress c;
+    if (!seqlock_copy(r.comm_progress[i].lock, r.comm_progress[i], c, 100)) {
+      if (busy) ++*busy;
+      continue;
+    }
+    if (c.completed > c.entered || c.entered > kMaxSeq)
+      return format_c("communicator %llu: %llu collectives entered and %llu completed is not a possible progress",
+                      (unsigned long long)i, (unsigned long long)c.entered, (unsigned long long)c.completed);
+    if ((c.kind & 0xff) >= kCollKindCount || (c.kind & ~std::uint64_t{0x1ff}) != 0)
+      return format_c("communicator %llu: collective kind %#llx is not one scout knows", (unsigned long long)i,
+                      (unsigned long long)c.kind);
+    if (c.id == 0) return format_c("communicator %llu has no identity", (unsigned long long)i);
+    out.push_back(c);
+  }
+  return {};
+}
+
+std::string threads_read(const RecordV8& r, std::int32_t world_size, std::vector<ThreadSlot>& out, std::size_t* busy) {
+  out.clear();
+  if (busy) *busy = 0;
+  for (std::size_t i = 0; i < kThreadSlots; ++i) {
+    if (__atomic_load_n(const_cast<std::uint64_t*>(&r.threads[i].tid), __ATOMIC_ACQUIRE) == 0) continue;
+    ThreadSlot t;
+    if (!seqlock_copy(r.threads[i].lock, r.threads[i], t, 100)) {
+      if (busy) ++*busy;
+      continue;
+    }
+    if (t.tid > 0x7fffffff) return format_c("thread slot %zu: thread id %llu is out of range", i, (unsigned long long)t.tid);
+    if ((t.coll_kind & 0xff) >= kCollKindCount || (t.coll_kind & ~std::uint64_t{0x1ff}) != 0)
+      return format_c("thread slot %zu: collective kind %#llx is not one scout knows", i, (unsigned long long)t.coll_kind);
+    if (t.coll_ordinal > kMaxSeq) return format_c("thread slot %zu: collective ordinal out of range", i);
+    if (std::string why = p2p_check_live(t.p2p, world_size); !why.empty())
+      return format_c("thread slot %zu: %s", i, why.c_str());
+    out.push_back(t);
   }
   return {};
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "libc3/abi/scout_record_v7.h"
+#include "libc3/abi/scout_record_v8.h"
 
 namespace scout::c3 {
 
@@ -21,6 +22,7 @@ inline constexpr std::uint64_t kRecordMagic = SCOUT_RECORD_MAGIC;  // "SOUTPRB1"
 inline constexpr std::uint32_t kRecordVersion = SCOUT_RECORD_VERSION_6;  // the version written
 inline constexpr std::uint32_t kRecordVersionOld = SCOUT_RECORD_VERSION_5;  // still read
 inline constexpr std::uint32_t kRecordVersionGpu = SCOUT_RECORD_VERSION_7;  // written by libscout_nccl.so
+inline constexpr std::uint32_t kRecordVersionMt = SCOUT_RECORD_VERSION_8;   // libscout_probe.so, threads apart
 inline constexpr std::uint64_t kRingSize = SCOUT_RECORD_V5_RING;  // recent collectives kept per rank
 inline constexpr std::size_t kCommTable = SCOUT_RECORD_V5_COMMS;    // communicators published
 inline constexpr std::size_t kCommMembers = SCOUT_RECORD_V5_MEMBERS;  // members stored per communicator
@@ -106,6 +108,29 @@ std::string gpu_check_live(const GpuLive& g, std::uint64_t issued);
 // empty when sane, otherwise why not.
 std::string comm_ops_read(const RecordV7& r, std::vector<CommOps>& out);
 inline RecordV6& v6_of(RankRecord& r) noexcept { return *reinterpret_cast<RecordV6*>(&r); }
+
+// Version 8: version 6 at the front, then the MPI probe's progress per
+// communicator and its threads' waits (a sibling of version 7).
+using RecordV8 = scout_record_v8;
+using CommProgress = scout_comm_progress_v8;
+using ThreadSlot = scout_thread_v8;
+inline constexpr std::size_t kProgressComms = SCOUT_RECORD_V8_COMMS;
+inline constexpr std::size_t kThreadSlots = SCOUT_RECORD_V8_THREADS;
+static_assert(std::is_trivially_copyable_v<CommProgress> && sizeof(CommProgress) % 8 == 0);
+static_assert(std::is_trivially_copyable_v<ThreadSlot> && sizeof(ThreadSlot) % 8 == 0);
+static_assert(offsetof(RecordV8, v6) == 0 && offsetof(RecordV8, source) == sizeof(RecordV6) && sizeof(RecordV8) == 29376,
+              "record v8 layout changed: write abi/scout_record_v9.h instead");
+inline const RecordV8* as_v8(const RankRecord& r, std::uint32_t version) noexcept {
+  return version == SCOUT_RECORD_VERSION_8 ? reinterpret_cast<const RecordV8*>(&r) : nullptr;
+}
+inline RecordV8& v8_of(RankRecord& r) noexcept { return *reinterpret_cast<RecordV8*>(&r); }
+// Reader side: consistent copies of the communicators' progress entries in
+// use and of the thread slots in use (tid != 0), each range-checked; empty
+// when sane, otherwise why not. An entry or slot whose writer stayed inside
+// for every try is left out (`busy` counts them).
+std::string comm_progress_read(const RecordV8& r, std::vector<CommProgress>& out, std::size_t* busy = nullptr);
+std::string threads_read(const RecordV8& r, std::int32_t world_size, std::vector<ThreadSlot>& out,
+                         std::size_t* busy = nullptr);
 
 // A seqlock's single writer: odd while inside, fields stored relaxed.
 inline void seqlock_write_begin(std::uint64_t& lock) noexcept {
@@ -194,7 +219,7 @@ std::size_t ring_read(const RankRecord& r, std::uint64_t from, std::uint64_t to,
 bool record_read(const RankRecord& r, RecordLive& out, std::uint64_t* lock_value = nullptr,
                  int tries = 1000) noexcept;
 
-// Header validation for a mapping of `mapped_bytes`: version 5, 6 or 7 (its
+// Header validation for a mapping of `mapped_bytes`: version 5, 6, 7 or 8 (its
 // size, which the mapping must cover). Empty string if valid,
 // otherwise a message that says what was expected.
 std::string record_check_header(const RankRecord& r, std::size_t mapped_bytes);

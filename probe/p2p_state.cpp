@@ -67,8 +67,12 @@ c3::PeerSlot* peer_slot(c3::RecordV6& v6, int world) noexcept {
 }
 
 inline void add_op() noexcept {
-  if (g_threaded) __atomic_add_fetch(&g_ops, 1, __ATOMIC_RELAXED);
-  else ++g_ops;
+  if (g_threaded) {
+    __atomic_add_fetch(&g_ops, 1, __ATOMIC_RELAXED);
+    thread_count_op();
+  } else {
+    ++g_ops;
+  }
 }
 
 inline void bump(std::uint64_t& field, std::uint64_t by) noexcept {
@@ -114,6 +118,7 @@ void publish_wait(std::uint64_t call, std::uint64_t t, std::uint64_t comm_id, st
   c3::rec_store(v6.p2p.any_comm, any_comm);
   seq_end(v6.p2p_lock);
   g_waiting = true;
+  if (g_threaded) thread_wait(call, t, comm_id, tag, peers, n, more, any_comm);
 }
 
 void publish_done() noexcept {
@@ -127,6 +132,7 @@ void publish_done() noexcept {
   seq_end(v6.p2p_lock);
   g_waiting = false;
   g_polling = false;
+  if (g_threaded) thread_wait_done();
 }
 
 // Adds a world rank (or kPeerAny) to a small list, without duplicates.

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -114,6 +115,7 @@ void clock_calibrate() noexcept {
 namespace {
 
 char g_shm_name[128];
+std::size_t g_record_bytes = sizeof(c3::RecordV6);
 std::uint64_t g_last_exit_ns = 0;
 std::uint64_t g_entry_ns = 0;
 std::uint64_t g_inside_ns = 0;
@@ -153,6 +155,16 @@ unsigned comm_slot(MPI_Comm c) noexcept {
 constexpr int kPending = 64;
 MPI_Request g_pending[kPending];
 std::uint64_t g_pending_seq[kPending];  // their collective seq (ring slot)
+c3::CommProgress* g_pending_prog[kPending];  // their communicator's progress entry (threaded)
+
+// Threads (record version 8). Initial-exec TLS: the probe is preloaded, so
+// its thread-local words are static TLS, never allocated on first use.
+#define SCOUT_TLS __attribute__((tls_model("initial-exec"))) thread_local
+SCOUT_TLS c3::ThreadSlot* t_slot = nullptr;
+SCOUT_TLS bool t_slot_tried = false;
+SCOUT_TLS c3::CommProgress* t_coll_prog = nullptr;  // the blocking collective this thread is inside
+SCOUT_TLS std::uint64_t t_ops = 0;
+int g_threads_claimed = 0;
 int g_pending_count = 0;
 
 }  // namespace
@@ -317,6 +329,65 @@ std::uint64_t op_code(MPI_Op op) noexcept {
   return 0xff;  // user-defined
 }
 
+c3::ThreadSlot* thread_slot() noexcept {
+  if (!g_threaded || !g_record) return nullptr;
+  if (t_slot_tried) return t_slot;
+  t_slot_tried = true;
+  c3::RecordV8& r8 = c3::v8_of(*g_record);
+  const int i = __atomic_fetch_add(&g_threads_claimed, 1, __ATOMIC_RELAXED);
+  if (i >= static_cast<int>(c3::kThreadSlots)) {
+    __atomic_fetch_add(&r8.threads_full, 1, __ATOMIC_RELAXED);
+    return nullptr;
+  }
+  c3::ThreadSlot& t = r8.threads[i];
+  __atomic_store_n(&t.tid, static_cast<std::uint64_t>(syscall(SYS_gettid)), __ATOMIC_RELEASE);
+  return t_slot = &t;
+}
+
+c3::CommProgress* comm_progress(std::uint64_t id) noexcept {
+  if (!g_threaded || !g_record || id == 0) return nullptr;
+  c3::RecordV8& r8 = c3::v8_of(*g_record);
+  std::uint64_t n = __atomic_load_n(&r8.comm_progress_count, __ATOMIC_ACQUIRE);
+  for (std::uint64_t i = 0; i < n; ++i)
+    if (__atomic_load_n(&r8.comm_progress[i].id, __ATOMIC_RELAXED) == id) return &r8.comm_progress[i];
+  TableGuard guard;
+  n = __atomic_load_n(&r8.comm_progress_count, __ATOMIC_RELAXED);
+  for (std::uint64_t i = 0; i < n; ++i)
+    if (__atomic_load_n(&r8.comm_progress[i].id, __ATOMIC_RELAXED) == id) return &r8.comm_progress[i];
+  if (n >= c3::kProgressComms) return nullptr;
+  __atomic_store_n(&r8.comm_progress[n].id, id, __ATOMIC_RELAXED);
+  __atomic_store_n(&r8.comm_progress_count, n + 1, __ATOMIC_RELEASE);
+  return &r8.comm_progress[n];
+}
+
+void thread_wait(std::uint64_t call, std::uint64_t t, std::uint64_t comm_id, std::int64_t tag,
+                 const std::int64_t* peers, int n, bool more, std::uint64_t any_comm) noexcept {
+  c3::ThreadSlot* ts = thread_slot();
+  if (!ts) return;
+  seq_begin(ts->lock);
+  c3::rec_store(ts->p2p.call, call);
+  c3::rec_store(ts->p2p.entry_ns, t);
+  c3::rec_store(ts->p2p.comm_id, comm_id);
+  c3::rec_store(ts->p2p.tag, tag);
+  for (int i = 0; i < n; ++i) c3::rec_store(ts->p2p.peers[i], peers[i]);
+  c3::rec_store(ts->p2p.npeers, static_cast<std::uint64_t>(n));
+  c3::rec_store(ts->p2p.more_peers, std::uint64_t{more});
+  c3::rec_store(ts->p2p.any_comm, any_comm);
+  seq_end(ts->lock);
+}
+
+void thread_wait_done() noexcept {
+  c3::ThreadSlot* ts = thread_slot();
+  if (!ts) return;
+  seq_begin(ts->lock);
+  c3::rec_store(ts->p2p.call, std::uint64_t{0});
+  c3::rec_store(ts->p2p.npeers, std::uint64_t{0});
+  c3::rec_store(ts->p2p.ops, t_ops);
+  seq_end(ts->lock);
+}
+
+void thread_count_op() noexcept { ++t_ops; }
+
 void probe_init() noexcept {
   const char* job = nullptr;
   const char* step = nullptr;
@@ -327,9 +398,17 @@ void probe_init() noexcept {
   clock_calibrate();
   faults::parse(rank);
   parse_outsig(rank);
-  c3::RankRecord* r = record_create("scout-probe", job, step, rank, size, c3::kRecordVersion, sizeof(c3::RecordV6),
+  // A threaded program's record is version 8 (progress per communicator and
+  // per thread); the others keep version 6, byte for byte.
+  g_record_bytes = g_threaded ? sizeof(c3::RecordV8) : sizeof(c3::RecordV6);
+  c3::RankRecord* r = record_create("scout-probe", job, step, rank, size,
+                                    g_threaded ? c3::kRecordVersionMt : c3::kRecordVersion, g_record_bytes,
                                     g_shm_name, sizeof g_shm_name);
   if (!r) return;
+  if (g_threaded) {
+    c3::v8_of(*r).source = SCOUT_SOURCE_MPI;
+    c3::v8_of(*r).threaded = 1;
+  }
   r->start_ns = now_ns();
   record_publish(*r);
   g_last_exit_ns = r->start_ns;
@@ -343,7 +422,7 @@ void probe_finalize() noexcept {
   c3::RankRecord* r = g_record;
   if (!r) return;
   g_record = nullptr;
-  record_close(r, g_shm_name, sizeof(c3::RecordV6));
+  record_close(r, g_shm_name, g_record_bytes);
 }
 
 std::uint64_t coll_enter(std::uint32_t kind, MPI_Comm comm, std::int64_t count, MPI_Datatype dt, MPI_Op op,
@@ -375,6 +454,30 @@ std::uint64_t coll_enter(std::uint32_t kind, MPI_Comm comm, std::int64_t count, 
   c3::rec_store(r->live.outside_ns, g_outside_ns);
   rec_end(*r);
   c3::ring_enter(*r, seq, fp, kind, cid, t);
+  if (g_threaded) {
+    // Threads: this communicator's own count, and this thread's collective
+    // (MPI orders collectives per communicator, one thread at a time each).
+    std::uint64_t ordinal = 0;
+    c3::CommProgress* p = comm_progress(cid);
+    if (p) {
+      seq_begin(p->lock);
+      ordinal = __atomic_load_n(&p->entered, __ATOMIC_RELAXED) + 1;
+      c3::rec_store(p->entered, ordinal);
+      c3::rec_store(p->fingerprint, fp);
+      c3::rec_store(p->kind, std::uint64_t{kind});
+      c3::rec_store(p->entry_ns, t);
+      seq_end(p->lock);
+    }
+    t_coll_prog = p;
+    if (c3::ThreadSlot* ts = thread_slot()) {
+      seq_begin(ts->lock);
+      c3::rec_store(ts->coll_kind, std::uint64_t{kind});
+      c3::rec_store(ts->coll_comm, cid);
+      c3::rec_store(ts->coll_ordinal, ordinal);
+      c3::rec_store(ts->coll_entry_ns, t);
+      seq_end(ts->lock);
+    }
+  }
   if (__builtin_expect(faults::g_delay_active, false)) faults::delay(comm, seq);
   return seq;
 }
@@ -382,6 +485,25 @@ std::uint64_t coll_enter(std::uint32_t kind, MPI_Comm comm, std::int64_t count, 
 namespace {
 // The live part of an exit; returns the time. The ring entry is closed by
 // the caller (a nonblocking collective's entry closes when it completes).
+// A collective of a threaded program's communicator completed.
+void progress_completed(c3::CommProgress* p, std::uint64_t t) noexcept {
+  if (!p) return;
+  seq_begin(p->lock);
+  c3::rec_store(p->completed, std::min(__atomic_load_n(&p->completed, __ATOMIC_RELAXED) + 1,
+                                       __atomic_load_n(&p->entered, __ATOMIC_RELAXED)));
+  c3::rec_store(p->exit_ns, t);
+  seq_end(p->lock);
+}
+// The calling thread left its collective (returned, or a nonblocking one
+// was started).
+void thread_left_collective() noexcept {
+  if (c3::ThreadSlot* ts = thread_slot()) {
+    seq_begin(ts->lock);
+    c3::rec_store(ts->coll_kind, std::uint64_t{0});
+    seq_end(ts->lock);
+  }
+}
+
 std::uint64_t live_exit(c3::RankRecord& r) noexcept {
   const std::uint64_t t = now_ns();
   g_inside_ns += t - g_entry_ns;
@@ -398,7 +520,13 @@ std::uint64_t live_exit(c3::RankRecord& r) noexcept {
 void coll_exit(std::uint64_t seq) noexcept {
   c3::RankRecord* r = g_record;
   if (!r) return;
-  c3::ring_exit(*r, seq, live_exit(*r));
+  const std::uint64_t t = live_exit(*r);
+  c3::ring_exit(*r, seq, t);
+  if (g_threaded) {
+    progress_completed(t_coll_prog, t);
+    t_coll_prog = nullptr;
+    thread_left_collective();
+  }
 }
 
 void nb_started(MPI_Request req, std::uint64_t seq) noexcept {
@@ -408,9 +536,16 @@ void nb_started(MPI_Request req, std::uint64_t seq) noexcept {
   c3::RankRecord* r = g_record;
   if (!r) return;
   live_exit(*r);
+  c3::CommProgress* prog = nullptr;
+  if (g_threaded) {
+    prog = t_coll_prog;
+    t_coll_prog = nullptr;
+    thread_left_collective();
+  }
   TableGuard guard;
   if (g_pending_count < kPending) {
     g_pending_seq[g_pending_count] = seq;
+    g_pending_prog[g_pending_count] = prog;
     g_pending[g_pending_count++] = req;
   }
 }
@@ -447,9 +582,11 @@ void WaitScope::done(const MPI_Request* after) noexcept {
     if (after[idx[k]] == MPI_REQUEST_NULL) {
       any_done = true;
       c3::ring_exit(*r, g_pending_seq[slots[k]], t);
+      progress_completed(g_pending_prog[slots[k]], t);
       --g_pending_count;
       g_pending[slots[k]] = g_pending[g_pending_count];
       g_pending_seq[slots[k]] = g_pending_seq[g_pending_count];
+      g_pending_prog[slots[k]] = g_pending_prog[g_pending_count];
     }
   }
   if (blocking) {

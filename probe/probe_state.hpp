@@ -90,6 +90,22 @@ struct TableGuard {
   TableGuard& operator=(const TableGuard&) = delete;
 };
 
+// --- Threads (record version 8: MPI_THREAD_MULTIPLE only) -----------------
+// The calling thread's slot, claimed at its first MPI call (its Linux thread
+// id: one gettid system call per thread); null when the program is not
+// threaded, the probe is off, or every slot is taken (threads_full counts
+// those threads). Slots are not given back when a thread ends.
+c3::ThreadSlot* thread_slot() noexcept;
+// Communicator `id`'s progress entry, claimed at its first collective; null
+// when not threaded or the table is full.
+c3::CommProgress* comm_progress(std::uint64_t id) noexcept;
+// The calling thread's point-to-point wait, published in its slot as
+// publish_wait publishes the rank's (`ops`: its own messages so far).
+void thread_wait(std::uint64_t call, std::uint64_t t, std::uint64_t comm_id, std::int64_t tag,
+                 const std::int64_t* peers, int n, bool more, std::uint64_t any_comm) noexcept;
+void thread_wait_done() noexcept;
+void thread_count_op() noexcept;
+
 void probe_init() noexcept;      // after PMPI_Init
 void probe_finalize() noexcept;  // before PMPI_Finalize
 

@@ -20,6 +20,7 @@ std::vector<VerdictDraft> detect_progress(const std::vector<RankEvidence>& ranks
     out = detect_gpu(live, opt, gpu_pending);
     if (out.empty() && !gpu_pending) out = detect_wait_for(live, opt, gpu_pending);
     if (out.empty() && !gpu_pending) out = detect_consensus(live, opt);
+    if (out.empty() && !gpu_pending) out = detect_threads(live, opt);
   }
   bool inconclusive_only = std::all_of(out.begin(), out.end(), [](auto& d) {
     return d.status == c3::VerdictStatus::kInconclusive;

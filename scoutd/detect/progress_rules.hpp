@@ -6,6 +6,7 @@
 //   rule_wait_for.cpp      the wait-for graph: sinks (stall, hang, I/O, GPU) and deadlock cycles
 //   rule_consensus.cpp     collective positions: behind, divergence, inconclusive hangs
 //   rule_direct_stall.cpp  a process stopped for the threshold, on direct evidence
+//   rule_threads.cpp       threaded programs: a hang or divergence in one communicator
 #pragma once
 
 #include <cstdint>
@@ -38,6 +39,16 @@ bool may_defer(const std::vector<const RankEvidence*>& waiting, const DetectorOp
 std::vector<VerdictDraft> detect_wait_for(const std::vector<const RankEvidence*>& live, const DetectorOptions& opt,
                                           bool& pending);
 std::vector<VerdictDraft> detect_consensus(const std::vector<const RankEvidence*>& live, const DetectorOptions& opt);
+// Threaded programs (record version 8): each communicator orders its own
+// collectives, so one thread that never enters its communicator's collective
+// k hangs the members waiting inside k while the rank's other threads keep
+// it moving (the rules above see progress and say nothing). Per
+// communicator: when a strict majority of its members wait inside its
+// collective k (their counts still for the threshold), a member whose
+// process runs and that has not entered k is named `hang`; with none
+// behind, a member inside k with a fingerprint the majority does not share
+// is named `divergence`. The verdict says what each thread is in.
+std::vector<VerdictDraft> detect_threads(const std::vector<const RankEvidence*>& live, const DetectorOptions& opt);
 // Appends a stall for each stopped process no draft in `out` names yet.
 void add_direct_stalls(const std::vector<const RankEvidence*>& live, const DetectorOptions& opt,
                        std::vector<VerdictDraft>& out);

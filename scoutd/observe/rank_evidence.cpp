@@ -30,9 +30,33 @@ void to_json(json& j, const RankEvidence& e) {
     j["comm_jitter"] = cj;
   }
   json cm = json::object();
+  auto in_use = [&e](std::uint64_t c) {
+    if (e.comm_wait.count(c)) return true;
+    for (auto& p : e.comm_progress)
+      if (p.id == c) return true;
+    return false;
+  };
   for (auto& [c, m] : e.comm_members)
-    if (e.comm_wait.count(c)) cm[fmt::format("{:016x}", c)] = m;  // only the ones in use
+    if (in_use(c)) cm[fmt::format("{:016x}", c)] = m;  // only the ones in use
   j["comm_members"] = cm;
+  if (e.threaded) {
+    json cs = json::array();
+    for (auto& c : e.comm_progress)
+      cs.push_back({fmt::format("{:016x}", c.id), c.entered, c.completed, fmt::format("{:016x}", c.fingerprint), c.kind,
+                    c.since_s});
+    json ts = json::array();
+    for (auto& t : e.threads) {
+      json x = {{"tid", t.tid}};
+      if (t.coll_kind)
+        x["collective"] = {{"kind", t.coll_kind}, {"comm", fmt::format("{:016x}", t.coll_comm)},
+                           {"ordinal", t.coll_ordinal}, {"s", t.coll_s}};
+      if (!t.p2p_call.empty())
+        x["p2p"] = {{"call", t.p2p_call}, {"wait_s", t.p2p_wait_s}, {"peers", t.p2p_peers},
+                    {"comm", fmt::format("{:016x}", t.p2p_comm)}};
+      ts.push_back(std::move(x));
+    }
+    j["threads"] = {{"comms", cs}, {"threads", ts}, {"full", e.threads_full}};
+  }
   if (e.state_s > 0) j["state_s"] = e.state_s;
   if (!e.stack.empty()) j["stack"] = {{"frames", e.stack}};
   else if (!e.stack_error.empty()) j["stack"] = {{"error", e.stack_error}};
@@ -177,6 +201,53 @@ void from_json(const json& j, RankEvidence& e) {
         if (c.done > c.begun) throw std::invalid_argument("gpu: a communicator's done exceeds begun");
         e.gpu.comms.push_back(c);
       }
+  }
+  if (j.contains("threads") && j["threads"].is_object()) {
+    // A peer's bytes: bounded lists, counts that can be, finite seconds.
+    const json& t = j["threads"];
+    auto secs = [](const json& v, const char* what) {
+      const double d = v.get<double>();
+      if (!(d >= 0 && d < 3.2e7)) throw std::invalid_argument(fmt::format("threads: {} must be in [0, 3.2e7) s", what));
+      return d;
+    };
+    e.threaded = true;
+    e.threads_full = common::json_int<std::uint64_t>(t, "full");
+    for (auto& x : t.at("comms")) {
+      if (e.comm_progress.size() >= kMaxProgressComms) throw std::invalid_argument("threads: more communicators than 32");
+      if (!x.is_array() || x.size() != 6) throw std::invalid_argument("threads: a communicator is [id, entered, completed, fingerprint, kind, since_s]");
+      RankEvidence::CommProgress c;
+      c.id = std::stoull(x[0].get<std::string>(), nullptr, 16);
+      c.entered = common::json_int_at<std::uint64_t>(x[1]);
+      c.completed = common::json_int_at<std::uint64_t>(x[2]);
+      c.fingerprint = std::stoull(x[3].get<std::string>(), nullptr, 16);
+      c.kind = common::json_int_at<std::uint32_t>(x[4]);
+      c.since_s = secs(x[5], "since_s");
+      if (c.completed > c.entered) throw std::invalid_argument("threads: a communicator completed more than it entered");
+      e.comm_progress.push_back(c);
+    }
+    for (auto& x : t.at("threads")) {
+      if (e.threads.size() >= kMaxThreads) throw std::invalid_argument("threads: more threads than 16");
+      RankEvidence::Thread th;
+      th.tid = common::json_int<long>(x, "tid");
+      if (x.contains("collective")) {
+        const json& c = x.at("collective");
+        th.coll_kind = common::json_int<std::uint32_t>(c, "kind");
+        th.coll_comm = std::stoull(c.at("comm").get<std::string>(), nullptr, 16);
+        th.coll_ordinal = common::json_int<std::uint64_t>(c, "ordinal");
+        th.coll_s = secs(c.at("s"), "a collective's seconds");
+      }
+      if (x.contains("p2p")) {
+        const json& p = x.at("p2p");
+        th.p2p_call = p.at("call").get<std::string>().substr(0, 32);
+        th.p2p_wait_s = secs(p.at("wait_s"), "a wait's seconds");
+        for (auto& r : p.at("peers")) {
+          if (th.p2p_peers.size() >= 8) break;
+          th.p2p_peers.push_back(common::json_int_at<int>(r));
+        }
+        th.p2p_comm = std::stoull(p.at("comm").get<std::string>(), nullptr, 16);
+      }
+      e.threads.push_back(std::move(th));
+    }
   }
   if (j.contains("peers") && j["peers"].is_array())
     for (auto& x : j["peers"]) {

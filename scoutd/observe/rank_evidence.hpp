@@ -101,7 +101,31 @@ struct RankEvidence {
     std::vector<CommOps> comms;
   };
   Gpu gpu;
+  // A threaded rank (record version 8, MPI_THREAD_MULTIPLE): each
+  // communicator's collectives counted apart, and what each thread that
+  // called MPI is in now. Present only for such ranks.
+  bool threaded = false;
+  std::uint64_t threads_full = 0;  // threads that called MPI after every slot was taken
+  struct CommProgress {
+    std::uint64_t id = 0, entered = 0, completed = 0, fingerprint = 0;
+    std::uint32_t kind = 0;  // of the last one entered
+    double since_s = 0;      // since its counts last moved (the observer's clock)
+  };
+  std::vector<CommProgress> comm_progress;  // at most kMaxProgressComms
+  struct Thread {
+    long tid = 0;
+    std::uint32_t coll_kind = 0;  // the collective it is inside, 0 when none
+    std::uint64_t coll_comm = 0, coll_ordinal = 0;
+    double coll_s = 0;
+    std::string p2p_call;         // the point-to-point call it waits in, "" when none
+    double p2p_wait_s = 0;
+    std::vector<int> p2p_peers;   // world ranks; -1: any source
+    std::uint64_t p2p_comm = 0;
+  };
+  std::vector<Thread> threads;  // at most kMaxThreads
 };
+inline constexpr std::size_t kMaxProgressComms = 32;
+inline constexpr std::size_t kMaxThreads = 16;
 
 void to_json(nlohmann::json& j, const RankEvidence& e);
 void from_json(const nlohmann::json& j, RankEvidence& e);

@@ -138,6 +138,13 @@ class RankWatcher final : public RankSource {
     std::string gpu_bus;
     int gpu_device = -1;
     std::int64_t gpu_done_ns = 0;   // when gpu.done last advanced (scoutd's clock)
+    // Version 8 (MPI_THREAD_MULTIPLE): each communicator's collectives, when
+    // its counts last moved (scoutd's clock), and the threads' calls.
+    bool have_threads = false;
+    std::vector<c3::CommProgress> comm_progress;
+    std::map<std::uint64_t, std::pair<std::uint64_t, std::int64_t>> progress_moved;  // id -> (counts, when)
+    std::vector<c3::ThreadSlot> threads;
+    std::uint64_t threads_full = 0;
     char state = '?';               // sampled /proc state, and since when
     std::int64_t state_since_ns = 0;
     // Its stack, taken during the stall that began at progress_key == stack_key.
@@ -156,6 +163,7 @@ class RankWatcher final : public RankSource {
   void poll_deaths(int timeout_ms);
   bool read_v6(Slot& s, std::int64_t now, bool counters);
   bool read_gpu(Slot& s, std::int64_t now);
+  bool read_threads(Slot& s, std::int64_t now);
 
   std::string job_, step_, node_, match_host_;
   std::uint32_t step_kind_ = 0;

@@ -55,7 +55,18 @@ LocalSummary RankWatcher::summary() const {
     }
     const double stalled = (now - s.last_progress_ns) / 1e9;
     sum.max_stall_s = std::max(sum.max_stall_s, stalled);
-    if (s.last.in_collective || (s.have_p2p && s.p2p.call != 0) || (s.have_gpu && s.gpu.started > s.gpu.done))
+    // A threaded rank whose other threads keep it moving can still wait in
+    // one communicator's collective: that communicator's stall counts.
+    bool comm_inside = false;
+    for (auto& c : s.comm_progress) {
+      if (c.completed >= c.entered) continue;
+      auto it = s.progress_moved.find(c.id);
+      if (it == s.progress_moved.end()) continue;
+      sum.max_stall_s = std::max(sum.max_stall_s, (now - it->second.second) / 1e9);
+      comm_inside = true;
+    }
+    if (s.last.in_collective || (s.have_p2p && s.p2p.call != 0) || (s.have_gpu && s.gpu.started > s.gpu.done) ||
+        comm_inside)
       ++sum.waiting;
     if ((s.state == 'T' || s.state == 't' || s.state == 'D' || s.state == 'Z') && s.state_since_ns)
       sum.max_stopped_s = std::max(sum.max_stopped_s, std::min(stalled, (now - s.state_since_ns) / 1e9));
@@ -140,6 +151,39 @@ std::vector<RankEvidence> RankWatcher::evidence(bool for_gather) const {
         // The host never waits inside NCCL: a GPU rank waits while its GPU
         // is inside an operation it began and has not completed.
         e.in_collective = s.gpu.started > s.gpu.done;
+      }
+      if (s.have_threads) {
+        e.threaded = true;
+        e.threads_full = s.threads_full;
+        for (auto& c : s.comm_progress) {
+          RankEvidence::CommProgress p;
+          p.id = c.id;
+          p.entered = c.entered;
+          p.completed = c.completed;
+          p.fingerprint = c.fingerprint;
+          p.kind = static_cast<std::uint32_t>(c.kind);
+          auto it = s.progress_moved.find(c.id);
+          p.since_s = it == s.progress_moved.end() ? 0 : std::max<double>(0, (now - it->second.second) / 1e9);
+          e.comm_progress.push_back(p);
+        }
+        for (auto& t : s.threads) {
+          RankEvidence::Thread th;
+          th.tid = static_cast<long>(t.tid);
+          if (t.coll_kind != 0) {
+            th.coll_kind = static_cast<std::uint32_t>(t.coll_kind);
+            th.coll_comm = t.coll_comm;
+            th.coll_ordinal = t.coll_ordinal;
+            th.coll_s = std::max<double>(0, (now - static_cast<std::int64_t>(t.coll_entry_ns)) / 1e9);
+          }
+          if (t.p2p.call != 0) {
+            th.p2p_call = c3::p2p_call_name(t.p2p.call);
+            th.p2p_wait_s = std::max<double>(0, (now - static_cast<std::int64_t>(t.p2p.entry_ns)) / 1e9);
+            for (std::uint64_t k = 0; k < t.p2p.npeers && k < c3::kBlockedPeers; ++k)
+              th.p2p_peers.push_back(static_cast<int>(t.p2p.peers[k]));
+            th.p2p_comm = t.p2p.comm_id;
+          }
+          e.threads.push_back(std::move(th));
+        }
       }
       if (e.alive) {
         common::ProcInfo p = common::read_proc_info(s.pid);

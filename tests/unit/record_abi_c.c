@@ -3,6 +3,7 @@
 #include <stddef.h>
 
 #include "libc3/abi/scout_record_v6.h"
+#include "libc3/abi/scout_record_v8.h"
 
 size_t scout_test_record_v5_c_size(void) { return sizeof(struct scout_record_v5); }
 size_t scout_test_record_v5_c_offset_live(void) { return offsetof(struct scout_record_v5, live); }
@@ -11,3 +12,5 @@ size_t scout_test_record_v5_c_offset_comms(void) { return offsetof(struct scout_
 size_t scout_test_record_v6_c_size(void) { return sizeof(struct scout_record_v6); }
 size_t scout_test_record_v6_c_offset_p2p(void) { return offsetof(struct scout_record_v6, p2p); }
 size_t scout_test_record_v6_c_offset_peers(void) { return offsetof(struct scout_record_v6, peers); }
+size_t scout_test_record_v8_c_size(void) { return sizeof(struct scout_record_v8); }
+size_t scout_test_record_v8_c_offset_threads(void) { return offsetof(struct scout_record_v8, threads); }

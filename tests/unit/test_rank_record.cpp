@@ -108,8 +108,8 @@ TEST_CASE("version 7: the NCCL probe's GPU part, its size and range checks") {
   CHECK(record_check_header(r, sizeof(RecordV6)).find("expected at least 25152 for version 7") != std::string::npos);
   r.size = sizeof(RecordV6);  // a version-6 size under a version-7 header
   CHECK(record_check_header(r, sizeof(RecordV7)).find("size field") != std::string::npos);
-  r.version = 8;
-  CHECK(record_check_header(r, sizeof(RecordV7)).find("expected version 5, 6 or 7") != std::string::npos);
+  r.version = 9;
+  CHECK(record_check_header(r, sizeof(RecordV7)).find("expected version 5, 6, 7 or 8") != std::string::npos);
   CHECK(as_v7(r, kRecordVersionGpu) == v7.get());
   CHECK(as_v6(r, kRecordVersionGpu) == &v7->v6);  // version 7 holds version 6
   CHECK(as_v7(r, kRecordVersion) == nullptr);
@@ -267,4 +267,69 @@ TEST_CASE("live fields and communicator entries are range-checked") {
   c.stored = 2;
   c.members[1] = -5;
   CHECK(comm_entry_check(c, 2).find("member -5") != std::string::npos);
+}
+
+// Version 8 (threaded MPI programs): version 6 at the front, the
+// communicators' progress and the threads' slots after it, each read under
+// its own seqlock and range-checked.
+extern "C" size_t scout_test_record_v8_c_size(void);
+extern "C" size_t scout_test_record_v8_c_offset_threads(void);
+TEST_CASE("record v8: the threaded part is read per communicator and per thread, and broken values are refused") {
+  CHECK(scout_test_record_v8_c_size() == sizeof(RecordV8));
+  CHECK(scout_test_record_v8_c_offset_threads() == offsetof(RecordV8, threads));
+  auto v8 = std::make_unique<RecordV8>();
+  RankRecord& r = v8->v6.v5;
+  r.magic = kRecordMagic;
+  r.version = kRecordVersionMt;
+  r.size = sizeof(RecordV8);
+  r.world_rank = 1;
+  r.world_size = 4;
+  CHECK(record_check_header(r, sizeof(RecordV8)).empty());
+  CHECK(as_v8(r, kRecordVersionMt) == v8.get());
+  CHECK(as_v6(r, kRecordVersionMt) == &v8->v6);  // version 8 holds version 6
+  CHECK(as_v7(r, kRecordVersionMt) == nullptr);   // ... and not version 7's GPU part
+  CHECK(as_v8(r, kRecordVersionGpu) == nullptr);
+
+  v8->comm_progress_count = 2;
+  v8->comm_progress[0] = {0, 0xabc, 7, 6, 0x1234, kAllreduce, 100, 90};
+  v8->comm_progress[1] = {0, 0xdef, 3, 3, 0x5678, kBarrier, 100, 90};
+  std::vector<CommProgress> comms;
+  CHECK(comm_progress_read(*v8, comms).empty());
+  REQUIRE(comms.size() == 2);
+  CHECK(comms[0].entered == 7);
+  CHECK(comms[0].completed == 6);
+  CHECK(comms[1].id == 0xdef);
+  std::size_t busy = 0;
+  v8->comm_progress[1].lock = 1;  // a writer inside for every try: left out, not refused
+  CHECK(comm_progress_read(*v8, comms, &busy).empty());
+  CHECK(busy == 1);
+  CHECK(comms.size() == 1);
+  v8->comm_progress[1].lock = 2;
+  v8->comm_progress[0].completed = 8;  // more completed than entered
+  CHECK(comm_progress_read(*v8, comms).find("7 collectives entered and 8 completed") != std::string::npos);
+  v8->comm_progress[0].completed = 6;
+  v8->comm_progress_count = 33;
+  CHECK(comm_progress_read(*v8, comms).find("at most 32 fit") != std::string::npos);
+  v8->comm_progress_count = 1;
+  v8->comm_progress[0].kind = 0x777;
+  CHECK(comm_progress_read(*v8, comms).find("kind") != std::string::npos);
+  v8->comm_progress[0].kind = kAllreduce;
+
+  std::vector<ThreadSlot> threads;
+  CHECK(threads_read(*v8, 4, threads).empty());
+  CHECK(threads.empty());  // no slot claimed
+  v8->threads[0].tid = 4242;
+  v8->threads[0].coll_kind = kAllreduce;
+  v8->threads[0].coll_comm = 0xabc;
+  v8->threads[0].coll_ordinal = 7;
+  v8->threads[3].tid = 4243;
+  v8->threads[3].p2p.call = SCOUT_P2P_RECV;
+  v8->threads[3].p2p.npeers = 1;
+  v8->threads[3].p2p.peers[0] = 2;
+  CHECK(threads_read(*v8, 4, threads).empty());
+  REQUIRE(threads.size() == 2);
+  CHECK(threads[0].coll_ordinal == 7);
+  CHECK(threads[1].p2p.peers[0] == 2);
+  v8->threads[3].p2p.peers[0] = 9;  // not a rank of this 4-rank job
+  CHECK(threads_read(*v8, 4, threads).find("thread slot 3: awaited peer 9") != std::string::npos);
 }

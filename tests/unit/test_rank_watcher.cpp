@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -28,17 +29,21 @@ struct ShmRecord {
   std::size_t len = 0;
   c3::RankRecord* rec = nullptr;
   c3::RecordV6* v6 = nullptr;
-  ShmRecord(const std::string& job, int rank, int size, bool old = false) {
+  ShmRecord(const std::string& job, int rank, int size, bool old = false, bool threaded = false) {
     name = c3::record_shm_name(job, "0", rank);
     shm_unlink(name.c_str());
     fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
     REQUIRE(fd >= 0);
-    len = old ? sizeof(c3::RankRecord) : sizeof(c3::RecordV6);
+    len = old ? sizeof(c3::RankRecord) : threaded ? sizeof(c3::RecordV8) : sizeof(c3::RecordV6);
     REQUIRE(ftruncate(fd, static_cast<off_t>(len)) == 0);
     rec = static_cast<c3::RankRecord*>(mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
     REQUIRE(rec != MAP_FAILED);
     if (!old) v6 = &c3::v6_of(*rec);
-    rec->version = old ? c3::kRecordVersionOld : c3::kRecordVersion;
+    rec->version = old ? c3::kRecordVersionOld : threaded ? c3::kRecordVersionMt : c3::kRecordVersion;
+    if (threaded) {
+      c3::v8_of(*rec).source = SCOUT_SOURCE_MPI;
+      c3::v8_of(*rec).threaded = 1;
+    }
     rec->size = static_cast<std::uint32_t>(len);
     rec->world_rank = rank;
     rec->world_size = size;
@@ -211,5 +216,78 @@ TEST_CASE("version 5 and version 6 records side by side; the point-to-point part
   c3::rec_store(r2.v6->p2p.ops, std::uint64_t{4});
   c3::p2p_write_end(*r2.v6);
   CHECK(wait_invalid(w, 2).find("message count went back") != std::string::npos);
+  w.stop();
+}
+
+// A threaded program's record (version 8): each communicator's collectives
+// and each thread's call reach the evidence; how long a communicator's counts
+// have been still is the watcher's own clock; counts that go back and a
+// record of the wrong source are refused.
+TEST_CASE("version 8 records: progress per communicator and per thread are read, timed and checked") {
+  const std::string job = std::to_string(930000 + getpid() % 1000);
+  ShmRecord r0(job, 0, 2, false, true), r1(job, 1, 2, false, true);
+  c3::RecordV8& a = c3::v8_of(*r0.rec);
+  a.comm_progress[0] = {0, 0xA0, 5, 4, 0xF00D, c3::kAllreduce, 1, 1};
+  __atomic_store_n(&a.comm_progress_count, std::uint64_t{1}, __ATOMIC_RELEASE);
+  a.threads[0].coll_kind = c3::kAllreduce;
+  a.threads[0].coll_comm = 0xA0;
+  a.threads[0].coll_ordinal = 5;
+  __atomic_store_n(&a.threads[0].tid, std::uint64_t{4242}, __ATOMIC_RELEASE);
+  // Both ranks keep moving (their other threads' collectives).
+  std::atomic<bool> moving{true};
+  struct Join {
+    std::atomic<bool>& flag;
+    std::thread t;
+    ~Join() {
+      flag = false;
+      if (t.joinable()) t.join();
+    }
+  } mover{moving, std::thread([&] {
+    for (std::uint64_t n = 1; moving; ++n) {
+      for (auto* r : {r0.rec, r1.rec}) {
+        c3::record_write_begin(*r);
+        c3::rec_store(r->live.seq, n);
+        c3::record_write_end(*r);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  })};
+  scoutd::RankWatcher w(job, "0", 0, 1, "n1", 0.02);
+  w.start();
+  REQUIRE(attached(w, 0));
+  REQUIRE(attached(w, 1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  bool seen = false;
+  for (auto& e : w.evidence(false)) {
+    if (e.rank != 0) continue;
+    seen = true;
+    CHECK(e.threaded);
+    REQUIRE(e.comm_progress.size() == 1);
+    CHECK(e.comm_progress[0].entered == 5);
+    CHECK(e.comm_progress[0].completed == 4);
+    CHECK(e.comm_progress[0].since_s >= 0.2);  // still since the watcher first saw it
+    REQUIRE(e.threads.size() == 1);
+    CHECK(e.threads[0].tid == 4242);
+    CHECK(e.threads[0].coll_ordinal == 5);
+  }
+  CHECK(seen);
+  // Inside a communicator's collective for a while: the summary's stall says
+  // so, though the rank-wide records keep moving (the trigger must gather).
+  CHECK(w.summary().max_stall_s >= 0.2);
+  CHECK(w.summary().waiting == 1);
+  moving = false;
+  mover.t.join();
+  // A count that goes back is a broken record.
+  c3::RecordV8& b = c3::v8_of(*r1.rec);
+  b.comm_progress[0] = {0, 0xA0, 9, 9, 0xF00D, c3::kAllreduce, 1, 1};
+  __atomic_store_n(&b.comm_progress_count, std::uint64_t{1}, __ATOMIC_RELEASE);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  b.comm_progress[0].lock = 2;
+  b.comm_progress[0].entered = 8;
+  b.comm_progress[0].completed = 8;
+  CHECK(wait_invalid(w, 1).find("collectives went back from 9/9 to 8/8") != std::string::npos);
+  // A version-8 record that says it is not the MPI probe's.
+  a.source = 7;
+  CHECK(wait_invalid(w, 0).find("source 7") != std::string::npos);
   w.stop();
 }
