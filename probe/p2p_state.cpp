@@ -15,6 +15,11 @@ std::uint64_t g_ops = 0;      // messages completed (published as p2p.ops)
 bool g_waiting = false;       // p2p.call is set
 bool g_polling = false;       // ... by a Test/Iprobe loop (cleared by any progress)
 MPI_Comm g_last_mprobe_comm = MPI_COMM_NULL;
+// Threaded programs: whether this thread's own slot shows a wait, and one
+// begun by a Test/Iprobe loop (the rank-wide flags above are whichever
+// thread wrote last).
+SCOUT_TLS bool t_waiting = false;
+SCOUT_TLS bool t_polling = false;
 
 // Requests in flight: open addressing keyed by the handle. A handle the MPI
 // library reuses simply overwrites its stale entry.
@@ -118,7 +123,10 @@ void publish_wait(std::uint64_t call, std::uint64_t t, std::uint64_t comm_id, st
   c3::rec_store(v6.p2p.any_comm, any_comm);
   seq_end(v6.p2p_lock);
   g_waiting = true;
-  if (g_threaded) thread_wait(call, t, comm_id, tag, peers, n, more, any_comm);
+  if (g_threaded) {
+    thread_wait(call, t, comm_id, tag, peers, n, more, any_comm);
+    t_waiting = true;
+  }
 }
 
 void publish_done() noexcept {
@@ -132,7 +140,17 @@ void publish_done() noexcept {
   seq_end(v6.p2p_lock);
   g_waiting = false;
   g_polling = false;
-  if (g_threaded) thread_wait_done();
+  if (g_threaded) {
+    thread_wait_done();
+    t_waiting = t_polling = false;
+  }
+}
+
+// Whether the calling thread already polls (threaded: its own loop).
+inline bool polling_now() noexcept { return g_threaded ? t_polling : g_polling; }
+inline void polling_began() noexcept {
+  g_polling = true;
+  t_polling = true;
 }
 
 // Adds a world rank (or kPeerAny) to a small list, without duplicates.
@@ -159,7 +177,7 @@ std::uint64_t type_bytes(MPI_Datatype dt, int count) noexcept {
 }
 
 void p2p_poll_clear() noexcept {
-  if (g_waiting && g_record) publish_done();
+  if (g_record && (g_waiting || (g_threaded && t_waiting))) publish_done();
 }
 
 P2PBlock::P2PBlock(std::uint64_t c, MPI_Comm mc, int tag, int peer_a, int peer_b) noexcept {
@@ -358,19 +376,19 @@ void P2PWait::completed_some(int outcount, const int* indices, const MPI_Status*
 }
 
 void P2PWait::none_completed() noexcept {
-  if (!any || g_polling) return;  // still polling: the wait began at the first Test
+  if (!any || polling_now()) return;  // still polling: the wait began at the first Test
   publish_wait(call, now_ns(), comm_id, -1, peers, npeers, more, any_comm);
-  g_polling = true;
+  polling_began();
 }
 
 void p2p_poll(std::uint64_t call, MPI_Comm mc, int tag, int source) noexcept {
-  if (!g_record || g_polling || source == MPI_PROC_NULL) return;
+  if (!g_record || polling_now() || source == MPI_PROC_NULL) return;
   const CommSlot* c = comm_lookup(mc);
   std::int64_t peer = source == MPI_ANY_SOURCE ? c3::kPeerAny : world_rank_of(c, source);
   const int n = (peer >= 0 || peer == c3::kPeerAny) ? 1 : 0;
   publish_wait(call, now_ns(), c ? c->id : 0, tag == MPI_ANY_TAG ? -1 : tag, &peer, n, false,
                peer == c3::kPeerAny && c ? c->id : 0);
-  g_polling = true;
+  polling_began();
 }
 
 void p2p_mprobe_comm(MPI_Comm comm) noexcept { g_last_mprobe_comm = comm; }

@@ -25,66 +25,6 @@ bool g_threaded = false;
 int TableGuard::lock_ = 0;
 ProbeClock g_clock;
 
-// Collective-output signatures: every Nth signable collective per
-// communicator. Counters live in a small fixed table (no allocation).
-namespace {
-std::uint64_t g_outsig_every = 64;
-struct CommCalls {
-  std::uint64_t id, calls;
-};
-constexpr int kCommCalls = 64;
-CommCalls g_comm_calls[kCommCalls];
-int g_comm_calls_used = 0;
-
-void parse_outsig(int /*rank*/) {
-  if (const char* v = std::getenv("SCOUT_OUTSIG_EVERY"); v && *v) {
-    char* end = nullptr;
-    unsigned long long n = std::strtoull(v, &end, 10);
-    if (*end || v[0] == '-')
-      std::fprintf(stderr, "scout-probe: init: ignoring SCOUT_OUTSIG_EVERY='%s': expected a "
-                   "number of collectives (0: off)\n", v);
-    else
-      g_outsig_every = n;
-  }
-}
-}  // namespace
-
-void coll_output(std::uint32_t kind, MPI_Comm comm, void* buf, std::int64_t count, MPI_Datatype dt,
-                 bool per_member) noexcept {
-  c3::RankRecord* r = g_record;
-  if (!r || !buf || count <= 0 || buf == MPI_IN_PLACE) return;
-  if (__builtin_expect(faults::g_corrupt_active, false)) faults::corrupt_output(kind, buf, count, dt);
-  if (g_outsig_every == 0) return;
-  const std::uint64_t cid = comm_identity(comm);
-  CommCalls* cc = nullptr;
-  for (int i = 0; i < g_comm_calls_used; ++i)
-    if (g_comm_calls[i].id == cid) { cc = &g_comm_calls[i]; break; }
-  if (!cc) {
-    if (g_comm_calls_used == kCommCalls) return;  // table full: not signed
-    cc = &g_comm_calls[g_comm_calls_used++];
-    *cc = {cid, 0};
-  }
-  const std::uint64_t call = ++cc->calls;
-  if (call % g_outsig_every != 0) return;
-  // Only contiguous data: size == extent, so the bytes are the elements.
-  int tsize = 0;
-  MPI_Aint lb = 0, extent = 0;
-  if (PMPI_Type_size(dt, &tsize) != MPI_SUCCESS || PMPI_Type_get_extent(dt, &lb, &extent) != MPI_SUCCESS ||
-      tsize <= 0 || static_cast<MPI_Aint>(tsize) != extent || lb != 0)
-    return;
-  std::uint64_t n = static_cast<std::uint64_t>(count);
-  if (per_member) {
-    int size = 0;
-    PMPI_Comm_size(comm, &size);
-    n *= static_cast<std::uint64_t>(size);
-  }
-  const std::uint64_t bytes = n * static_cast<std::uint64_t>(tsize);
-  const std::int64_t shape[1] = {static_cast<std::int64_t>(n)};
-  c3::SignatureMeta meta{static_cast<std::uint32_t>(datatype_code(dt)), std::span<const std::int64_t>(shape, 1)};
-  const std::uint64_t sig = c3::signature(buf, bytes, meta);
-  c3::outsig_push(*r, cid, call, kind, sig, bytes);
-}
-
 void clock_calibrate() noexcept {
 #if defined(__x86_64__)
   // Only an invariant TSC (constant and nonstop) measures time.
@@ -157,14 +97,8 @@ MPI_Request g_pending[kPending];
 std::uint64_t g_pending_seq[kPending];  // their collective seq (ring slot)
 c3::CommProgress* g_pending_prog[kPending];  // their communicator's progress entry (threaded)
 
-// Threads (record version 8). Initial-exec TLS: the probe is preloaded, so
-// its thread-local words are static TLS, never allocated on first use.
-#define SCOUT_TLS __attribute__((tls_model("initial-exec"))) thread_local
-SCOUT_TLS c3::ThreadSlot* t_slot = nullptr;
-SCOUT_TLS bool t_slot_tried = false;
+// Threads (record version 8).
 SCOUT_TLS c3::CommProgress* t_coll_prog = nullptr;  // the blocking collective this thread is inside
-SCOUT_TLS std::uint64_t t_ops = 0;
-int g_threads_claimed = 0;
 int g_pending_count = 0;
 
 }  // namespace
@@ -216,6 +150,10 @@ void publish_comm(std::uint64_t id, int n) noexcept {
 
 void comm_register(MPI_Comm comm) noexcept {
   if (comm == MPI_COMM_NULL) return;
+  // Threads may create communicators at once: the scratch arrays, the
+  // membership counts and the tables are shared (the guard is held across
+  // local group queries only, never a communicating call).
+  TableGuard guard;
   std::uint64_t id = compute_identity(comm);
   int members = 0;
   {
@@ -247,17 +185,19 @@ void comm_register(MPI_Comm comm) noexcept {
   unsigned s = comm_slot(comm);
   for (int i = 0; i < kCommSlots; ++i, s = (s + 1) % kCommSlots) {
     if (g_comms[s].comm == comm || g_comms[s].comm == nullptr || g_comms[s].comm == kTombstone) {
-      g_comms[s].comm = comm;
+      // The handle last: a lookup that matches it sees the rest complete.
       g_comms[s].id = id;
       g_comms[s].world = world;
       g_comms[s].size = nworld;
       g_comms[s].is_world = comm == MPI_COMM_WORLD;
+      __atomic_store_n(&g_comms[s].comm, comm, __ATOMIC_RELEASE);
       return;
     }
   }
 }
 
 void comm_forget(MPI_Comm comm) noexcept {
+  TableGuard guard;
   unsigned s = comm_slot(comm);
   for (int i = 0; i < kCommSlots; ++i, s = (s + 1) % kCommSlots) {
     if (g_comms[s].comm == comm) { g_comms[s].id = 0; g_comms[s].comm = kTombstone; return; }
@@ -328,65 +268,6 @@ std::uint64_t op_code(MPI_Op op) noexcept {
     if (kOps[i] == op) return i + 1;
   return 0xff;  // user-defined
 }
-
-c3::ThreadSlot* thread_slot() noexcept {
-  if (!g_threaded || !g_record) return nullptr;
-  if (t_slot_tried) return t_slot;
-  t_slot_tried = true;
-  c3::RecordV8& r8 = c3::v8_of(*g_record);
-  const int i = __atomic_fetch_add(&g_threads_claimed, 1, __ATOMIC_RELAXED);
-  if (i >= static_cast<int>(c3::kThreadSlots)) {
-    __atomic_fetch_add(&r8.threads_full, 1, __ATOMIC_RELAXED);
-    return nullptr;
-  }
-  c3::ThreadSlot& t = r8.threads[i];
-  __atomic_store_n(&t.tid, static_cast<std::uint64_t>(syscall(SYS_gettid)), __ATOMIC_RELEASE);
-  return t_slot = &t;
-}
-
-c3::CommProgress* comm_progress(std::uint64_t id) noexcept {
-  if (!g_threaded || !g_record || id == 0) return nullptr;
-  c3::RecordV8& r8 = c3::v8_of(*g_record);
-  std::uint64_t n = __atomic_load_n(&r8.comm_progress_count, __ATOMIC_ACQUIRE);
-  for (std::uint64_t i = 0; i < n; ++i)
-    if (__atomic_load_n(&r8.comm_progress[i].id, __ATOMIC_RELAXED) == id) return &r8.comm_progress[i];
-  TableGuard guard;
-  n = __atomic_load_n(&r8.comm_progress_count, __ATOMIC_RELAXED);
-  for (std::uint64_t i = 0; i < n; ++i)
-    if (__atomic_load_n(&r8.comm_progress[i].id, __ATOMIC_RELAXED) == id) return &r8.comm_progress[i];
-  if (n >= c3::kProgressComms) return nullptr;
-  __atomic_store_n(&r8.comm_progress[n].id, id, __ATOMIC_RELAXED);
-  __atomic_store_n(&r8.comm_progress_count, n + 1, __ATOMIC_RELEASE);
-  return &r8.comm_progress[n];
-}
-
-void thread_wait(std::uint64_t call, std::uint64_t t, std::uint64_t comm_id, std::int64_t tag,
-                 const std::int64_t* peers, int n, bool more, std::uint64_t any_comm) noexcept {
-  c3::ThreadSlot* ts = thread_slot();
-  if (!ts) return;
-  seq_begin(ts->lock);
-  c3::rec_store(ts->p2p.call, call);
-  c3::rec_store(ts->p2p.entry_ns, t);
-  c3::rec_store(ts->p2p.comm_id, comm_id);
-  c3::rec_store(ts->p2p.tag, tag);
-  for (int i = 0; i < n; ++i) c3::rec_store(ts->p2p.peers[i], peers[i]);
-  c3::rec_store(ts->p2p.npeers, static_cast<std::uint64_t>(n));
-  c3::rec_store(ts->p2p.more_peers, std::uint64_t{more});
-  c3::rec_store(ts->p2p.any_comm, any_comm);
-  seq_end(ts->lock);
-}
-
-void thread_wait_done() noexcept {
-  c3::ThreadSlot* ts = thread_slot();
-  if (!ts) return;
-  seq_begin(ts->lock);
-  c3::rec_store(ts->p2p.call, std::uint64_t{0});
-  c3::rec_store(ts->p2p.npeers, std::uint64_t{0});
-  c3::rec_store(ts->p2p.ops, t_ops);
-  seq_end(ts->lock);
-}
-
-void thread_count_op() noexcept { ++t_ops; }
 
 void probe_init() noexcept {
   const char* job = nullptr;
@@ -557,7 +438,14 @@ WaitScope::WaitScope(const MPI_Request* reqs, int count, bool is_blocking) noexc
   TableGuard guard;
   for (int s = 0; s < g_pending_count && n < 8; ++s)
     for (int i = 0; i < count; ++i)
-      if (reqs[i] == g_pending[s]) { slots[n] = s; idx[n] = i; ++n; break; }
+      if (reqs[i] == g_pending[s]) {
+        slots[n] = s;
+        idx[n] = i;
+        handle[n] = g_pending[s];
+        seq[n] = g_pending_seq[s];
+        ++n;
+        break;
+      }
   }
   if (n == 0 || !blocking) return;
   c3::RankRecord* r = g_record;
@@ -577,17 +465,23 @@ void WaitScope::done(const MPI_Request* after) noexcept {
   bool any_done = false;
   const std::uint64_t t = now_ns();
   TableGuard guard;
-  // Retire completed ones, highest slot first so indices stay valid.
-  for (int k = n - 1; k >= 0; --k) {
-    if (after[idx[k]] == MPI_REQUEST_NULL) {
-      any_done = true;
-      c3::ring_exit(*r, g_pending_seq[slots[k]], t);
-      progress_completed(g_pending_prog[slots[k]], t);
-      --g_pending_count;
-      g_pending[slots[k]] = g_pending[g_pending_count];
-      g_pending_seq[slots[k]] = g_pending_seq[g_pending_count];
-      g_pending_prog[slots[k]] = g_pending_prog[g_pending_count];
-    }
+  // Retire the completed ones, each found again by its request and sequence
+  // number (another thread may have retired others and moved it since).
+  for (int k = 0; k < n; ++k) {
+    if (after[idx[k]] != MPI_REQUEST_NULL) continue;
+    any_done = true;
+    int s = slots[k] < g_pending_count && g_pending[slots[k]] == handle[k] && g_pending_seq[slots[k]] == seq[k]
+                ? slots[k]
+                : -1;
+    for (int j = 0; s < 0 && j < g_pending_count; ++j)
+      if (g_pending[j] == handle[k] && g_pending_seq[j] == seq[k]) s = j;
+    if (s < 0) continue;  // retired already
+    c3::ring_exit(*r, g_pending_seq[s], t);
+    progress_completed(g_pending_prog[s], t);
+    --g_pending_count;
+    g_pending[s] = g_pending[g_pending_count];
+    g_pending_seq[s] = g_pending_seq[g_pending_count];
+    g_pending_prog[s] = g_pending_prog[g_pending_count];
   }
   if (blocking) {
     g_entry_ns = t0;

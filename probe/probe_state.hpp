@@ -50,6 +50,9 @@ extern c3::RankRecord* g_record;
 // is unchanged); the section holds a few stores and never calls MPI. The
 // probe's tables take a spinlock. A single-threaded program pays one branch.
 extern bool g_threaded;
+// Thread-local words of the probe: initial-exec TLS (the probe is preloaded,
+// so they are static TLS, never allocated on a thread's first use).
+#define SCOUT_TLS __attribute__((tls_model("initial-exec"))) thread_local
 inline void seq_begin(std::uint64_t& lock) noexcept {
   if (!g_threaded) {
     __atomic_store_n(&lock, __atomic_load_n(&lock, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
@@ -106,6 +109,7 @@ void thread_wait(std::uint64_t call, std::uint64_t t, std::uint64_t comm_id, std
 void thread_wait_done() noexcept;
 void thread_count_op() noexcept;
 
+void parse_outsig(int rank);     // SCOUT_OUTSIG_EVERY, at init (outsig.cpp)
 void probe_init() noexcept;      // after PMPI_Init
 void probe_finalize() noexcept;  // before PMPI_Finalize
 
@@ -145,6 +149,9 @@ void nb_started(MPI_Request req, std::uint64_t seq) noexcept;
 struct WaitScope {
   int slots[8];
   int idx[8];
+  MPI_Request handle[8];   // the pending collectives' requests and sequence
+  std::uint64_t seq[8];    // numbers, found again in done(): another thread
+                           // may have moved their table slots meanwhile
   int n = 0;
   bool blocking = false;
   std::uint64_t t0 = 0;

@@ -61,6 +61,7 @@ struct scout_record_v8 {
   uint64_t threaded;          /* 1 when the program was given MPI_THREAD_MULTIPLE */
   uint64_t comm_progress_count; /* comm_progress[0, count) are in use */
   uint64_t threads_full;      /* threads that called MPI after every slot was taken */
+  uint64_t comms_full;        /* collectives on communicators the full table could not take */
   struct scout_comm_progress_v8 comm_progress[SCOUT_RECORD_V8_COMMS];
   struct scout_thread_v8 threads[SCOUT_RECORD_V8_THREADS];
 };

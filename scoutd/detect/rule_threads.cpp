@@ -41,6 +41,12 @@ std::vector<std::string> thread_lines(const RankEvidence& e) {
   return out;
 }
 
+bool thread_inside(const RankEvidence& e, std::uint64_t id, std::uint64_t k) {
+  for (auto& t : e.threads)
+    if (t.coll_kind != 0 && t.coll_comm == id && t.coll_ordinal == k) return true;
+  return false;
+}
+
 json culprit_brief(const RankEvidence& e, std::uint64_t id) {
   json j = rank_brief(e);
   const auto* c = progress_of(e, id);
@@ -59,28 +65,28 @@ std::vector<VerdictDraft> detect_threads(const std::vector<const RankEvidence*>&
     if (e->threaded) by_rank[e->rank] = e;
   if (by_rank.size() < 2) return out;
   // Each communicator's members among the threaded ranks: those that count
-  // its collectives, and those that list it as theirs but never entered one
-  // (a thread that hangs before its first collective).
+  // its collectives, and those whose own record lists it as theirs but that
+  // never entered one (a thread that hangs before its first collective).
+  // Only a rank's own evidence makes it a member: another rank's list of
+  // members cannot put it there.
   std::map<std::uint64_t, std::set<const RankEvidence*>> by_comm;
-  for (auto& [r, e] : by_rank)
+  for (auto& [r, e] : by_rank) {
     for (auto& c : e->comm_progress) by_comm[c.id].insert(e);
-  for (auto& [id, members] : by_comm) {
-    std::set<int> listed;
-    for (auto* e : members)
-      if (auto it = e->comm_members.find(id); it != e->comm_members.end())
-        listed.insert(it->second.begin(), it->second.end());
-    for (int r : listed)
-      if (auto it = by_rank.find(r); it != by_rank.end()) members.insert(it->second);
+    for (auto& [id, m] : e->comm_members)
+      if (std::find(m.begin(), m.end(), e->rank) != m.end()) by_comm[id].insert(e);
   }
   std::set<std::vector<int>> named;
   for (auto& [id, member_set] : by_comm) {
     if (member_set.size() < 2) continue;
     std::vector<const RankEvidence*> members(member_set.begin(), member_set.end());
     std::sort(members.begin(), members.end(), [](auto* a, auto* b) { return a->rank < b->rank; });
-    // Inside collective k: entered it, not completed it, counts still for the threshold.
+    // Inside collective k: entered it, not completed it, counts still for
+    // the threshold, and a thread of it in that very collective (a started
+    // nonblocking collective overlapped with compute is not a wait).
     std::map<std::uint64_t, std::vector<const RankEvidence*>> inside;
     for (auto* e : members)
-      if (auto* c = progress_of(*e, id); c && c->completed < c->entered && c->since_s >= opt.stall_threshold_s)
+      if (auto* c = progress_of(*e, id);
+          c && c->completed < c->entered && c->since_s >= opt.stall_threshold_s && thread_inside(*e, id, c->entered))
         inside[c->entered].push_back(e);
     std::uint64_t k = 0;
     std::vector<const RankEvidence*> waiting;
@@ -98,6 +104,12 @@ std::vector<VerdictDraft> detect_threads(const std::vector<const RankEvidence*>&
     bool other = false;
     for (auto* e : members) {
       const auto* c = progress_of(*e, id);
+      // No entry: it never entered a collective there, unless its table was
+      // full (then nobody knows where it is).
+      if (!c && e->comms_full > 0) {
+        other = true;
+        continue;
+      }
       const std::uint64_t entered = c ? c->entered : 0;
       if (entered < k) {
         // A stopped, D-state or zombie process is a stall (the direct rule).

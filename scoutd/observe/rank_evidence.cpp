@@ -31,6 +31,7 @@ void to_json(json& j, const RankEvidence& e) {
   }
   json cm = json::object();
   auto in_use = [&e](std::uint64_t c) {
+    if (e.threaded) return true;  // its communicators say whether it is a member
     if (e.comm_wait.count(c)) return true;
     for (auto& p : e.comm_progress)
       if (p.id == c) return true;
@@ -55,7 +56,7 @@ void to_json(json& j, const RankEvidence& e) {
                     {"comm", fmt::format("{:016x}", t.p2p_comm)}};
       ts.push_back(std::move(x));
     }
-    j["threads"] = {{"comms", cs}, {"threads", ts}, {"full", e.threads_full}};
+    j["threads"] = {{"comms", cs}, {"threads", ts}, {"full", e.threads_full}, {"comms_full", e.comms_full}};
   }
   if (e.state_s > 0) j["state_s"] = e.state_s;
   if (!e.stack.empty()) j["stack"] = {{"frames", e.stack}};
@@ -128,9 +129,13 @@ void from_json(const json& j, RankEvidence& e) {
     for (auto& [k, v] : j["comm_jitter"].items())
       if (v.is_number() && v.get<double>() >= 0 && v.get<double>() < 3.2e7)
         e.comm_jitter[std::stoull(k, nullptr, 16)] = v.get<double>();
+  // A record publishes 16 communicators of at most 64 stored members (a
+  // peer's bytes: more is refused, not trusted).
   if (j.contains("comm_members") && j["comm_members"].is_object())
     for (auto& [k, v] : j["comm_members"].items())
       if (v.is_array()) {
+        if (e.comm_members.size() >= 64 || v.size() > 64)
+          throw std::invalid_argument("comm_members: at most 64 communicators of 64 members");
         std::vector<int> m;
         for (auto& x : v) m.push_back(common::json_int_at<int>(x));
         e.comm_members[std::stoull(k, nullptr, 16)] = std::move(m);
@@ -212,6 +217,8 @@ void from_json(const json& j, RankEvidence& e) {
     };
     e.threaded = true;
     e.threads_full = common::json_int<std::uint64_t>(t, "full");
+    e.comms_full = common::json_int_or<std::uint64_t>(t, "comms_full", 0);
+    auto kind_ok = [](std::uint32_t k) { return (k & 0xff) < 32 && (k & ~0x1ffu) == 0; };
     for (auto& x : t.at("comms")) {
       if (e.comm_progress.size() >= kMaxProgressComms) throw std::invalid_argument("threads: more communicators than 32");
       if (!x.is_array() || x.size() != 6) throw std::invalid_argument("threads: a communicator is [id, entered, completed, fingerprint, kind, since_s]");
@@ -223,6 +230,9 @@ void from_json(const json& j, RankEvidence& e) {
       c.kind = common::json_int_at<std::uint32_t>(x[4]);
       c.since_s = secs(x[5], "since_s");
       if (c.completed > c.entered) throw std::invalid_argument("threads: a communicator completed more than it entered");
+      if (c.id == 0 || !kind_ok(c.kind)) throw std::invalid_argument("threads: a communicator without identity or of an unknown kind");
+      for (auto& o : e.comm_progress)
+        if (o.id == c.id) throw std::invalid_argument("threads: a communicator listed twice");
       e.comm_progress.push_back(c);
     }
     for (auto& x : t.at("threads")) {
@@ -232,6 +242,7 @@ void from_json(const json& j, RankEvidence& e) {
       if (x.contains("collective")) {
         const json& c = x.at("collective");
         th.coll_kind = common::json_int<std::uint32_t>(c, "kind");
+        if (!kind_ok(th.coll_kind)) throw std::invalid_argument("threads: a collective of an unknown kind");
         th.coll_comm = std::stoull(c.at("comm").get<std::string>(), nullptr, 16);
         th.coll_ordinal = common::json_int<std::uint64_t>(c, "ordinal");
         th.coll_s = secs(c.at("s"), "a collective's seconds");

@@ -106,6 +106,7 @@ struct RankEvidence {
   // called MPI is in now. Present only for such ranks.
   bool threaded = false;
   std::uint64_t threads_full = 0;  // threads that called MPI after every slot was taken
+  std::uint64_t comms_full = 0;    // collectives on communicators its full table could not take
   struct CommProgress {
     std::uint64_t id = 0, entered = 0, completed = 0, fingerprint = 0;
     std::uint32_t kind = 0;  // of the last one entered

@@ -144,7 +144,7 @@ class RankWatcher final : public RankSource {
     std::vector<c3::CommProgress> comm_progress;
     std::map<std::uint64_t, std::pair<std::uint64_t, std::int64_t>> progress_moved;  // id -> (counts, when)
     std::vector<c3::ThreadSlot> threads;
-    std::uint64_t threads_full = 0;
+    std::uint64_t threads_full = 0, comms_full = 0;
     char state = '?';               // sampled /proc state, and since when
     std::int64_t state_since_ns = 0;
     // Its stack, taken during the stall that began at progress_key == stack_key.

@@ -31,6 +31,15 @@
 
 namespace scout::scoutd {
 
+namespace {
+// Seconds from a time the job's user wrote (CLOCK_MONOTONIC ns) to now: 0
+// for a time after now, at most a year (the gather refuses more).
+double seconds_since(std::int64_t now, std::uint64_t then_ns) {
+  if (then_ns > static_cast<std::uint64_t>(now)) return 0;
+  return std::min((static_cast<std::uint64_t>(now) - then_ns) / 1e9, 3.1e7);
+}
+}  // namespace
+
 LocalSummary RankWatcher::summary() const {
   std::lock_guard lk(mu_);
   LocalSummary sum;
@@ -57,9 +66,14 @@ LocalSummary RankWatcher::summary() const {
     sum.max_stall_s = std::max(sum.max_stall_s, stalled);
     // A threaded rank whose other threads keep it moving can still wait in
     // one communicator's collective: that communicator's stall counts.
+    // Only a thread inside the communicator's collective waits (a started
+    // nonblocking one being overlapped with compute does not).
     bool comm_inside = false;
     for (auto& c : s.comm_progress) {
       if (c.completed >= c.entered) continue;
+      bool held = false;
+      for (auto& t : s.threads) held = held || (t.coll_kind != 0 && t.coll_comm == c.id && t.coll_ordinal == c.entered);
+      if (!held) continue;
       auto it = s.progress_moved.find(c.id);
       if (it == s.progress_moved.end()) continue;
       sum.max_stall_s = std::max(sum.max_stall_s, (now - it->second.second) / 1e9);
@@ -155,6 +169,7 @@ std::vector<RankEvidence> RankWatcher::evidence(bool for_gather) const {
       if (s.have_threads) {
         e.threaded = true;
         e.threads_full = s.threads_full;
+        e.comms_full = s.comms_full;
         for (auto& c : s.comm_progress) {
           RankEvidence::CommProgress p;
           p.id = c.id;
@@ -173,11 +188,11 @@ std::vector<RankEvidence> RankWatcher::evidence(bool for_gather) const {
             th.coll_kind = static_cast<std::uint32_t>(t.coll_kind);
             th.coll_comm = t.coll_comm;
             th.coll_ordinal = t.coll_ordinal;
-            th.coll_s = std::max<double>(0, (now - static_cast<std::int64_t>(t.coll_entry_ns)) / 1e9);
+            th.coll_s = seconds_since(now, t.coll_entry_ns);
           }
           if (t.p2p.call != 0) {
             th.p2p_call = c3::p2p_call_name(t.p2p.call);
-            th.p2p_wait_s = std::max<double>(0, (now - static_cast<std::int64_t>(t.p2p.entry_ns)) / 1e9);
+            th.p2p_wait_s = seconds_since(now, t.p2p.entry_ns);
             for (std::uint64_t k = 0; k < t.p2p.npeers && k < c3::kBlockedPeers; ++k)
               th.p2p_peers.push_back(static_cast<int>(t.p2p.peers[k]));
             th.p2p_comm = t.p2p.comm_id;

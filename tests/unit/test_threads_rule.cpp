@@ -136,3 +136,27 @@ TEST_CASE("threads: the threaded part of a rank's evidence round-trips through J
   for (int i = 0; i < 40; ++i) bad["threads"]["comms"].push_back(j["threads"]["comms"][0]);
   CHECK_THROWS(bad.get<RankEvidence>());
 }
+
+TEST_CASE("threads: a started nonblocking collective overlapped with compute is no wait") {
+  auto v = threaded(4, 2, 301, 3.0);
+  for (auto& e : v) e.threads[0].coll_kind = 0;  // no thread is inside it: the requests are pending
+  CHECK(detect_progress(v, opt()).empty());
+}
+
+TEST_CASE("threads: membership comes from a rank's own evidence, and a full table knows nothing") {
+  auto v = threaded(4, 2, 301, 3.0);
+  // Rank 2 never entered A and its own record does not list A: the others'
+  // lists of A's members do not make it one.
+  v[2].comm_progress.erase(v[2].comm_progress.begin());
+  v[2].comm_members.erase(kCommA);
+  CHECK(detect_progress(v, opt()).empty());
+  auto w = threaded(4, 2, 301, 3.0);
+  w[2].comm_progress.erase(w[2].comm_progress.begin());
+  w[2].comm_members.erase(kCommA);
+  w[2].comm_members[kCommA] = {0, 1, 2, 3};  // its own record lists A: a member, never entered
+  auto out = detect_progress(w, opt());
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].ranks == std::vector<int>{2});
+  w[2].comms_full = 5;  // ... unless its table was full: then where it is is unknown
+  CHECK(detect_progress(w, opt()).empty());
+}
