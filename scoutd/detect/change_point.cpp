@@ -170,9 +170,11 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
   // more for another rank than it did, and more than that one waits more
   // for it, is that one's victim (it yields its core while it waits, so it
   // loses CPU too, and its receivers wait for it more), when the other is
-  // flagged too or could not be compared (stopped most of a window, it may
-  // send too little); one compared and found normal explains nothing (its
-  // waits' baselines followed the slow period). A slow rank waits less for
+  // flagged too, is a straggler named already (by any rule: a slow link
+  // costs its sender no CPU, so only the late-sender rule sees it), or could
+  // not be compared (stopped most of a window, it may send too little); one
+  // compared and found normal explains nothing (its waits' baselines
+  // followed the slow period). A slow rank waits less for
   // its partners, not more. Edges are compared with their own baselines (a
   // rank's role sets its levels).
   auto edge_rise = [&](int waiter, int sender) {
@@ -186,7 +188,8 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
   std::set<int> victims;
   for (int a : flagged)
     for (auto& [b, w] : waits_of[a])
-      if (a != b && (flagged.count(b) || !now.count(b) || !now.at(b).compared)) {
+      if (a != b && (flagged.count(b) || !now.count(b) || !now.at(b).compared ||
+                     open.count(LateSenderTracker::key_for(b)))) {
         const double a_for_b = edge_rise(a, b), b_for_a = edge_rise(b, a);
         if (a_for_b > opt_.floor && a_for_b > b_for_a) victims.insert(a);
       }

@@ -79,19 +79,30 @@ LateSenderTracker::Result LateSenderTracker::update(const std::vector<RankEviden
   // How long each rank itself waited per message received, this window: a
   // sender that is late only because it waited for someone else (a wait
   // state propagated from the real straggler) waits a lot itself.
+  // Per peer too (the wait per timed message from it, or per blocking send
+  // to it): a rank whose lateness came from waiting for one late peer is a
+  // victim however many prompt peers dilute its mean.
   std::map<int, double> own_wait;
+  std::map<int, std::map<int, double>> waits_on;  // rank -> peer -> wait per message
   for (auto& [r, e] : live) {
     double w = 0;
     std::uint64_t n = 0;
     for (auto& [s, p] : e->peers) {
       const Prev& before = prev_[{r, s}];
       if (changed(p, before)) continue;
-      n += p.waits - before.waits;
-      w += p.wait_s - before.wait_s;
+      const std::uint64_t dn = p.waits - before.waits;
+      const double dw = p.wait_s - before.wait_s;
+      n += dn;
+      w += dw;
+      double on = dn ? dw / static_cast<double>(dn) : 0;
       if (rx) {  // a late receiver may itself be blocked sending
-        n += p.sent - before.sent;
-        w += p.send_wait_s - before.send_wait_s;
+        const std::uint64_t sn = p.sent - before.sent;
+        const double sw = p.send_wait_s - before.send_wait_s;
+        n += sn;
+        w += sw;
+        if (sn) on = std::max(on, sw / static_cast<double>(sn));
       }
+      if (on > 0) waits_on[r][s] = on;
     }
     if (n) own_wait[r] = w / static_cast<double>(n);
   }
@@ -118,7 +129,7 @@ LateSenderTracker::Result LateSenderTracker::update(const std::vector<RankEviden
     for (int o : x.offsets) key += fmt::format("{},", o);
     classes[key].push_back(s);
   }
-  std::set<int> outliers;
+  std::set<int> outliers, late_ranks;
   std::map<int, double> lateness, score, class_median, step_of, guard_of, own_of, jitter_of;
   std::map<int, std::size_t> class_size;
   for (auto& [ckey, members] : classes) {
@@ -180,18 +191,32 @@ LateSenderTracker::Result LateSenderTracker::update(const std::vector<RankEviden
       guard_of[s] = guard;
       score[s] = (step_s + late[i] - om) / step_s;
       own_of[s] = own_wait.count(s) ? own_wait[s] : 0;
-      // Its lateness must not be explained by its own waiting (a propagated
-      // wait state): it waits itself no more than the job's median (give or
-      // take the guard: when every rank waits 0.2 ms, 0.003 ms more is
-      // noise, not a wait state) and less than half of what it makes the
-      // others wait.
-      const bool root_cause = own_of[s] <= median_own_wait + guard && own_of[s] < 0.5 * (late[i] - om);
-      if (late[i] > om + guard && late[i] > opt_.relative * om && root_cause) outliers.insert(s);
-      else if (late[i] > om + guard && late[i] > opt_.relative * om)
-        log::debug("late {}: rank {} late {:.6f} s (class median {:.6f}, guard {:.6f}) but waits itself {:.6f} s "
-                   "(median {:.6f}): not the root cause", rx ? "receivers" : "senders", s, late[i], om, guard,
-                   own_of[s], median_own_wait);
+      if (late[i] > om + guard && late[i] > opt_.relative * om) late_ranks.insert(s);
     }
+  }
+  // Of the late ones, the root causes. Its lateness must not be explained by
+  // its own waiting (a propagated wait state): it waits itself no more than
+  // the job's median (give or take the guard: when every rank waits 0.2 ms,
+  // 0.003 ms more is noise, not a wait state), less than half of what it
+  // makes the others wait, and less than that for any one late rank, late
+  // in this window or named already (a neighbour of the straggler waits for
+  // it on one link of four: its mean halves what it waited; and as the
+  // straggler slows the whole job every rank waits about as long, so the
+  // median does not tell it either).
+  for (int s : late_ranks) {
+    const double excess = lateness[s] - class_median[s];
+    double on_late = 0;
+    int on_rank = -1;
+    if (auto w = waits_on.find(s); w != waits_on.end())
+      for (auto& [q, v] : w->second)
+        if (q != s && (late_ranks.count(q) || open.count(key_for(q))) && v > on_late) on_late = v, on_rank = q;
+    const bool root_cause =
+        own_of[s] <= median_own_wait + guard_of[s] && own_of[s] < 0.5 * excess && on_late < 0.5 * excess;
+    if (root_cause) outliers.insert(s);
+    else
+      log::debug("late {}: rank {} late {:.6f} s (class median {:.6f}, guard {:.6f}) but waits itself {:.6f} s "
+                 "(median {:.6f}), {:.6f} s for late rank {}: not the root cause", rx ? "receivers" : "senders", s,
+                 lateness[s], class_median[s], guard_of[s], own_of[s], median_own_wait, on_late, on_rank);
   }
   // A flagged rank not compared in K closed windows in a row (it stopped
   // sending, its class shrank below three, it died) is no longer flagged:

@@ -135,7 +135,7 @@ std::vector<RankEvidence> RankWatcher::evidence(bool for_gather) const {
         e.p2p_ops = s.p2p.ops;
         if (s.p2p.call != 0) {
           e.p2p_call = c3::p2p_call_name(s.p2p.call);
-          e.p2p_wait_s = std::max<double>(0, (now - static_cast<std::int64_t>(s.p2p.entry_ns)) / 1e9);
+          e.p2p_wait_s = seconds_since(now, s.p2p.entry_ns);
           for (std::uint64_t k = 0; k < s.p2p.npeers && k < c3::kBlockedPeers; ++k)
             e.p2p_peers.push_back(static_cast<int>(s.p2p.peers[k]));
           e.p2p_more = s.p2p.more_peers != 0;

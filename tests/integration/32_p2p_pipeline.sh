@@ -14,7 +14,7 @@ run() { next_job; start_run -n 6 --nodes 3 --stall-threshold $THRESH -- "$TRAIN"
 run --steps 600
 finish_run
 expect_eq "healthy exit" "$RUN_RC" 0
-expect_eq "healthy verdicts" "$(verdicts_json | jq length)" 0
+expect_no_verdicts "healthy"
 
 # Rank 4 (stage 1 of the second replica, node n3) stops.
 run --steps 100000 --fault stop:rank=4:step=200
@@ -48,7 +48,7 @@ expect_verdict crash "[2]" '["n2"]'
 next_job
 start_run -n 9 --nodes 3 --stall-threshold $THRESH -- "$TRAIN" --pipeline 3 --steps 3000 --step-ms 5 --jitter 0.3
 finish_run
-expect_eq "9-rank healthy verdicts" "$(verdicts_json | jq -c '[.[].kind]')" "[]"
+expect_no_verdicts "9-rank healthy"
 next_job
 start_run -n 9 --nodes 3 --stall-threshold $THRESH -- "$TRAIN" --pipeline 3 --steps 100000 --step-ms 5 \
   --fault slow:rank=4:step=100:ms=3
@@ -71,7 +71,7 @@ next_job
 start_run -n 3 --nodes 3 --stall-threshold $THRESH -- "$TRAIN" --pipeline 3 --steps 2500 --step-ms 5 \
   --fault slow:rank=1:step=0:ms=3
 finish_run
-expect_eq "single pipeline with an uneven stage" "$(verdicts_json | jq -c '[.[].kind]')" "[]"
+expect_no_verdicts "single pipeline with an uneven stage"
 
 # One rank alone, stopped: no majority to ask, the stopped process is the evidence.
 next_job

@@ -32,7 +32,7 @@ next_job; MEEP_UNTIL=20
 start_run -n 4 --nodes 2 --stall-threshold $THRESH -- meep "$T/wg.ctl"
 finish_run
 expect_eq "meep healthy exit" "$RUN_RC" 0
-expect_eq "meep healthy verdicts" "$(verdicts_json | jq length)" 0
+expect_no_verdicts "meep healthy"
 
 # meep: SIGSTOP of rank 2 (node n2) from outside.
 next_job; MEEP_UNTIL=100000
@@ -63,7 +63,7 @@ next_job
 start_run -n 2 --nodes 2 --stall-threshold $THRESH -- NPopenmpi -u 4096 -n 200 -o "$T/np.out"
 finish_run
 expect_eq "netpipe healthy exit" "$RUN_RC" 0
-expect_eq "netpipe healthy verdicts" "$(verdicts_json | jq length)" 0
+expect_no_verdicts "netpipe healthy"
 next_job
 start_run -n 2 --nodes 2 --stall-threshold $THRESH -- NPopenmpi -u 65536 -n 1000000 -o "$T/np.out"
 wait_attached 2

@@ -84,6 +84,16 @@ assert_no_leftovers() {
 
 # expect_eq WHAT ACTUAL EXPECTED
 expect_eq() { [ "$2" = "$3" ] || fail "$1: got '$2', expected '$3'"; }
+# expect_no_verdicts LABEL : the job has no verdict; otherwise fails with
+# each verdict's rule and numbers and the machine's load (a healthy run named
+# is a cause to find, and the failure must carry what to find it from)
+expect_no_verdicts() {
+  v=$(verdicts_json)
+  [ "$(echo "$v" | jq length)" = 0 ] && return 0
+  fail "$1: expected no verdict, got $(echo "$v" | jq -c '[.[] | {kind, ranks, source: .evidence.source,
+    evidence: (.evidence | with_entries(select(.value | type == "number" or type == "string")))}]');
+    load: $(cat /proc/loadavg)"
+}
 # expect_error RC PATTERN CMD... : exit status RC and stderr matching PATTERN
 expect_error() {
   want=$1; pat=$2; shift 2

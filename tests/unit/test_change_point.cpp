@@ -342,3 +342,26 @@ TEST_CASE("change point: the victim of a rank too quiet to be compared is not na
   }
   CHECK(named.count(0) == 0);
 }
+
+// A slow link costs its sender no CPU: rank 2's share holds, so this rule
+// finds it normal, while rank 0, waiting for it, loses CPU and delays its
+// own receivers. Once the late-sender rule has named rank 2, rank 0's
+// extra wait for it makes rank 0 its victim, not a second straggler.
+TEST_CASE("change point: the victim of a straggler another rule named is not named") {
+  auto slow_caused = [](int s) { return s == 2 ? 0.5 : s == 0 ? 0.45 : 0.1; };
+  auto slow_cpu = [](int r) { return r == 0 ? 0.5 : role_cpu(r); };
+  auto named_with = [&](std::set<std::string> open) {
+    Job job;
+    ChangePointTracker t;
+    warm_up(t, job);
+    std::set<int> named;
+    for (int w = 0; w < 10; ++w) {
+      job.window(slow_caused, slow_cpu);
+      for (auto& v : run(t, job, open))
+        for (int r : v.ranks) named.insert(r);
+    }
+    return named;
+  };
+  CHECK(named_with({}) == std::set<int>{0});  // rank 2 compared and found normal: explains nothing
+  CHECK(named_with({LateSenderTracker::key_for(2)}).empty());
+}

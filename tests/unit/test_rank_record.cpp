@@ -95,14 +95,19 @@ TEST_CASE("version 6: its size, the mapping covering it, the point-to-point part
   CHECK(why.find("signal outside 1-64") != std::string::npos);
 }
 
+// A record header of `version` and `size`, for rank `rank` of `world`.
+static RankRecord& header(RankRecord& r, std::uint32_t version, std::size_t size, int rank, int world) {
+  r.magic = kRecordMagic;
+  r.version = version;
+  r.size = static_cast<std::uint32_t>(size);
+  r.world_rank = rank;
+  r.world_size = world;
+  return r;
+}
+
 TEST_CASE("version 7: the NCCL probe's GPU part, its size and range checks") {
   auto v7 = std::make_unique<RecordV7>();
-  RankRecord& r = v7->v6.v5;
-  r.magic = kRecordMagic;
-  r.version = kRecordVersionGpu;
-  r.size = sizeof(RecordV7);
-  r.world_rank = 0;
-  r.world_size = 2;
+  RankRecord& r = header(v7->v6.v5, kRecordVersionGpu, sizeof(RecordV7), 0, 2);
   r.pid = 7;
   CHECK(record_check_header(r, sizeof(RecordV7)).empty());
   CHECK(record_check_header(r, sizeof(RecordV6)).find("expected at least 25152 for version 7") != std::string::npos);
@@ -278,12 +283,7 @@ TEST_CASE("record v8: the threaded part is read per communicator and per thread,
   CHECK(scout_test_record_v8_c_size() == sizeof(RecordV8));
   CHECK(scout_test_record_v8_c_offset_threads() == offsetof(RecordV8, threads));
   auto v8 = std::make_unique<RecordV8>();
-  RankRecord& r = v8->v6.v5;
-  r.magic = kRecordMagic;
-  r.version = kRecordVersionMt;
-  r.size = sizeof(RecordV8);
-  r.world_rank = 1;
-  r.world_size = 4;
+  RankRecord& r = header(v8->v6.v5, kRecordVersionMt, sizeof(RecordV8), 1, 4);
   CHECK(record_check_header(r, sizeof(RecordV8)).empty());
   CHECK(as_v8(r, kRecordVersionMt) == v8.get());
   CHECK(as_v6(r, kRecordVersionMt) == &v8->v6);  // version 8 holds version 6

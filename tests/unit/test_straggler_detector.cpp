@@ -214,6 +214,49 @@ TEST_CASE("late sender: the slow rank is named after K windows, not the neighbou
   CHECK(resolved == std::vector<std::string>{LateSenderTracker::key_for(3)});
 }
 
+// A 3 x 2 periodic halo (MPI_Cart_create of 6 ranks, rank = 2 row + col):
+// each step a rank gets one message from each row neighbour ((r + 2) % 6,
+// (r + 4) % 6) and two from its column neighbour (r ^ 1, on both sides).
+// Rank 5's sends are held: 1 and 3 wait W for it, 4 waits W per step on its
+// two messages (the probe charges a wait to one of them: W / 2 per message);
+// 4 then sends late to 0 and 2 (1.2 W: the scheduler's noise on top). Its
+// mean wait per message is a quarter of W (diluted by three prompt
+// messages), below half of what it makes 0 and 2 wait: only its wait for
+// the late rank 5 shows that it passes the delay on.
+TEST_CASE("late sender: the straggler's neighbour that waits for it on one link of four is not named") {
+  const double W = 4e-3, base = 0.1e-3;
+  std::vector<RankEvidence> ev(6);
+  auto wait = [&](int r, int s) {
+    if (r == 5) return 0.0;                    // the straggler never waits
+    if (s == 5) return r == 4 ? W / 2 : W;     // its receivers wait for it
+    if (s == 4 && r != 5) return 1.2 * W;      // 4 sends late to 0 and 2
+    return base;
+  };
+  LateSenderTracker t;
+  std::vector<VerdictDraft> named;
+  double now = 0;
+  for (int w = 0; w < 3; ++w) {
+    for (int r = 0; r < 6; ++r) {
+      ev[r].rank = r;
+      ev[r].node = "n" + std::to_string(r / 2 + 1);
+      ev[r].attached = true;
+      for (auto [s, n] : {std::pair{(r + 2) % 6, 1}, {(r + 4) % 6, 1}, {r ^ 1, 2}}) {
+        auto& p = ev[r].peers[s];
+        const std::uint64_t msgs = 100u * static_cast<std::uint64_t>(n);  // 100 steps a window
+        p.recvd += msgs;
+        p.waits += msgs;
+        p.recvd_bytes += msgs * 512;
+        p.wait_s += wait(r, s) * static_cast<double>(msgs);
+      }
+    }
+    auto res = t.update(ev, now += 1.0, {});
+    for (auto& d : res.verdicts) named.push_back(d);
+  }
+  REQUIRE(named.size() == 1);
+  CHECK(named[0].ranks == std::vector<int>{5});
+  CHECK_FALSE(t.flagged(4));
+}
+
 TEST_CASE("late sender: a flagged rank that is no longer compared is no longer flagged after K windows") {
   // Rank 3 is named, then stops sending (its receivers get nothing from it):
   // nothing can check its flag, which would otherwise hold its incident open
