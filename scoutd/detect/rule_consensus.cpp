@@ -7,6 +7,7 @@
 
 #include "libc3/rank_record.hpp"
 #include "libc3/verdict_rules.hpp"
+#include "scoutd/detect/call_groups.hpp"
 #include "scoutd/detect/progress_rules.hpp"
 #include "common/proc_info.hpp"
 
@@ -129,6 +130,9 @@ std::vector<VerdictDraft> detect_consensus(const std::vector<const RankEvidence*
                   {"majority_count", fc.majority_count},
                   {"peers", live.size()},
                   {"culprits", cj}};
+    std::string mismatch;
+    d.evidence["groups"] = collective_groups(live, &mismatch);
+    d.evidence["mismatch"] = mismatch;
     d.key = key_of("divergence", d.ranks, position);
     out.push_back(std::move(d));
     return out;
@@ -154,6 +158,13 @@ std::vector<VerdictDraft> detect_consensus(const std::vector<const RankEvidence*
                 {"communicators", comm_list},
                 {"communicators_count", comms.size()}};
   put_list(d.evidence, "members", members);
+  if (fc.outcome == c3::ExactOutcome::kInconclusive) {
+    // No strict majority (two ranks never have one), but the facts stand:
+    // which ranks are in which collective.
+    std::string mismatch;
+    d.evidence["groups"] = collective_groups(live, &mismatch);
+    d.evidence["mismatch"] = mismatch;
+  }
   d.key = key_of(std::string(c3::to_string(d.kind)) + "-inconclusive", {}, position);
   out.push_back(std::move(d));
   return out;

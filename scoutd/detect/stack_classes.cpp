@@ -12,16 +12,25 @@ namespace scout::scoutd {
 
 using nlohmann::json;
 
-namespace {
-
-bool runtime_outer(const std::string& f) {
-  return f == "??" || f == "_start" || f == "__libc_start_main" || f == "__libc_start_call_main" || f == "__clone" ||
-         f == "__clone3" || f == "start_thread";
+std::string frame_function(const std::string& frame) {
+  if (frame.empty() || frame.back() != ')') return frame;
+  const auto open = frame.rfind(" (");
+  if (open == std::string::npos || frame.find(':', open) == std::string::npos) return frame;
+  return frame.substr(0, open);
 }
 
-bool library_entry(const std::string& f) {
+bool library_frame(const std::string& frame) {
+  const std::string f = frame_function(frame);
   return f.rfind("MPI_", 0) == 0 || f.rfind("PMPI_", 0) == 0 || f.rfind("nccl", 0) == 0 ||
          f.rfind("pnccl", 0) == 0;
+}
+
+namespace {
+
+bool runtime_outer(const std::string& frame) {
+  const std::string f = frame_function(frame);
+  return f == "??" || f == "_start" || f == "__libc_start_main" || f == "__libc_start_call_main" || f == "__clone" ||
+         f == "__clone3" || f == "start_thread";
 }
 
 constexpr std::size_t kTextFrames = 4;  // frames of a class in the text line
@@ -34,12 +43,17 @@ std::vector<std::string> cut_stack(const std::vector<std::string>& frames) {
   std::size_t begin = 0;
   // The outermost call into the library: scan from the outside in.
   for (std::size_t i = end; i-- > 0;)
-    if (library_entry(frames[i])) {
+    if (library_frame(frames[i])) {
       begin = i;
       // Our own wrapper (MPI_Allreduce) calls PMPI_Allreduce: keep the outer one.
       break;
     }
-  return {frames.begin() + static_cast<long>(begin), frames.begin() + static_cast<long>(end)};
+  std::vector<std::string> cut(frames.begin() + static_cast<long>(begin), frames.begin() + static_cast<long>(end));
+  // The library's entry without a call site: its line is the wrapper's
+  // (ours, or a debug build of the library), the same for every caller;
+  // the caller's frame says where the program called it.
+  if (!cut.empty() && library_frame(cut.front())) cut.front() = frame_function(cut.front());
+  return cut;
 }
 
 std::string rank_list(const std::vector<int>& ranks) {

@@ -35,6 +35,12 @@ struct RankStack {
   std::string error;                // why it was not taken ("" and no frames: none taken)
 };
 
+// A frame's function, without the call site scout-stack appends
+// ("exchange (train.c:62)" -> "exchange").
+std::string frame_function(const std::string& frame);
+// Whether the frame is an entry into MPI or NCCL (MPI_*, PMPI_*, nccl*).
+bool library_frame(const std::string& frame);
+
 // The cut stack, innermost first.
 std::vector<std::string> cut_stack(const std::vector<std::string>& frames);
 

@@ -4,6 +4,7 @@
 // when any of them is set and names what the progress detector finds.
 #include <fmt/format.h>
 
+#include "scoutd/detect/call_groups.hpp"
 #include "scoutd/detect/progress_detector.hpp"
 #include "scoutd/detect/stack_classes.hpp"
 #include "scoutd/round/parts.hpp"
@@ -15,13 +16,18 @@ namespace {
 // A hang, stall or deadlock carries where every rank is: the stack-trace
 // classes of the ranks whose stacks their scoutds took during the stall,
 // merged up the gather's tree (StackTree).
+// A divergence's groups (which ranks are in which collective) get their
+// calls and call sites from the same classes, and the sentence.
 std::vector<VerdictDraft> with_stacks(std::vector<VerdictDraft> drafts, const StackTree& stacks) {
   nlohmann::json classes;
+  bool taken = false;
   for (auto& d : drafts) {
-    if (d.kind != c3::VerdictKind::kHang && d.kind != c3::VerdictKind::kStall && d.kind != c3::VerdictKind::kDeadlock)
+    if (d.kind != c3::VerdictKind::kHang && d.kind != c3::VerdictKind::kStall &&
+        d.kind != c3::VerdictKind::kDeadlock && d.kind != c3::VerdictKind::kDivergence)
       continue;
-    if (classes.is_null()) classes = stacks.classes();
+    if (!taken) classes = stacks.classes(), taken = true;
     if (!classes.is_null()) d.evidence["stacks"] = classes;
+    describe_groups(d.evidence, classes);
   }
   return drafts;
 }

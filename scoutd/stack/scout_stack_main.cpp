@@ -3,10 +3,12 @@
 // with PTRACE_SEIZE + PTRACE_INTERRUPT (no signal: a process stopped with
 // SIGSTOP is never resumed, not even for a moment), unwinds them through
 // elfutils' libdwfl from the CFI of their ELF files, symbolises each frame
-// from the ELF symbol tables, detaches (each thread continues, or stays
-// stopped, as it was) and prints one JSON object per line:
+// from the ELF symbol tables, adds its call site (source file and line)
+// where the module has DWARF line tables, detaches (each thread continues,
+// or stays stopped, as it was) and prints one JSON object per line:
 //
-//   {"pid":N,"tid":T,"frames":["nanosleep","compute","main",...]}   innermost first
+//   {"pid":N,"tid":T,"frames":["nanosleep","compute (train.c:62)","main (train.c:90)",...]}
+//                                                                   innermost first
 //   {"pid":N,"error":"..."}                                          not traced, and why
 //
 // scoutd runs it with a deadline (common::run_command) and as the ranks'
@@ -36,6 +38,30 @@ namespace {
 using nlohmann::json;
 
 constexpr int kMaxFrames = 64;
+// A frame's characters, as scoutd keeps them (rank_evidence.hpp's
+// kMaxFrameChars): a long name is shortened before its call site is.
+constexpr std::size_t kFrameChars = 160;
+
+// " (file:line)" of the instruction at `at`, from the module's DWARF line
+// table; "" without one (no debug information, a stripped library).
+std::string site_of(Dwfl_Module* m, Dwarf_Addr at) {
+  if (!m) return {};
+  Dwfl_Line* line = dwfl_module_getsrc(m, at);
+  if (!line) return {};
+  int lineno = 0;
+  const char* file = dwfl_lineinfo(line, nullptr, &lineno, nullptr, nullptr, nullptr);
+  if (!file || !*file || lineno <= 0) return {};
+  const char* base = std::strrchr(file, '/');
+  std::string f = base ? base + 1 : file;
+  if (f.size() > 64) f = f.substr(f.size() - 64);
+  return " (" + f + ":" + std::to_string(lineno) + ")";
+}
+
+// The function's name and its call site within kFrameChars.
+std::string with_site(std::string name, const std::string& site) {
+  if (name.size() + site.size() > kFrameChars) name = name.substr(0, kFrameChars - site.size() - 3) + "...";
+  return name + site;
+}
 
 std::string demangle(const char* name) {
   int status = 0;
@@ -69,7 +95,7 @@ int on_frame(Dwfl_Frame* frame, void* arg) {
   if (name) {
     std::string n = name;
     if (auto at_sign = n.find('@'); at_sign != std::string::npos && at_sign > 0) n.resize(at_sign);  // memcpy@GLIBC_2.14
-    w->frames.push_back(demangle(n.c_str()));
+    w->frames.push_back(with_site(demangle(n.c_str()), site_of(m, at)));
   } else {
     // No symbol: the module and the offset in it, which are the same in
     // every process of a program whatever its load address (ASLR).

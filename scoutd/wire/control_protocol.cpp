@@ -174,6 +174,10 @@ std::string render_verdicts_text(const json& v) {
     out += fmt::format("{:<4} {:<14} {:<13} {:<10} {:<10} {:<24} {}\n", int_of(x, "id"), text_of(x, "kind", "?"),
                        status, join(x.contains("ranks") ? x["ranks"] : json()),
                        join(x.contains("hosts") ? x["hosts"] : json()), text_of(x, "detected_at", "?"), ev);
+    // What a person reads first, where the rule said it in a sentence
+    // (which rank is in which call, at which line, and why that is wrong).
+    if (e.is_object() && e.contains("summary") && e["summary"].is_string())
+      out += fmt::format("{:<4} {}\n", "", text_of(e, "summary", ""));
   }
   return out;
 }

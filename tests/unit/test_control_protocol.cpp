@@ -80,3 +80,17 @@ TEST_CASE("verdict rendering: evidence that is not an object, odd types and cont
   CHECK(text.find("n3\\x1b[2J") != std::string::npos);  // escaped, not sent to the terminal
   CHECK(text.find('\x1b') == std::string::npos);
 }
+
+TEST_CASE("verdict rendering: the evidence's sentence on a line of its own, escaped") {
+  nlohmann::json v = nlohmann::json::array(
+      {{{"id", 1}, {"kind", "divergence"}, {"status", "inconclusive"}, {"ranks", nlohmann::json::array()},
+        {"hosts", nlohmann::json::array()}, {"detected_at", "t"},
+        {"evidence", {{"rule", "same position, no strict majority of collective fingerprints"},
+                      {"summary", "rank 0 in MPI_Allreduce (t.c:62), rank 1 in MPI_Barrier (\x1b[2J.c:7)"}}}},
+       {{"id", 2}, {"kind", "hang"}, {"evidence", {{"rule", "r"}, {"summary", 5}}}}});
+  const std::string text = scout::scoutd::render_verdicts_text(v);
+  CHECK(text.find("\n     rank 0 in MPI_Allreduce (t.c:62), rank 1 in MPI_Barrier (\\x1b[2J.c:7)\n") !=
+        std::string::npos);
+  CHECK(text.find('\x1b') == std::string::npos);
+  CHECK(text.find("     5\n") == std::string::npos);  // a summary that is not text is not printed
+}

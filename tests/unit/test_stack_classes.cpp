@@ -23,6 +23,27 @@ TEST_CASE("stack classes: cut at the call into MPI, the C runtime dropped") {
   CHECK(cut_stack({}).empty());
 }
 
+// scout-stack appends each frame's call site where the module has line
+// tables: the library's entry loses its own (the wrapper's line, the same
+// for every caller), the program's frames keep theirs, and the C runtime is
+// dropped with or without one.
+TEST_CASE("stack classes: call sites stay on the program's frames, not on the library's entry") {
+  const std::vector<std::string> waiting = {"opal_progress", "PMPI_Barrier", "MPI_Barrier (probe_coll.cpp:210)",
+                                            "exchange (train.c:62)", "main (train.c:90)",
+                                            "__libc_start_call_main (libc_start_call_main.h:58)",
+                                            "__libc_start_main (libc-start.c:360)", "_start"};
+  CHECK(cut_stack(waiting) ==
+        std::vector<std::string>{"MPI_Barrier", "exchange (train.c:62)", "main (train.c:90)"});
+  CHECK(frame_function("exchange (train.c:62)") == "exchange");
+  CHECK(frame_function("operator() (a.cpp:1)") == "operator()");
+  CHECK(frame_function("operator()") == "operator()");        // no site
+  CHECK(frame_function("f (not a site)") == "f (not a site)");  // no colon: not a site
+  CHECK(frame_function("") == "");
+  CHECK(library_frame("MPI_Allreduce (x.c:1)"));
+  CHECK(library_frame("ncclAllReduce"));
+  CHECK_FALSE(library_frame("main (MPI_x.c:3)"));
+}
+
 TEST_CASE("stack classes: the largest class first, the odd rank named, the untraced listed") {
   std::vector<RankStack> ranks;
   for (int r = 0; r < 8; ++r) {

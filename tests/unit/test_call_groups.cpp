@@ -1,0 +1,112 @@
+// Which rank is in which call, and where (call_groups.hpp): the groups of a
+// divergence by collective, the kind of mismatch in words, the call sites
+// from the stack classes, the sentence; bounded, and honest about a stack
+// that is missing.
+#include <doctest/doctest.h>
+
+#include "libc3/rank_record.hpp"
+#include "scoutd/detect/call_groups.hpp"
+#include "scoutd/detect/stack_classes.hpp"
+
+using namespace scout::scoutd;
+using nlohmann::json;
+
+namespace {
+// Rank r waiting in collective `kind` on `comm` with fingerprint `fp`.
+RankEvidence at(int r, std::uint32_t kind, std::uint64_t comm, std::uint64_t fp) {
+  RankEvidence e;
+  e.rank = r;
+  e.kind = kind;
+  e.comm_id = comm;
+  e.fingerprint = fp;
+  e.in_collective = true;
+  return e;
+}
+std::vector<const RankEvidence*> ptrs(const std::vector<RankEvidence>& v) {
+  std::vector<const RankEvidence*> p;
+  for (auto& e : v) p.push_back(&e);
+  return p;
+}
+}  // namespace
+
+TEST_CASE("call groups: the kind of mismatch in words, the groups largest first then by lowest rank") {
+  using namespace scout::c3;
+  std::string why;
+  // Different collectives at one position: the order.
+  std::vector<RankEvidence> order = {at(1, kBarrier, 7, 0xb), at(0, kAllreduce, 7, 0xa)};
+  json g = collective_groups(ptrs(order), &why);
+  CHECK(why == "the ranks call collectives in a different order");
+  REQUIRE(g.size() == 2);
+  CHECK(g[0]["ranks"] == json::array({0}));  // same size: the lowest rank first
+  CHECK(g[0]["kind"] == "allreduce");
+  CHECK(g[1]["rank_ranges"] == "1");
+  // The same collective on two communicators.
+  std::vector<RankEvidence> comms = {at(0, kBarrier, 7, 0xa), at(1, kBarrier, 7, 0xa), at(2, kBarrier, 8, 0xc)};
+  g = collective_groups(ptrs(comms), &why);
+  CHECK(why == "the ranks call barrier on different communicators");
+  CHECK(g[0]["count"] == 2);
+  CHECK(g[0]["rank_ranges"] == "0-1");
+  // The same collective and communicator, another fingerprint: arguments.
+  std::vector<RankEvidence> args = {at(0, kAllreduce, 7, 0xa), at(1, kAllreduce, 7, 0xd)};
+  collective_groups(ptrs(args), &why);
+  CHECK(why.find("with different arguments (root, operation, datatype or count)") != std::string::npos);
+}
+
+TEST_CASE("call groups: bounded at any size (groups, ranks listed per group)") {
+  std::vector<RankEvidence> many;
+  for (int r = 0; r < 5000; ++r) many.push_back(at(r, scout::c3::kAllreduce, 7, static_cast<std::uint64_t>(r % 100)));
+  std::string why;
+  json g = collective_groups(ptrs(many), &why);
+  CHECK(g.size() == kMaxGroups);
+  CHECK(g[0]["count"] == 50);
+  CHECK(g[0]["ranks"].size() == 50);
+  std::vector<RankEvidence> big;
+  for (int r = 0; r < 1000; ++r) big.push_back(at(r, scout::c3::kAllreduce, 7, r == 999 ? 2 : 1));
+  g = collective_groups(ptrs(big), &why);
+  CHECK(g[0]["ranks"].size() == 64);
+  CHECK(g[0]["count"] == 999);
+  CHECK(g[0]["rank_ranges"] == "0-63,...");
+}
+
+TEST_CASE("call groups: the sentence names each group's call and line from its stack, or says none was taken") {
+  using namespace scout::c3;
+  std::vector<RankEvidence> order = {at(0, kAllreduce, 7, 0xa), at(1, kAllreduce, 7, 0xa),
+                                     at(2, kBarrier, 7, 0xb), at(3, kBcast, 7, 0xc)};
+  std::string why;
+  json ev = {{"position", 21}, {"groups", collective_groups(ptrs(order), &why)}, {"mismatch", why}};
+  StackTree t;
+  for (int r : {0, 1})
+    t.add(r, {"opal_progress", "MPI_Allreduce (probe.cpp:9)", "exchange (train.c:62)", "main (train.c:90)", "_start"}, "");
+  t.add(2, {"MPI_Barrier", "sync_all", "main (train.c:91)"}, "");  // the caller has no line tables
+  t.add(3, {}, "ptrace: Operation not permitted");
+  describe_groups(ev, t.classes());
+  CHECK(ev["summary"] ==
+        "ranks 0-1 in MPI_Allreduce (train.c:62), rank 2 in MPI_Barrier (from sync_all), rank 3 in bcast at "
+        "collective 21 of communicator 0000000000000007: the ranks call collectives in a different order");
+  CHECK(ev["groups"][0]["site"] == "train.c:62");
+  CHECK(ev["groups"][0]["caller"] == "exchange (train.c:62)");
+  CHECK_FALSE(ev["groups"][1].contains("site"));
+  CHECK(ev["groups"][1]["caller"] == "sync_all");
+  CHECK(ev["groups"][2]["stack_error"] == "ptrace: Operation not permitted");
+  // No stacks at all: the calls by kind, each group saying why.
+  json bare = {{"position", 21}, {"groups", collective_groups(ptrs(order), &why)}, {"mismatch", why}};
+  describe_groups(bare, nullptr);
+  CHECK(bare["summary"].get<std::string>().rfind("ranks 0-1 in allreduce, rank 2 in barrier, rank 3 in bcast at", 0) == 0);
+  CHECK(bare["groups"][0]["stack_error"] == "no stack taken");
+  // Evidence without groups is left alone.
+  json other = {{"rule", "x"}};
+  describe_groups(other, t.classes());
+  CHECK_FALSE(other.contains("summary"));
+}
+
+TEST_CASE("call groups: a sentence of a thousand long frames stays bounded") {
+  std::vector<RankEvidence> many;
+  for (int r = 0; r < 64; ++r) many.push_back(at(r, scout::c3::kAllreduce, 7, static_cast<std::uint64_t>(r)));
+  std::string why;
+  json ev = {{"groups", collective_groups(ptrs(many), &why)}, {"mismatch", why}};
+  StackTree t;
+  for (int r = 0; r < 64; ++r)
+    t.add(r, {"MPI_Allreduce", std::string(150, 'f') + " (" + std::to_string(r) + ".c:1)"}, "");
+  describe_groups(ev, t.classes());
+  CHECK(ev["summary"].get<std::string>().size() <= kMaxSummary + 4);
+}
