@@ -6,6 +6,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "libc3/rank_record.hpp"
 #include "scoutd/detect/stack_classes.hpp"
@@ -102,6 +103,63 @@ json collective_groups(const std::vector<const RankEvidence*>& ranks, std::strin
   return out;
 }
 
+json state_groups(const std::vector<RankEvidence>& ranks) {
+  struct Group {
+    json facts;
+    std::vector<int> ranks;
+  };
+  std::map<std::string, Group> by;
+  for (auto& e : ranks) {
+    if (!e.attached) continue;
+    std::string key;
+    json facts;
+    if (!e.alive || e.finalized || (e.state != 'R' && e.state != 'S' && e.state != '?') ||
+        (!e.in_collective && e.p2p_call.empty())) {
+      const std::string process = e.finalized           ? "finalized"
+                                  : !e.alive            ? "exited"
+                                  : e.state == 'T' || e.state == 't' ? "stopped"
+                                  : e.state == 'D'      ? "in uninterruptible sleep"
+                                  : e.state == 'Z'      ? "a zombie"
+                                                        : "running";
+      key = "o|" + process;
+      facts = {{"state", "outside"}, {"process", process}};
+    } else if (e.in_collective) {
+      key = fmt::format("c|{}|{}|{}|{}", e.kind, e.comm_id, e.fingerprint, e.seq);
+      facts = {{"state", "collective"}, {"kind", c3::coll_name(e.kind)}, {"communicator", hex(e.comm_id)},
+               {"fingerprint", hex(e.fingerprint)}, {"position", e.seq}};
+    } else {
+      const std::uint64_t comm = e.p2p_any_comm ? e.p2p_any_comm : e.p2p_comm;
+      std::vector<int> peers(e.p2p_peers.begin(), e.p2p_peers.begin() + static_cast<long>(std::min<std::size_t>(e.p2p_peers.size(), 8)));
+      key = fmt::format("p|{}|{}|{}", e.p2p_call, comm, fmt::join(peers, ","));
+      facts = {{"state", "p2p"}, {"call", e.p2p_call}, {"peers", peers}, {"communicator", hex(comm)}};
+      if (e.p2p_more || e.p2p_peers.size() > peers.size()) facts["more_peers"] = true;
+    }
+    auto& g = by[key];
+    if (g.ranks.empty()) g.facts = std::move(facts);
+    g.ranks.push_back(e.rank);
+  }
+  std::vector<Group*> gs;
+  for (auto& [k, g] : by) gs.push_back(&g);
+  std::sort(gs.begin(), gs.end(), [](auto* a, auto* b) {
+    return a->ranks.size() != b->ranks.size() ? a->ranks.size() > b->ranks.size()
+                                              : *std::min_element(a->ranks.begin(), a->ranks.end()) <
+                                                    *std::min_element(b->ranks.begin(), b->ranks.end());
+  });
+  json out = json::array();
+  for (auto* g : gs) {
+    if (out.size() >= kMaxGroups) break;
+    std::sort(g->ranks.begin(), g->ranks.end());
+    std::vector<int> listed(g->ranks.begin(),
+                            g->ranks.begin() + static_cast<long>(std::min(g->ranks.size(), kListRanksPerGroup)));
+    json j = std::move(g->facts);
+    j["ranks"] = listed;
+    j["count"] = g->ranks.size();
+    j["rank_ranges"] = rank_list(listed) + (g->ranks.size() > listed.size() ? ",..." : "");
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
 void describe_groups(json& evidence, const json& stack_classes) {
   if (!evidence.is_object() || !evidence.contains("groups") || !evidence["groups"].is_array()) return;
   std::string text;
@@ -112,8 +170,29 @@ void describe_groups(json& evidence, const json& stack_classes) {
     // The group's first rank stands for it: its stack's entry into the
     // library names the call, the frame that called it the call site.
     const int first = g["ranks"][0].is_number_integer() ? g["ranks"][0].get<int>() : -1;
-    std::string call = g.value("kind", std::string("?")), site;
-    if (const json* c = class_of(stack_classes, first)) {
+    const std::string state = g.value("state", std::string("collective"));
+    std::string call = state == "p2p" ? g.value("call", std::string("?")) : g.value("kind", std::string("?")), site;
+    if (state == "outside") {
+      // Outside MPI: where the program is (its innermost frame with a call
+      // site, else its innermost frame).
+      call = "outside MPI (" + g.value("process", std::string("?")) + ")";
+      if (const json* c = class_of(stack_classes, first); c && (*c)["frames"].is_array() && !(*c)["frames"].empty()) {
+        const json& fr = (*c)["frames"];
+        std::string at = fr[0].is_string() ? fr[0].get<std::string>() : "?";
+        for (auto& f : fr)
+          if (f.is_string() && !site_suffix(f.get<std::string>()).empty()) {
+            at = f.get<std::string>();
+            break;
+          }
+        g["caller"] = at;
+        if (const std::string sx = site_suffix(at); !sx.empty()) g["site"] = sx.substr(1, sx.size() - 2);
+        site = "at " + at;
+      } else if (std::string why = untraced_reason(stack_classes, first); !why.empty()) {
+        g["stack_error"] = why;
+      } else {
+        g["stack_error"] = "no stack taken";
+      }
+    } else if (const json* c = class_of(stack_classes, first)) {
       const json& fr = (*c)["frames"];
       if (fr.is_array() && !fr.empty() && fr[0].is_string() && library_frame(fr[0].get<std::string>())) {
         call = fr[0].get<std::string>();
@@ -133,13 +212,32 @@ void describe_groups(json& evidence, const json& stack_classes) {
       g["stack_error"] = "no stack taken";
     }
     g["call"] = call;
-    text += (text.empty() ? "" : ", ") + who(g) + " in " + call + (site.empty() ? "" : " " + site);
+    std::string phrase = who(g) + (state == "outside" ? " " : " in ") + call + (site.empty() ? "" : " " + site);
+    if (state == "p2p" && g.contains("peers") && g["peers"].is_array() && !g["peers"].empty()) {
+      std::vector<int> peers;
+      bool any = false;
+      for (auto& p : g["peers"]) {
+        if (!p.is_number_integer()) continue;
+        if (p.get<int>() < 0) any = true;
+        else peers.push_back(p.get<int>());
+      }
+      std::string whom = peers.empty() ? "" : (peers.size() == 1 ? "rank " : "ranks ") + rank_list(peers);
+      if (any) whom += whom.empty() ? "any source" : " or any source";
+      if (g.value("more_peers", false)) whom += " and more";
+      phrase += " for " + whom;
+    }
+    if (state == "collective" && g.contains("position") && g["position"].is_number_integer())
+      phrase += fmt::format(" at collective {}", g["position"].get<std::uint64_t>());
+    text += (text.empty() ? "" : ", ") + phrase;
   }
   if (text.empty()) return;
+  // A divergence's groups are at one position (of one communicator, or
+  // the mismatch says they are not): said once, after them.
   if (const auto p = evidence.find("position"); p != evidence.end() && p->is_number_integer() &&
-                                                 (p->is_number_unsigned() || p->get<long long>() >= 0))
+                                                 (p->is_number_unsigned() || p->get<long long>() >= 0)) {
     text += fmt::format(" at collective {}", p->get<std::uint64_t>());
-  if (comms.size() == 1 && !comms.begin()->empty()) text += " of communicator " + *comms.begin();
+    if (comms.size() == 1 && !comms.begin()->empty()) text += " of communicator " + *comms.begin();
+  }
   const std::string mismatch = evidence.value("mismatch", std::string());
   if (!mismatch.empty()) text += ": " + mismatch;
   if (text.size() > kMaxSummary) text = text.substr(0, kMaxSummary) + " ...";

@@ -34,6 +34,15 @@ inline constexpr std::size_t kMaxSummary = 1024;
 // "... with different arguments (root, operation, datatype or count)").
 nlohmann::json collective_groups(const std::vector<const RankEvidence*>& ranks, std::string* mismatch);
 
+// Every rank of a hang, stall or deadlock grouped by what it is in, the
+// most crowded first: a collective ({"state": "collective", "kind",
+// "communicator", "fingerprint", "position"}), a point-to-point or
+// completion call ({"state": "p2p", "call", "peers" (world ranks, -1 any
+// source), "communicator"}), or outside MPI ({"state": "outside",
+// "process": "stopped", "in uninterruptible sleep", "a zombie", "exited",
+// "finalized" or "running"}); each with "ranks", "count", "rank_ranges".
+nlohmann::json state_groups(const std::vector<RankEvidence>& ranks);
+
 // Completes evidence that has "groups" (and "mismatch", "position") with
 // each group's call and call site from the stack classes (StackTree's
 // classes(); null: none taken), or why its stack is missing, and sets

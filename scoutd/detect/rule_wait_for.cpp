@@ -221,6 +221,19 @@ std::vector<VerdictDraft> detect_wait_for(const std::vector<const RankEvidence*>
     for (auto* e : group) cycle_lines.push_back(wait_line(*e));
     d.evidence = {{"rule", "ranks blocked inside MPI on each other in a cycle: an application deadlock"},
                   {"cycles", cycles}, {"chain", cycle_lines}, {"peers", live.size()}};
+    // Why, in words, from the calls they block in.
+    std::size_t recvs = 0, sends = 0;
+    for (auto* e : group) {
+      const std::string& c = e->p2p_call;
+      recvs += c == "MPI_Recv" || c == "MPI_Probe" || c == "MPI_Mprobe";
+      sends += c == "MPI_Send" || c == "MPI_Ssend" || c == "MPI_Bsend" || c == "MPI_Rsend";
+    }
+    d.evidence["mismatch"] =
+        recvs == group.size() ? "each rank waits to receive from the next before it sends (both sides receiving)"
+        : sends == group.size()
+            ? "each rank sends to the next before it receives, and no send completes before its receive is "
+              "posted (both sides sending: synchronous, or too large to buffer)"
+            : "each rank waits for the next in a cycle";
     put_lines(d.evidence, "waiting", chain);
     d.key = key_of("deadlock", d.ranks, 0);
     out.push_back(std::move(d));

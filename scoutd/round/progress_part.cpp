@@ -18,15 +18,19 @@ namespace {
 // merged up the gather's tree (StackTree).
 // A divergence's groups (which ranks are in which collective) get their
 // calls and call sites from the same classes, and the sentence.
-std::vector<VerdictDraft> with_stacks(std::vector<VerdictDraft> drafts, const StackTree& stacks) {
-  nlohmann::json classes;
+// A hang, stall or deadlock states where every rank is the same way (its
+// groups by what each is in: state_groups).
+std::vector<VerdictDraft> with_stacks(std::vector<VerdictDraft> drafts, const StackTree& stacks,
+                                      const std::vector<RankEvidence>& ranks) {
+  nlohmann::json classes, groups;
   bool taken = false;
   for (auto& d : drafts) {
     if (d.kind != c3::VerdictKind::kHang && d.kind != c3::VerdictKind::kStall &&
         d.kind != c3::VerdictKind::kDeadlock && d.kind != c3::VerdictKind::kDivergence)
       continue;
-    if (!taken) classes = stacks.classes(), taken = true;
+    if (!taken) classes = stacks.classes(), groups = state_groups(ranks), taken = true;
     if (!classes.is_null()) d.evidence["stacks"] = classes;
+    if (!d.evidence.contains("groups")) d.evidence["groups"] = groups;
     describe_groups(d.evidence, classes);
   }
   return drafts;
@@ -82,7 +86,7 @@ class Progress final : public Participant {
     bool deaths_pending = false;
     if (auto c = detect_crash(g.ranks, opt_, &deaths_pending)) desk_.draft(*c);
     if (deaths_pending) down.deaths_pending = true;  // the deaths stay unreported: gathered again
-    else desk_.draft_all(with_stacks(detect_progress(g.ranks, opt_), g.stacks));
+    else desk_.draft_all(with_stacks(detect_progress(g.ranks, opt_), g.stacks, g.ranks));
   }
 
   void gather_done(bool complete, const wire::Down& down) override {

@@ -48,6 +48,11 @@ stop_run
 run --steps 100000 --fault deadlock:rank=2:step=200
 wait_for_verdict deadlock $((THRESH + 10))
 expect_verdict deadlock "[2,3]" '["n2"]'
+# Both calls with their lines and peers, and why, in words.
+summary=$(verdicts_json | jq -r '.[0].evidence.summary')
+echo "deadlock summary: $summary"
+echo "$summary" | grep -Eq "rank 2 in MPI_Recv \(mpi_train.cpp:[0-9]+\) for rank 3, rank 3 in MPI_Recv \(mpi_train.cpp:[0-9]+\) for rank 2.*: each rank waits to receive from the next before it sends \(both sides receiving\)$" ||
+  fail "deadlock summary: $summary"
 stop_run
 
 # A slow rank (2 ms more compute per 5 ms step: 1.4x) and a slow link (each

@@ -39,6 +39,10 @@ expect_eq "the waiting class is in MPI_Allreduce" \
 expect_eq "the hung rank's class" "$(echo "$v" | jq -c '.[0].evidence.stacks.classes[1].ranks')" "[2]"
 echo "$v" | jq -r '.[0].evidence.stacks.text' | grep -q "^7 ranks in MPI_Allreduce <- .*; rank 2 in " ||
   fail "stack classes text: $(echo "$v" | jq -r '.[0].evidence.stacks.text')"
+# Where every rank is, in a sentence: the call, its line, the position.
+echo "$v" | jq -r '.[0].evidence.summary' |
+  grep -Eq "^ranks 0-1,3-7 in MPI_Allreduce \(mpi_train.cpp:[0-9]+\) at collective [0-9]+, rank 2 outside MPI \(running\) at [^ ]+ \([^)]+:[0-9]+\)$" ||
+  fail "hang summary: $(echo "$v" | jq -r '.[0].evidence.summary')"
 # The live tree.
 "$SCOUTCTL" stacks "$JOB" > "$T/tree" || fail "scoutctl stacks failed"
 cat "$T/tree"
@@ -63,6 +67,8 @@ expect_eq "rank 3 still stopped after being traced" "$(ps -o stat= -p "$(rank_pi
 expect_eq "stall ranks" "$(verdicts_json | jq -c '.[0].ranks')" "[3]"
 expect_eq "the stall carries every rank's stack" \
   "$(verdicts_json | jq '[.[0].evidence.stacks.classes[].ranks[]] | length')" 4
+verdicts_json | jq -r '.[0].evidence.summary' | grep -Eq ", rank 3 outside MPI \(stopped\) at " ||
+  fail "stall summary: $(verdicts_json | jq -r '.[0].evidence.summary')"
 stop_run
 
 # A healthy job traced again and again: it finishes, exit 0, no verdict.

@@ -110,3 +110,45 @@ TEST_CASE("call groups: a sentence of a thousand long frames stays bounded") {
   describe_groups(ev, t.classes());
   CHECK(ev["summary"].get<std::string>().size() <= kMaxSummary + 4);
 }
+
+TEST_CASE("state groups: every rank of a hang by what it is in, and the sentence says where each group is") {
+  using namespace scout::c3;
+  std::vector<RankEvidence> ev;
+  for (int r = 0; r < 6; ++r) {
+    RankEvidence e = at(r, kAllreduce, 7, 0xa);
+    e.attached = true;
+    e.state = 'S';
+    e.seq = 29;
+    ev.push_back(e);
+  }
+  ev[2].in_collective = false;  // spinning outside MPI
+  ev[2].state = 'R';
+  ev[3].in_collective = false;  // stopped
+  ev[3].state = 'T';
+  ev[4].in_collective = false;  // waits for rank 3 in MPI_Recv, on the world communicator
+  ev[4].p2p_call = "MPI_Recv";
+  ev[4].p2p_peers = {3, -1};
+  ev[4].p2p_comm = 9;
+  ev[5].attached = false;  // never seen: not a group of its own
+  json g = state_groups(ev);
+  REQUIRE(g.size() == 4);
+  CHECK(g[0]["state"] == "collective");
+  CHECK(g[0]["rank_ranges"] == "0-1");
+  CHECK(g[0]["position"] == 29);
+  CHECK(g[1]["state"] == "outside");
+  CHECK(g[1]["process"] == "running");
+  CHECK(g[2]["process"] == "stopped");
+  CHECK(g[3]["state"] == "p2p");
+  CHECK(g[3]["peers"] == json::array({3, -1}));
+  json evidence = {{"rule", "r"}, {"groups", g}};
+  StackTree t;
+  for (int r : {0, 1}) t.add(r, {"MPI_Allreduce", "exchange (train.c:62)", "main (train.c:90)"}, "");
+  t.add(2, {"spin", "compute (train.c:40)", "main (train.c:88)"}, "");  // innermost without a site
+  t.add(4, {"MPI_Recv", "halo (train.c:70)", "main (train.c:91)"}, "");
+  describe_groups(evidence, t.classes());
+  CHECK(evidence["summary"] ==
+        "ranks 0-1 in MPI_Allreduce (train.c:62) at collective 29, rank 2 outside MPI (running) at compute "
+        "(train.c:40), rank 3 outside MPI (stopped), rank 4 in MPI_Recv (train.c:70) for rank 3 or any source");
+  CHECK(evidence["groups"][1]["site"] == "train.c:40");
+  CHECK(evidence["groups"][2]["stack_error"] == "no stack taken");
+}
