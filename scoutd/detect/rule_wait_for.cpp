@@ -201,12 +201,16 @@ std::vector<VerdictDraft> detect_wait_for(const std::vector<const RankEvidence*>
       if (cyc.size() >= 2) cycles.push_back(cyc);
     }
     if (group.size() < 2) return out;
-    // Every rank in one cycle through Wait/Test calls: their requests may be
-    // satisfied already (the graph cannot tell), so it may as well be a
-    // communication hang. Only a cycle of calls that must each receive or
-    // send (or a strict part of the job) is named a deadlock.
+    // Every rank in one cycle through Wait/Test calls on several requests:
+    // some may be satisfied already (the graph cannot tell), so it may as
+    // well be a communication hang. Only a cycle of calls that must each
+    // receive or send (or a strict part of the job) is named a deadlock. An
+    // MPI_Wait stalled for the threshold on its one request waits for that
+    // request's partner: its edge is exact, as a blocking call's.
     bool through_requests = false;
-    for (auto* e : group) through_requests |= e->p2p_call.rfind("MPI_Wait", 0) == 0 || e->p2p_call.rfind("MPI_Test", 0) == 0;
+    for (auto* e : group)
+      through_requests |= (e->p2p_call.rfind("MPI_Wait", 0) == 0 && e->p2p_call != "MPI_Wait") ||
+                          e->p2p_call.rfind("MPI_Test", 0) == 0;
     if (group.size() == live.size() && through_requests) {
       VerdictDraft d = draft(c3::VerdictKind::kHang, c3::VerdictStatus::kInconclusive, {});
       d.evidence = {{"rule", "every rank waits inside MPI for another through its requests: a deadlock or a "

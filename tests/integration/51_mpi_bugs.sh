@@ -5,8 +5,10 @@
 # (scout-stack reads the DWARF line tables), and the kind of mismatch in
 # words, with a strict majority (the odd rank named) and without one (two
 # ranks: inconclusive, the facts still stated); `scoutctl query` prints the
-# sentence; the correct program stays silent.
-# Duration: about 40 s: five small jobs, each waiting for its threshold.
+# sentence; point-to-point deadlocks (both sides receiving, both sending
+# synchronously, through MPI_Irecv and MPI_Wait) name both calls and lines;
+# the correct programs stay silent.
+# Duration: about 60 s: eleven small jobs, most waiting for their threshold.
 . "$top_srcdir/tests/integration/lib.sh"
 BUGS=$B/tests/mpi_bugs
 SRC=$top_srcdir/tests/mpi_bugs
@@ -58,11 +60,38 @@ case "$SUMMARY" in
 esac
 bug 4 coll_comm divergence attributed "[3]" "the ranks call barrier on different communicators"
 
-# The correct program: silent.
-next_job
-start_run -n 4 --nodes 2 --stall-threshold 2 -- "$BUGS/coll_ok" 300
-finish_run
-expect_eq "coll_ok exit" "$RUN_RC" 0
-expect_no_verdicts "coll_ok"
+# Point-to-point deadlocks, blocking and through a request: both calls
+# with their lines and peers.
+bug 2 p2p_recv_recv deadlock attributed "[0,1]" "each rank waits to receive from the next before it sends (both sides receiving)"
+case "$SUMMARY" in
+  "rank 0 in MPI_Recv (p2p_recv_recv.c:$(line RECV0 p2p_recv_recv.c)) for rank 1, rank 1 in MPI_Recv (p2p_recv_recv.c:$(line RECV1 p2p_recv_recv.c)) for rank 0:"*) ;;
+  *) fail "p2p_recv_recv on 2: summary: $SUMMARY" ;;
+esac
+# With bystanders: they wait in the barrier after it, and are said to.
+bug 4 p2p_recv_recv deadlock attributed "[0,1]" "each rank waits to receive from the next before it sends (both sides receiving)"
+case "$SUMMARY" in
+  "ranks 2-3 in MPI_Barrier (p2p_recv_recv.c:"*", rank 0 in MPI_Recv (p2p_recv_recv.c:$(line RECV0 p2p_recv_recv.c)) for rank 1,"*) ;;
+  *) fail "p2p_recv_recv on 4: summary: $SUMMARY" ;;
+esac
+bug 2 p2p_ssend_ssend deadlock attributed "[0,1]" \
+  "each rank sends to the next before it receives, and no send completes before its receive is posted (both sides sending: synchronous, or too large to buffer)"
+case "$SUMMARY" in
+  "rank 0 in MPI_Ssend (p2p_ssend_ssend.c:$(line SEND0 p2p_ssend_ssend.c)) for rank 1, rank 1 in MPI_Ssend (p2p_ssend_ssend.c:$(line SEND1 p2p_ssend_ssend.c)) for rank 0:"*) ;;
+  *) fail "p2p_ssend_ssend on 2: summary: $SUMMARY" ;;
+esac
+bug 2 p2p_irecv_wait deadlock attributed "[0,1]" "each rank waits for the next in a cycle"
+case "$SUMMARY" in
+  "rank 0 in MPI_Wait (p2p_irecv_wait.c:$(line WAIT0 p2p_irecv_wait.c)) for rank 1, rank 1 in MPI_Wait (p2p_irecv_wait.c:$(line WAIT1 p2p_irecv_wait.c)) for rank 0:"*) ;;
+  *) fail "p2p_irecv_wait on 2: summary: $SUMMARY" ;;
+esac
+
+# The correct programs: silent.
+for ok in coll_ok p2p_ok; do
+  next_job
+  start_run -n 4 --nodes 2 --stall-threshold 2 -- "$BUGS/$ok"
+  finish_run
+  expect_eq "$ok exit" "$RUN_RC" 0
+  expect_no_verdicts "$ok"
+done
 assert_no_leftovers
-pass "collective mismatches: every group's call and line stated, with and without a majority; the correct program silent"
+pass "collective mismatches and point-to-point deadlocks: every group's call and line stated, with and without a majority; the correct programs silent"

@@ -212,6 +212,17 @@ TEST_CASE("wait-for graph: a cycle with no rank outside MPI is a deadlock naming
     REQUIRE(all.size() == 1);
     CHECK(all[0].kind == c3::VerdictKind::kDeadlock);
     CHECK(all[0].ranks.size() == 6);
+    CHECK(all[0].evidence["mismatch"].get<std::string>().find("(both sides sending") != std::string::npos);
+    // Each in MPI_Wait on its one request, from its right neighbour: the
+    // edge is exact (a request stalled for the threshold is not satisfied),
+    // so the ring is a deadlock; the same in MPI_Test is not told.
+    for (auto& e : b) e.p2p_call = "MPI_Wait";
+    all = detect_progress(b, opt());
+    REQUIRE(all.size() == 1);
+    CHECK(all[0].kind == c3::VerdictKind::kDeadlock);
+    CHECK(all[0].evidence["mismatch"] == "each rank waits for the next in a cycle");
+    for (auto& e : b) e.p2p_call = "MPI_Test";
+    CHECK(detect_progress(b, opt())[0].status == c3::VerdictStatus::kInconclusive);
   }
   // Ranks 2 and 3 wait in MPI_Recv for each other; the rest wait for them.
   v[2].p2p_call = v[3].p2p_call = "MPI_Recv";
@@ -221,6 +232,7 @@ TEST_CASE("wait-for graph: a cycle with no rank outside MPI is a deadlock naming
   REQUIRE(d.size() == 1);
   CHECK(d[0].kind == c3::VerdictKind::kDeadlock);
   CHECK(d[0].ranks == std::vector<int>{2, 3});
+  CHECK(d[0].evidence["mismatch"] == "each rank waits to receive from the next before it sends (both sides receiving)");
   CHECK_FALSE(c3::drainable(d[0].kind));  // an application bug never drains a node
 }
 

@@ -1,0 +1,33 @@
+/* The same deadlock through non-blocking calls: ranks 0 and 1 each post an
+ * MPI_Irecv from the other and wait for it in MPI_Wait before sending.
+ *
+ * expect: deadlock attributed to ranks 0 and 1; the summary names rank 0 in
+ *         MPI_Wait at line WAIT0 for rank 1 and rank 1 in MPI_Wait at line
+ *         WAIT1 for rank 0.
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const int steps = argc > 1 ? atoi(argv[1]) : 50;
+  double x = rank, y = 0;
+  MPI_Request rq;
+  for (int s = 0; s < steps; ++s) MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  if (rank == 0) {
+    MPI_Irecv(&y, 1, MPI_DOUBLE, 1, 0, MPI_COMM_WORLD, &rq);
+    MPI_Wait(&rq, MPI_STATUS_IGNORE); /* expect: WAIT0 */
+    MPI_Send(&x, 1, MPI_DOUBLE, 1, 0, MPI_COMM_WORLD);
+  } else if (rank == 1) {
+    MPI_Irecv(&y, 1, MPI_DOUBLE, 0, 0, MPI_COMM_WORLD, &rq);
+    MPI_Wait(&rq, MPI_STATUS_IGNORE); /* expect: WAIT1 */
+    MPI_Send(&x, 1, MPI_DOUBLE, 0, 0, MPI_COMM_WORLD);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  printf("rank %d: done\n", rank);
+  MPI_Finalize();
+  return 0;
+}
