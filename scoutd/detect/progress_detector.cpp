@@ -14,8 +14,8 @@ std::vector<VerdictDraft> detect_progress(const std::vector<RankEvidence>& ranks
   std::vector<const RankEvidence*> live;
   for (auto& e : ranks)
     if (e.attached && e.alive && !e.finalized) live.push_back(&e);
-  std::vector<VerdictDraft> out;
-  if (live.size() >= 2) {
+  std::vector<VerdictDraft> out = detect_left_peers(ranks, live, opt);
+  if (out.empty() && live.size() >= 2) {
     bool gpu_pending = false;
     out = detect_gpu(live, opt, gpu_pending);
     if (out.empty() && !gpu_pending) out = detect_wait_for(live, opt, gpu_pending);

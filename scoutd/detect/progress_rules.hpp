@@ -49,6 +49,12 @@ std::vector<VerdictDraft> detect_consensus(const std::vector<const RankEvidence*
 // behind, a member inside k with a fingerprint the majority does not share
 // is named `divergence`. The verdict says what each thread is in.
 std::vector<VerdictDraft> detect_threads(const std::vector<const RankEvidence*>& live, const DetectorOptions& opt);
+// A rank that waits, for the threshold, in a point-to-point call whose
+// every peer has finalized (an any-source wait: every other rank): no
+// message can come. Named `hang`, the waiting ranks attributed, whatever
+// the number of ranks left (one rank left has no majority to ask).
+std::vector<VerdictDraft> detect_left_peers(const std::vector<RankEvidence>& ranks,
+                                            const std::vector<const RankEvidence*>& live, const DetectorOptions& opt);
 // Appends a stall for each stopped process no draft in `out` names yet.
 void add_direct_stalls(const std::vector<const RankEvidence*>& live, const DetectorOptions& opt,
                        std::vector<VerdictDraft>& out);

@@ -55,4 +55,44 @@ void add_direct_stalls(const std::vector<const RankEvidence*>& live, const Detec
   out.push_back(std::move(d));
 }
 
+std::vector<VerdictDraft> detect_left_peers(const std::vector<RankEvidence>& ranks,
+                                            const std::vector<const RankEvidence*>& live, const DetectorOptions& opt) {
+  std::vector<VerdictDraft> out;
+  std::map<int, const RankEvidence*> by_rank;
+  for (auto& e : ranks)
+    if (e.attached) by_rank[e.rank] = &e;
+  std::vector<const RankEvidence*> stuck;
+  std::set<int> left;
+  for (auto* e : live) {
+    if (e->p2p_call.empty() || e->p2p_more || e->p2p_peers.empty() || e->stalled_s < opt.stall_threshold_s) continue;
+    std::vector<int> peers;
+    for (int p : e->p2p_peers) {
+      if (p >= 0) {
+        peers.push_back(p);
+        continue;
+      }
+      for (auto& [r, o] : by_rank)  // any source: every other rank
+        if (r != e->rank) peers.push_back(r);
+    }
+    const bool all_left = !peers.empty() && std::all_of(peers.begin(), peers.end(), [&](int p) {
+      auto it = by_rank.find(p);
+      return it != by_rank.end() && it->second->finalized;
+    });
+    if (!all_left) continue;
+    stuck.push_back(e);
+    left.insert(peers.begin(), peers.end());
+  }
+  if (stuck.empty()) return out;
+  VerdictDraft d = draft(c3::VerdictKind::kHang, c3::VerdictStatus::kAttributed, stuck);
+  std::vector<std::pair<bool, std::string>> lines;
+  for (auto* e : stuck) lines.push_back({true, wait_line(*e)});
+  d.evidence = {{"rule", "waits in a point-to-point call for ranks that have all finalized: no message can come"},
+                {"mismatch", "the ranks it waits for called MPI_Finalize without sending what it waits for"}};
+  put_lines(d.evidence, "chain", lines);
+  put_list(d.evidence, "finalized", std::vector<int>(left.begin(), left.end()));
+  d.key = key_of("hang-left", d.ranks, 0);
+  out.push_back(std::move(d));
+  return out;
+}
+
 }  // namespace scout::scoutd::rules

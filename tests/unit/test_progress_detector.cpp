@@ -330,3 +330,34 @@ TEST_CASE("a rank stopped inside MPI_Recv is a sink, not half of a deadlock") {
   CHECK(d[0].kind == c3::VerdictKind::kStall);
   CHECK(d[0].ranks == std::vector<int>{2});
 }
+
+TEST_CASE("a rank waiting for peers that have all finalized is a hang, even alone") {
+  auto v = job(2, 500, false, 3.0);
+  v[0].p2p_call = "MPI_Recv";
+  v[0].p2p_peers = {1};
+  outside(v[1], 'S');
+  v[1].finalized = true;
+  auto d = detect_progress(v, opt());
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].kind == c3::VerdictKind::kHang);
+  CHECK(d[0].status == c3::VerdictStatus::kAttributed);
+  CHECK(d[0].ranks == std::vector<int>{0});
+  CHECK(d[0].evidence["finalized"] == nlohmann::json::array({1}));
+  // Any source: only when every other rank has finalized.
+  auto w = job(3, 500, false, 3.0);
+  w[0].p2p_call = "MPI_Recv";
+  w[0].p2p_peers = {-1};
+  outside(w[1], 'S');
+  w[1].finalized = true;
+  outside(w[2], 'R');  // still computing: it may yet send
+  auto none = detect_progress(w, opt());
+  CHECK(std::none_of(none.begin(), none.end(), [](auto& x) { return x.key.rfind("hang-left", 0) == 0; }));
+  w[2].finalized = true;
+  REQUIRE(detect_progress(w, opt()).size() == 1);
+  // Under the threshold, or waiting for more peers than listed: not yet.
+  v[0].stalled_s = 1.0;
+  CHECK(detect_progress(v, opt()).empty());
+  v[0].stalled_s = 3.0;
+  v[0].p2p_more = true;
+  CHECK(detect_progress(v, opt()).empty());
+}
