@@ -2,6 +2,7 @@
 #include "common/rank_set.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 #include <fmt/format.h>
 
@@ -48,6 +49,11 @@ void RankSet::cap() {
     unlisted_ += static_cast<std::size_t>(ranges_[i].second - ranges_[i].first) + 1;
   unlisted_ = std::min(unlisted_, kMaxUnlisted);
   ranges_.resize(kMaxRanges);
+}
+
+bool RankSet::contains(int rank) const noexcept {
+  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), rank, [](int r, const Range& x) { return r < x.first; });
+  return it != ranges_.begin() && rank <= std::prev(it)->second;
 }
 
 std::size_t RankSet::count() const noexcept {

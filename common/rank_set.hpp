@@ -27,6 +27,8 @@ class RankSet {
   std::size_t count() const noexcept;
   std::size_t unlisted() const noexcept { return unlisted_; }
   const std::vector<Range>& ranges() const noexcept { return ranges_; }
+  // Whether `rank` is listed (ranks past kMaxRanges ranges are counted, not listed).
+  bool contains(int rank) const noexcept;
   // The first `n` listed ranks, in order.
   std::vector<int> first(std::size_t n) const;
   // "0-3,5"; past `max_ranges` ranges (or with unlisted ranks) it ends with

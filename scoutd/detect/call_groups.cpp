@@ -30,26 +30,28 @@ std::string who(const json& g) {
   return fmt::format("{} ranks", count);
 }
 
-// A class (StackTree::classes()) that lists `rank`: its frames, or null.
-const json* class_of(const json& classes, int rank) {
-  if (!classes.is_object() || !classes.contains("classes") || !classes["classes"].is_array()) return nullptr;
-  for (auto& c : classes["classes"]) {
-    if (!c.is_object() || !c.contains("ranks") || !c["ranks"].is_array()) continue;
-    for (auto& r : c["ranks"])
-      if (r.is_number_integer() && r.get<int>() == rank) return &c;
-  }
-  return nullptr;
+// The text cut to at most `n` bytes on a UTF-8 character boundary.
+std::string cut_utf8(const std::string& text, std::size_t n) {
+  if (text.size() <= n) return text;
+  while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;
+  return text.substr(0, n);
 }
 
-// Why `rank`'s stack is missing ("" when it is not listed as untraced).
-std::string untraced_reason(const json& classes, int rank) {
-  if (!classes.is_object() || !classes.contains("untraced") || !classes["untraced"].is_array()) return {};
-  for (auto& u : classes["untraced"]) {
-    if (!u.is_object() || !u.contains("ranks") || !u["ranks"].is_array()) continue;
-    for (auto& r : u["ranks"])
-      if (r.is_number_integer() && r.get<int>() == rank) return u.value("error", std::string("not traced"));
+// What a process state letter says of a rank in MPI: "" when it runs.
+std::string process_of(const RankEvidence& e) {
+  if (e.finalized) return "finalized";
+  if (!e.alive) return "exited";
+  switch (e.state) {
+    case 'T':
+    case 't':
+      return "stopped";
+    case 'D':
+      return "in uninterruptible sleep";
+    case 'Z':
+      return "a zombie";
+    default:
+      return "";
   }
-  return {};
 }
 
 // "(train.c:62)" of a frame scout-stack gave a call site, else "".
@@ -60,7 +62,7 @@ std::string site_suffix(const std::string& frame) {
 
 }  // namespace
 
-json collective_groups(const std::vector<const RankEvidence*>& ranks, std::string* mismatch) {
+json collective_groups(const std::vector<const RankEvidence*>& ranks, std::string* mismatch, std::size_t* dropped) {
   std::map<std::uint64_t, std::vector<const RankEvidence*>> by;
   for (auto* e : ranks) by[e->fingerprint].push_back(e);
   std::vector<std::vector<const RankEvidence*>> groups;
@@ -87,6 +89,7 @@ json collective_groups(const std::vector<const RankEvidence*>& ranks, std::strin
                                                  "datatype or count)", kind);
   }
   json out = json::array();
+  if (dropped) *dropped = groups.size() > kMaxGroups ? groups.size() - kMaxGroups : 0;
   for (auto& g : groups) {
     if (out.size() >= kMaxGroups) break;
     std::vector<int> rs;
@@ -103,7 +106,7 @@ json collective_groups(const std::vector<const RankEvidence*>& ranks, std::strin
   return out;
 }
 
-json state_groups(const std::vector<RankEvidence>& ranks) {
+json state_groups(const std::vector<RankEvidence>& ranks, std::size_t* dropped) {
   struct Group {
     json facts;
     std::vector<int> ranks;
@@ -113,27 +116,26 @@ json state_groups(const std::vector<RankEvidence>& ranks) {
     if (!e.attached) continue;
     std::string key;
     json facts;
-    if (!e.alive || e.finalized || (e.state != 'R' && e.state != 'S' && e.state != '?') ||
-        (!e.in_collective && e.p2p_call.empty())) {
-      const std::string process = e.finalized           ? "finalized"
-                                  : !e.alive            ? "exited"
-                                  : e.state == 'T' || e.state == 't' ? "stopped"
-                                  : e.state == 'D'      ? "in uninterruptible sleep"
-                                  : e.state == 'Z'      ? "a zombie"
-                                                        : "running";
-      key = "o|" + process;
-      facts = {{"state", "outside"}, {"process", process}};
+    // A rank inside MPI keeps its call whatever its process does (stopped
+    // inside MPI_Allreduce is said so); one outside MPI says what it does.
+    const std::string process = process_of(e);
+    const bool gone = e.finalized || !e.alive;
+    if (gone || (!e.in_collective && e.p2p_call.empty())) {
+      const std::string what = process.empty() ? "running" : process;
+      key = "o|" + what;
+      facts = {{"state", "outside"}, {"process", what}};
     } else if (e.in_collective) {
-      key = fmt::format("c|{}|{}|{}|{}", e.kind, e.comm_id, e.fingerprint, e.seq);
+      key = fmt::format("c|{}|{}|{}|{}|{}", e.kind, e.comm_id, e.fingerprint, e.seq, process);
       facts = {{"state", "collective"}, {"kind", c3::coll_name(e.kind)}, {"communicator", hex(e.comm_id)},
                {"fingerprint", hex(e.fingerprint)}, {"position", e.seq}};
     } else {
       const std::uint64_t comm = e.p2p_any_comm ? e.p2p_any_comm : e.p2p_comm;
       std::vector<int> peers(e.p2p_peers.begin(), e.p2p_peers.begin() + static_cast<long>(std::min<std::size_t>(e.p2p_peers.size(), 8)));
-      key = fmt::format("p|{}|{}|{}", e.p2p_call, comm, fmt::join(peers, ","));
+      key = fmt::format("p|{}|{}|{}|{}", e.p2p_call, comm, fmt::join(peers, ","), process);
       facts = {{"state", "p2p"}, {"call", e.p2p_call}, {"peers", peers}, {"communicator", hex(comm)}};
       if (e.p2p_more || e.p2p_peers.size() > peers.size()) facts["more_peers"] = true;
     }
+    if (!gone && !process.empty() && facts["state"] != "outside") facts["process"] = process;
     auto& g = by[key];
     if (g.ranks.empty()) g.facts = std::move(facts);
     g.ranks.push_back(e.rank);
@@ -146,6 +148,7 @@ json state_groups(const std::vector<RankEvidence>& ranks) {
                                                     *std::min_element(b->ranks.begin(), b->ranks.end());
   });
   json out = json::array();
+  if (dropped) *dropped = gs.size() > kMaxGroups ? gs.size() - kMaxGroups : 0;
   for (auto* g : gs) {
     if (out.size() >= kMaxGroups) break;
     std::sort(g->ranks.begin(), g->ranks.end());
@@ -160,10 +163,11 @@ json state_groups(const std::vector<RankEvidence>& ranks) {
   return out;
 }
 
-void describe_groups(json& evidence, const json& stack_classes) {
+void describe_groups(json& evidence, const StackTree* stacks) {
   if (!evidence.is_object() || !evidence.contains("groups") || !evidence["groups"].is_array()) return;
   std::string text;
   std::set<std::string> comms;
+  bool own_positions = false;  // state groups say their positions themselves
   for (auto& g : evidence["groups"]) {
     if (!g.is_object() || !g.contains("ranks") || !g["ranks"].is_array() || g["ranks"].empty()) continue;
     comms.insert(g.value("communicator", std::string()));
@@ -171,45 +175,39 @@ void describe_groups(json& evidence, const json& stack_classes) {
     // library names the call, the frame that called it the call site.
     const int first = g["ranks"][0].is_number_integer() ? g["ranks"][0].get<int>() : -1;
     const std::string state = g.value("state", std::string("collective"));
+    own_positions |= g.contains("position");
     std::string call = state == "p2p" ? g.value("call", std::string("?")) : g.value("kind", std::string("?")), site;
-    if (state == "outside") {
+    if (state == "outside") call = "outside MPI (" + g.value("process", std::string("?")) + ")";
+    const auto where = stacks ? stacks->find(first) : std::nullopt;
+    if (!where) {
+      g["stack_error"] = "no stack taken";
+    } else if (!where->error.empty()) {
+      g["stack_error"] = where->error;
+    } else if (state == "outside") {
       // Outside MPI: where the program is (its innermost frame with a call
       // site, else its innermost frame).
-      call = "outside MPI (" + g.value("process", std::string("?")) + ")";
-      if (const json* c = class_of(stack_classes, first); c && (*c)["frames"].is_array() && !(*c)["frames"].empty()) {
-        const json& fr = (*c)["frames"];
-        std::string at = fr[0].is_string() ? fr[0].get<std::string>() : "?";
-        for (auto& f : fr)
-          if (f.is_string() && !site_suffix(f.get<std::string>()).empty()) {
-            at = f.get<std::string>();
-            break;
-          }
-        g["caller"] = at;
-        if (const std::string sx = site_suffix(at); !sx.empty()) g["site"] = sx.substr(1, sx.size() - 2);
-        site = "at " + at;
-      } else if (std::string why = untraced_reason(stack_classes, first); !why.empty()) {
-        g["stack_error"] = why;
-      } else {
-        g["stack_error"] = "no stack taken";
-      }
-    } else if (const json* c = class_of(stack_classes, first)) {
-      const json& fr = (*c)["frames"];
-      if (fr.is_array() && !fr.empty() && fr[0].is_string() && library_frame(fr[0].get<std::string>())) {
-        call = fr[0].get<std::string>();
-        if (fr.size() > 1 && fr[1].is_string()) {
-          const std::string caller = fr[1].get<std::string>();
-          g["caller"] = caller;
-          site = site_suffix(caller);
-          if (site.empty()) site = "(from " + frame_function(caller) + ")";
-          else g["site"] = site.substr(1, site.size() - 2);
+      const auto& fr = where->frames;
+      std::string at = fr.empty() ? std::string("?") : fr.front();
+      for (auto& f : fr)
+        if (!site_suffix(f).empty()) {
+          at = f;
+          break;
         }
-      } else {
-        g["stack_error"] = "its stack does not pass through MPI or NCCL";
+      g["caller"] = at;
+      if (const std::string sx = site_suffix(at); !sx.empty()) g["site"] = sx.substr(1, sx.size() - 2);
+      site = "at " + at;
+    } else if (!where->frames.empty() && library_frame(where->frames.front())) {
+      call = where->frames.front();
+      if (where->frames.size() > 1) {
+        const std::string& caller = where->frames[1];
+        g["caller"] = caller;
+        site = site_suffix(caller);
+        if (site.empty()) site = "(from " + frame_function(caller) + ")";
+        else g["site"] = site.substr(1, site.size() - 2);
       }
-    } else if (std::string why = untraced_reason(stack_classes, first); !why.empty()) {
-      g["stack_error"] = why;
     } else {
-      g["stack_error"] = "no stack taken";
+      g["stack_error"] = where->folded ? "its stack's inner frames were dropped (the tree's bound)"
+                                       : "its main thread's stack does not pass through MPI or NCCL";
     }
     g["call"] = call;
     std::string phrase = who(g) + (state == "outside" ? " " : " in ") + call + (site.empty() ? "" : " " + site);
@@ -226,21 +224,27 @@ void describe_groups(json& evidence, const json& stack_classes) {
       if (g.value("more_peers", false)) whom += " and more";
       phrase += " for " + whom;
     }
-    if (state == "collective" && g.contains("position") && g["position"].is_number_integer())
+    if (g.contains("position") && g["position"].is_number_integer())
       phrase += fmt::format(" at collective {}", g["position"].get<std::uint64_t>());
+    if (state != "outside" && g.contains("process") && g["process"].is_string())
+      phrase += ", " + g["process"].get<std::string>();
     text += (text.empty() ? "" : ", ") + phrase;
   }
   if (text.empty()) return;
-  // A divergence's groups are at one position (of one communicator, or
-  // the mismatch says they are not): said once, after them.
-  if (const auto p = evidence.find("position"); p != evidence.end() && p->is_number_integer() &&
-                                                 (p->is_number_unsigned() || p->get<long long>() >= 0)) {
+  if (const auto more = evidence.find("groups_dropped"); more != evidence.end() && more->is_number_unsigned())
+    text += fmt::format(", and {} more group{}", more->get<std::size_t>(), more->get<std::size_t>() == 1 ? "" : "s");
+  // A divergence's groups are at one position (of one communicator, or the
+  // mismatch says they are not): said once, after them.
+  if (const auto p = evidence.find("position");
+      !own_positions && p != evidence.end() && p->is_number_integer() &&
+      (p->is_number_unsigned() || p->get<long long>() >= 0)) {
     text += fmt::format(" at collective {}", p->get<std::uint64_t>());
     if (comms.size() == 1 && !comms.begin()->empty()) text += " of communicator " + *comms.begin();
   }
-  const std::string mismatch = evidence.value("mismatch", std::string());
+  const std::string mismatch =
+      evidence.contains("mismatch") && evidence["mismatch"].is_string() ? evidence["mismatch"].get<std::string>() : "";
   if (!mismatch.empty()) text += ": " + mismatch;
-  if (text.size() > kMaxSummary) text = text.substr(0, kMaxSummary) + " ...";
+  if (text.size() > kMaxSummary) text = cut_utf8(text, kMaxSummary) + " ...";
   evidence["summary"] = text;
 }
 

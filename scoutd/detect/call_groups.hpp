@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "scoutd/detect/stack_classes.hpp"
 #include "scoutd/observe/rank_evidence.hpp"
 
 namespace scout::scoutd {
@@ -32,7 +33,9 @@ inline constexpr std::size_t kMaxSummary = 1024;
 // `mismatch` gets what kind of mismatch they make ("the ranks call
 // collectives in a different order", "... on different communicators",
 // "... with different arguments (root, operation, datatype or count)").
-nlohmann::json collective_groups(const std::vector<const RankEvidence*>& ranks, std::string* mismatch);
+// `dropped` (if given) gets how many groups past kMaxGroups were left out.
+nlohmann::json collective_groups(const std::vector<const RankEvidence*>& ranks, std::string* mismatch,
+                                 std::size_t* dropped = nullptr);
 
 // Every rank of a hang, stall or deadlock grouped by what it is in, the
 // most crowded first: a collective ({"state": "collective", "kind",
@@ -41,12 +44,12 @@ nlohmann::json collective_groups(const std::vector<const RankEvidence*>& ranks, 
 // source), "communicator"}), or outside MPI ({"state": "outside",
 // "process": "stopped", "in uninterruptible sleep", "a zombie", "exited",
 // "finalized" or "running"}); each with "ranks", "count", "rank_ranges".
-nlohmann::json state_groups(const std::vector<RankEvidence>& ranks);
+nlohmann::json state_groups(const std::vector<RankEvidence>& ranks, std::size_t* dropped = nullptr);
 
-// Completes evidence that has "groups" (and "mismatch", "position") with
-// each group's call and call site from the stack classes (StackTree's
-// classes(); null: none taken), or why its stack is missing, and sets
-// "summary", the sentence above.
-void describe_groups(nlohmann::json& evidence, const nlohmann::json& stack_classes);
+// Completes evidence that has "groups" (and "mismatch", "position",
+// "groups_dropped") with each group's call and call site from the stack
+// tree (null: none taken), or why its stack is missing, and sets "summary",
+// the sentence above.
+void describe_groups(nlohmann::json& evidence, const StackTree* stacks);
 
 }  // namespace scout::scoutd

@@ -207,9 +207,18 @@ LateSenderTracker::Result LateSenderTracker::update(const std::vector<RankEviden
     const double excess = lateness[s] - class_median[s];
     double on_late = 0;
     int on_rank = -1;
+    // ... and more than that one waits for it (two slow neighbours that
+    // wait for each other in turn do not excuse each other).
+    auto back = [&](int q) {
+      auto w = waits_on.find(q);
+      if (w == waits_on.end()) return 0.0;
+      auto v = w->second.find(s);
+      return v == w->second.end() ? 0.0 : v->second;
+    };
     if (auto w = waits_on.find(s); w != waits_on.end())
       for (auto& [q, v] : w->second)
-        if (q != s && (late_ranks.count(q) || open.count(key_for(q))) && v > on_late) on_late = v, on_rank = q;
+        if (q != s && (late_ranks.count(q) || open.count(key_for(q))) && v > back(q) && v > on_late)
+          on_late = v, on_rank = q;
     const bool root_cause =
         own_of[s] <= median_own_wait + guard_of[s] && own_of[s] < 0.5 * excess && on_late < 0.5 * excess;
     if (root_cause) outliers.insert(s);

@@ -50,8 +50,8 @@ std::vector<VerdictDraft> detect_consensus(const std::vector<const RankEvidence*
 // is named `divergence`. The verdict says what each thread is in.
 std::vector<VerdictDraft> detect_threads(const std::vector<const RankEvidence*>& live, const DetectorOptions& opt);
 // A rank that waits, for the threshold, in a point-to-point call whose
-// every peer has finalized (an any-source wait: every other rank): no
-// message can come. Named `hang`, the waiting ranks attributed, whatever
+// every named peer has finalized (not an any-source wait): no message can
+// come. Named `hang`, the waiting ranks attributed, whatever
 // the number of ranks left (one rank left has no majority to ask).
 std::vector<VerdictDraft> detect_left_peers(const std::vector<RankEvidence>& ranks,
                                             const std::vector<const RankEvidence*>& live, const DetectorOptions& opt);

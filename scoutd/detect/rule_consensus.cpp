@@ -131,8 +131,10 @@ std::vector<VerdictDraft> detect_consensus(const std::vector<const RankEvidence*
                   {"peers", live.size()},
                   {"culprits", cj}};
     std::string mismatch;
-    d.evidence["groups"] = collective_groups(live, &mismatch);
+    std::size_t dropped = 0;
+    d.evidence["groups"] = collective_groups(live, &mismatch, &dropped);
     d.evidence["mismatch"] = mismatch;
+    if (dropped) d.evidence["groups_dropped"] = dropped;
     d.key = key_of("divergence", d.ranks, position);
     out.push_back(std::move(d));
     return out;
@@ -162,8 +164,10 @@ std::vector<VerdictDraft> detect_consensus(const std::vector<const RankEvidence*
     // No strict majority (two ranks never have one), but the facts stand:
     // which ranks are in which collective.
     std::string mismatch;
-    d.evidence["groups"] = collective_groups(live, &mismatch);
+    std::size_t dropped = 0;
+    d.evidence["groups"] = collective_groups(live, &mismatch, &dropped);
     d.evidence["mismatch"] = mismatch;
+    if (dropped) d.evidence["groups_dropped"] = dropped;
   }
   d.key = key_of(std::string(c3::to_string(d.kind)) + "-inconclusive", {}, position);
   out.push_back(std::move(d));

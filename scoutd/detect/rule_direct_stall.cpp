@@ -65,15 +65,10 @@ std::vector<VerdictDraft> detect_left_peers(const std::vector<RankEvidence>& ran
   std::set<int> left;
   for (auto* e : live) {
     if (e->p2p_call.empty() || e->p2p_more || e->p2p_peers.empty() || e->stalled_s < opt.stall_threshold_s) continue;
-    std::vector<int> peers;
-    for (int p : e->p2p_peers) {
-      if (p >= 0) {
-        peers.push_back(p);
-        continue;
-      }
-      for (auto& [r, o] : by_rank)  // any source: every other rank
-        if (r != e->rank) peers.push_back(r);
-    }
+    // Named peers only: an any-source wait would need every rank of the job
+    // seen finalized, and a gather decided with a quorum may miss some.
+    if (std::any_of(e->p2p_peers.begin(), e->p2p_peers.end(), [](int p) { return p < 0; })) continue;
+    const std::vector<int>& peers = e->p2p_peers;
     const bool all_left = !peers.empty() && std::all_of(peers.begin(), peers.end(), [&](int p) {
       auto it = by_rank.find(p);
       return it != by_rank.end() && it->second->finalized;

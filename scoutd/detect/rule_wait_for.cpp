@@ -201,16 +201,31 @@ std::vector<VerdictDraft> detect_wait_for(const std::vector<const RankEvidence*>
       if (cyc.size() >= 2) cycles.push_back(cyc);
     }
     if (group.size() < 2) return out;
-    // Every rank in one cycle through Wait/Test calls on several requests:
-    // some may be satisfied already (the graph cannot tell), so it may as
-    // well be a communication hang. Only a cycle of calls that must each
-    // receive or send (or a strict part of the job) is named a deadlock. An
-    // MPI_Wait stalled for the threshold on its one request waits for that
-    // request's partner: its edge is exact, as a blocking call's.
+    // Every rank in one cycle through Wait/Test calls: their requests may be
+    // satisfied already, or be a send and its matching receive (the record
+    // does not say which way a request goes), so it may as well be a
+    // communication hang. Only a cycle of calls that must each receive or
+    // send (or a strict part of the job) is named a deadlock.
     bool through_requests = false;
-    for (auto* e : group)
-      through_requests |= (e->p2p_call.rfind("MPI_Wait", 0) == 0 && e->p2p_call != "MPI_Wait") ||
-                          e->p2p_call.rfind("MPI_Test", 0) == 0;
+    for (auto* e : group) through_requests |= e->p2p_call.rfind("MPI_Wait", 0) == 0 || e->p2p_call.rfind("MPI_Test", 0) == 0;
+    // Two ranks, one blocked sending to the other, the other receiving from
+    // it: a transfer that does not complete (a stuck link, or a tag or
+    // communicator that does not match: the record holds neither), not a
+    // cycle of waits.
+    auto sending = [](const RankEvidence* e) {
+      return e->p2p_call == "MPI_Send" || e->p2p_call == "MPI_Ssend" || e->p2p_call == "MPI_Rsend";
+    };
+    const bool one_transfer = group.size() == 2 && sending(group[0]) != sending(group[1]) &&
+                              (group[0]->p2p_call == "MPI_Recv" || group[1]->p2p_call == "MPI_Recv");
+    if (one_transfer) {
+      VerdictDraft d = draft(c3::VerdictKind::kHang, c3::VerdictStatus::kInconclusive, {});
+      d.evidence = {{"rule", "a blocking send and the receive from its sender do not complete: a stuck transfer "
+                             "between the two ranks, or a tag or communicator that does not match"}};
+      put_lines(d.evidence, "chain", chain);
+      d.key = key_of("hang-transfer", ranks_of(group), 0);
+      out.push_back(std::move(d));
+      return out;
+    }
     if (group.size() == live.size() && through_requests) {
       VerdictDraft d = draft(c3::VerdictKind::kHang, c3::VerdictStatus::kInconclusive, {});
       d.evidence = {{"rule", "every rank waits inside MPI for another through its requests: a deadlock or a "

@@ -237,6 +237,20 @@ std::optional<StackTree> StackTree::from_wire(const json& j, std::string* why) {
   return t;
 }
 
+std::optional<StackTree::Where> StackTree::find(int rank) const {
+  for (auto& n : nodes_) {
+    if (!n.ends.contains(rank)) continue;
+    Where w;
+    w.folded = n.folded;
+    for (const Node* at = &n; at->parent >= 0; at = &nodes_[static_cast<std::size_t>(at->parent)])
+      w.frames.push_back(at->frame);
+    return w;
+  }
+  for (auto& [err, s] : untraced_)
+    if (s.contains(rank)) return Where{{}, err, false};
+  return std::nullopt;
+}
+
 json StackTree::classes() const {
   if (empty()) return nullptr;
   struct Class {

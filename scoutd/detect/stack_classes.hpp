@@ -86,6 +86,16 @@ class StackTree {
   // "text" (at most kMaxText characters); null when the tree is empty.
   nlohmann::json classes() const;
 
+  // Where one rank is: its cut stack (innermost first; `folded` when deeper
+  // frames were dropped), or why it was not traced; nullopt when the tree
+  // holds neither (a rank listed past a set's ranges is not found either).
+  struct Where {
+    std::vector<std::string> frames;
+    std::string error;
+    bool folded = false;
+  };
+  std::optional<Where> find(int rank) const;
+
  private:
   struct Node {
     int parent = -1;

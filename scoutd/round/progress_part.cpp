@@ -23,15 +23,19 @@ namespace {
 std::vector<VerdictDraft> with_stacks(std::vector<VerdictDraft> drafts, const StackTree& stacks,
                                       const std::vector<RankEvidence>& ranks) {
   nlohmann::json classes, groups;
+  std::size_t dropped = 0;
   bool taken = false;
   for (auto& d : drafts) {
     if (d.kind != c3::VerdictKind::kHang && d.kind != c3::VerdictKind::kStall &&
         d.kind != c3::VerdictKind::kDeadlock && d.kind != c3::VerdictKind::kDivergence)
       continue;
-    if (!taken) classes = stacks.classes(), groups = state_groups(ranks), taken = true;
+    if (!taken) classes = stacks.classes(), groups = state_groups(ranks, &dropped), taken = true;
     if (!classes.is_null()) d.evidence["stacks"] = classes;
-    if (!d.evidence.contains("groups")) d.evidence["groups"] = groups;
-    describe_groups(d.evidence, classes);
+    if (!d.evidence.contains("groups")) {
+      d.evidence["groups"] = groups;
+      if (dropped) d.evidence["groups_dropped"] = dropped;
+    }
+    describe_groups(d.evidence, &stacks);
   }
   return drafts;
 }

@@ -53,13 +53,21 @@ std::string site_of(Dwfl_Module* m, Dwarf_Addr at) {
   if (!file || !*file || lineno <= 0) return {};
   const char* base = std::strrchr(file, '/');
   std::string f = base ? base + 1 : file;
-  if (f.size() > 64) f = f.substr(f.size() - 64);
+  if (f.size() > 64) {
+    std::size_t from = f.size() - 64;
+    while (from < f.size() && (static_cast<unsigned char>(f[from]) & 0xC0) == 0x80) ++from;  // a whole character
+    f = f.substr(from);
+  }
   return " (" + f + ":" + std::to_string(lineno) + ")";
 }
 
 // The function's name and its call site within kFrameChars.
 std::string with_site(std::string name, const std::string& site) {
-  if (name.size() + site.size() > kFrameChars) name = name.substr(0, kFrameChars - site.size() - 3) + "...";
+  if (name.size() + site.size() > kFrameChars) {
+    std::size_t n = kFrameChars - site.size() - 3;  // the site is at most 64 + 24 characters
+    while (n > 0 && (static_cast<unsigned char>(name[n]) & 0xC0) == 0x80) --n;
+    name = name.substr(0, n) + "...";
+  }
   return name + site;
 }
 
@@ -95,7 +103,10 @@ int on_frame(Dwfl_Frame* frame, void* arg) {
   if (name) {
     std::string n = name;
     if (auto at_sign = n.find('@'); at_sign != std::string::npos && at_sign > 0) n.resize(at_sign);  // memcpy@GLIBC_2.14
-    w->frames.push_back(with_site(demangle(n.c_str()), site_of(m, at)));
+    // The call site of each caller (a return address): not of the innermost
+    // frame, whose line is wherever the thread happens to be (ranks spinning
+    // in one loop would be as many classes as lines).
+    w->frames.push_back(with_site(demangle(n.c_str()), activation ? std::string() : site_of(m, at)));
   } else {
     // No symbol: the module and the offset in it, which are the same in
     // every process of a program whatever its load address (ASLR).
@@ -172,7 +183,7 @@ bool trace(pid_t pid, bool all) {
       dwfl_linux_proc_find_elf, dwfl_standard_find_debuginfo, nullptr, nullptr};
   Dwfl* dwfl = dwfl_begin(&callbacks);
   if (!dwfl) {
-    std::puts(json{{"pid", pid}, {"error", "libdwfl: " + dwfl_error()}}.dump().c_str());
+    std::puts(json{{"pid", pid}, {"error", "libdwfl: " + dwfl_error()}}.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
     return false;
   }
   bool ok = true;
@@ -180,7 +191,7 @@ bool trace(pid_t pid, bool all) {
   if (rc != 0 || dwfl_report_end(dwfl, nullptr, nullptr) != 0) {
     std::string why = rc > 0 ? std::strerror(rc) : dwfl_error();
     if (rc == ENOENT) why = "no such process";
-    std::puts(json{{"pid", pid}, {"error", "cannot read its memory map: " + why}}.dump().c_str());
+    std::puts(json{{"pid", pid}, {"error", "cannot read its memory map: " + why}}.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
     dwfl_end(dwfl);
     return false;
   }
@@ -202,14 +213,14 @@ bool trace(pid_t pid, bool all) {
     release(seized);
     if (why.find("Operation not permitted") != std::string::npos)
       why += " (ptrace: another user's process, or kernel.yama.ptrace_scope)";
-    std::puts(json{{"pid", pid}, {"error", "cannot attach: " + why}}.dump().c_str());
+    std::puts(json{{"pid", pid}, {"error", "cannot attach: " + why}}.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
     dwfl_end(dwfl);
     return false;
   }
   rc = dwfl_linux_proc_attach(dwfl, pid, true);
   if (rc != 0) {
     std::string w = rc > 0 ? std::strerror(rc) : dwfl_error();
-    std::puts(json{{"pid", pid}, {"error", "cannot attach: " + w}}.dump().c_str());
+    std::puts(json{{"pid", pid}, {"error", "cannot attach: " + w}}.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
     dwfl_end(dwfl);
     release(seized);
     return false;
@@ -218,11 +229,11 @@ bool trace(pid_t pid, bool all) {
     Walk w{dwfl, {}};
     const int r = dwfl_getthread_frames(dwfl, tid, on_frame, &w);
     if (w.frames.empty() && r != 0) {
-      std::puts(json{{"pid", pid}, {"tid", tid}, {"error", "cannot unwind: " + dwfl_error()}}.dump().c_str());
+      std::puts(json{{"pid", pid}, {"tid", tid}, {"error", "cannot unwind: " + dwfl_error()}}.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
       ok = false;
       return;
     }
-    std::puts(json{{"pid", pid}, {"tid", tid}, {"frames", w.frames}}.dump().c_str());
+    std::puts(json{{"pid", pid}, {"tid", tid}, {"frames", w.frames}}.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
   };
   if (all) {
     struct Ctx {

@@ -41,15 +41,16 @@ echo "$v" | jq -r '.[0].evidence.stacks.text' | grep -q "^7 ranks in MPI_Allredu
   fail "stack classes text: $(echo "$v" | jq -r '.[0].evidence.stacks.text')"
 # Where every rank is, in a sentence: the call, its line, the position.
 echo "$v" | jq -r '.[0].evidence.summary' |
-  grep -Eq "^ranks 0-1,3-7 in MPI_Allreduce \(mpi_train.cpp:[0-9]+\) at collective [0-9]+, rank 2 outside MPI \(running\) at [^ ]+ \([^)]+:[0-9]+\)$" ||
+  grep -Eq "^ranks 0-1,3-7 in MPI_Allreduce \(mpi_train.cpp:[0-9]+\) at collective [0-9]+, rank 2 outside MPI \(running\) at main$" ||
   fail "hang summary: $(echo "$v" | jq -r '.[0].evidence.summary')"
 # The live tree.
 "$SCOUTCTL" stacks "$JOB" > "$T/tree" || fail "scoutctl stacks failed"
 cat "$T/tree"
-# Frames carry their lines (mpi_train has line tables): the waiting ranks'
-# main is at the line that calls MPI_Allreduce, the spinning rank's elsewhere.
+# Callers' frames carry their lines (mpi_train has line tables): the
+# waiting ranks' main at the line that calls MPI_Allreduce; the spinning
+# rank's innermost frame has none (its line would split a loop's ranks).
 grep -Eq "^main \(mpi_train.cpp:[0-9]+\)  \[7 ranks: 0-1,3-7\]" "$T/tree" || fail "tree root: $(cat "$T/tree")"
-grep -Eq "^main \([^)]*:[0-9]+\)  \[1 rank: 2\]" "$T/tree" || fail "the spinning rank's root: $(cat "$T/tree")"
+grep -Eq "^main  \[1 rank: 2\]" "$T/tree" || fail "the spinning rank's root (its innermost frame has no line): $(cat "$T/tree")"
 grep -q "^ *MPI_Allreduce  \[7 ranks: 0-1,3-7\]" "$T/tree" || fail "tree: $(cat "$T/tree")"
 expect_eq "scoutctl stacks --json ranks" "$("$SCOUTCTL" stacks "$JOB" --json | jq '.ranks | length')" 8
 stop_run

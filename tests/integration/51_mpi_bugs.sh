@@ -28,7 +28,7 @@ bug() {
   expect_eq "$prog on $nranks: ranks" "$(echo "$v" | jq -c '.[0].ranks')" "$ranks"
   SUMMARY=$(echo "$v" | jq -r '.[0].evidence.summary')
   echo "$prog on $nranks ranks: $SUMMARY"
-  case "$SUMMARY" in *": $words") ;; *) fail "$prog on $nranks: summary does not end with '$words': $SUMMARY" ;; esac
+  [ -z "$words" ] || case "$SUMMARY" in *": $words") ;; *) fail "$prog on $nranks: summary does not end with '$words': $SUMMARY" ;; esac
   GROUPS_JSON=$(echo "$v" | jq -c '.[0].evidence.groups')
   "$SCOUTCTL" query "$JOB" > "$T/query"
   grep -qF "$SUMMARY" "$T/query" || fail "$prog on $nranks: scoutctl query does not print the summary: $(cat "$T/query")"
@@ -79,11 +79,16 @@ case "$SUMMARY" in
   "rank 0 in MPI_Ssend (p2p_ssend_ssend.c:$(line SEND0 p2p_ssend_ssend.c)) for rank 1, rank 1 in MPI_Ssend (p2p_ssend_ssend.c:$(line SEND1 p2p_ssend_ssend.c)) for rank 0:"*) ;;
   *) fail "p2p_ssend_ssend on 2: summary: $SUMMARY" ;;
 esac
-bug 2 p2p_irecv_wait deadlock attributed "[0,1]" "each rank waits for the next in a cycle"
+# Through MPI_Irecv and MPI_Wait: with the whole job in the cycle the record
+# cannot tell a deadlock from a send and its receive stuck on a link (a
+# request's direction is not recorded): inconclusive, both calls stated; with
+# bystanders the cycle is a strict part of the job: a deadlock.
+bug 2 p2p_irecv_wait hang inconclusive "[]" ""
 case "$SUMMARY" in
-  "rank 0 in MPI_Wait (p2p_irecv_wait.c:$(line WAIT0 p2p_irecv_wait.c)) for rank 1, rank 1 in MPI_Wait (p2p_irecv_wait.c:$(line WAIT1 p2p_irecv_wait.c)) for rank 0:"*) ;;
+  "rank 0 in MPI_Wait (p2p_irecv_wait.c:$(line WAIT0 p2p_irecv_wait.c)) for rank 1, rank 1 in MPI_Wait (p2p_irecv_wait.c:$(line WAIT1 p2p_irecv_wait.c)) for rank 0") ;;
   *) fail "p2p_irecv_wait on 2: summary: $SUMMARY" ;;
 esac
+bug 3 p2p_irecv_wait deadlock attributed "[0,1]" "each rank waits for the next in a cycle"
 
 # A receive whose only sender has finalized: one rank left, no majority to
 # ask, and still named.

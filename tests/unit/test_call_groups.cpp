@@ -79,7 +79,7 @@ TEST_CASE("call groups: the sentence names each group's call and line from its s
     t.add(r, {"opal_progress", "MPI_Allreduce (probe.cpp:9)", "exchange (train.c:62)", "main (train.c:90)", "_start"}, "");
   t.add(2, {"MPI_Barrier", "sync_all", "main (train.c:91)"}, "");  // the caller has no line tables
   t.add(3, {}, "ptrace: Operation not permitted");
-  describe_groups(ev, t.classes());
+  describe_groups(ev, &t);
   CHECK(ev["summary"] ==
         "ranks 0-1 in MPI_Allreduce (train.c:62), rank 2 in MPI_Barrier (from sync_all), rank 3 in bcast at "
         "collective 21 of communicator 0000000000000007: the ranks call collectives in a different order");
@@ -95,7 +95,7 @@ TEST_CASE("call groups: the sentence names each group's call and line from its s
   CHECK(bare["groups"][0]["stack_error"] == "no stack taken");
   // Evidence without groups is left alone.
   json other = {{"rule", "x"}};
-  describe_groups(other, t.classes());
+  describe_groups(other, &t);
   CHECK_FALSE(other.contains("summary"));
 }
 
@@ -107,7 +107,7 @@ TEST_CASE("call groups: a sentence of a thousand long frames stays bounded") {
   StackTree t;
   for (int r = 0; r < 64; ++r)
     t.add(r, {"MPI_Allreduce", std::string(150, 'f') + " (" + std::to_string(r) + ".c:1)"}, "");
-  describe_groups(ev, t.classes());
+  describe_groups(ev, &t);
   CHECK(ev["summary"].get<std::string>().size() <= kMaxSummary + 4);
 }
 
@@ -145,10 +145,72 @@ TEST_CASE("state groups: every rank of a hang by what it is in, and the sentence
   for (int r : {0, 1}) t.add(r, {"MPI_Allreduce", "exchange (train.c:62)", "main (train.c:90)"}, "");
   t.add(2, {"spin", "compute (train.c:40)", "main (train.c:88)"}, "");  // innermost without a site
   t.add(4, {"MPI_Recv", "halo (train.c:70)", "main (train.c:91)"}, "");
-  describe_groups(evidence, t.classes());
+  describe_groups(evidence, &t);
   CHECK(evidence["summary"] ==
         "ranks 0-1 in MPI_Allreduce (train.c:62) at collective 29, rank 2 outside MPI (running) at compute "
         "(train.c:40), rank 3 outside MPI (stopped), rank 4 in MPI_Recv (train.c:70) for rank 3 or any source");
   CHECK(evidence["groups"][1]["site"] == "train.c:40");
   CHECK(evidence["groups"][2]["stack_error"] == "no stack taken");
+}
+
+TEST_CASE("call groups: a group's stack is found past the 64 ranks a class lists") {
+  // 128 ranks at one line; rank 100 alone passes another fingerprint: its
+  // class (ranks 0-127 at that line) lists ranks 0-63 only.
+  std::vector<RankEvidence> ev;
+  for (int r = 0; r < 128; ++r) ev.push_back(at(r, scout::c3::kAllreduce, 7, r == 100 ? 2 : 1));
+  std::string why;
+  json e = {{"position", 9}, {"groups", collective_groups(ptrs(ev), &why)}, {"mismatch", why}};
+  StackTree t;
+  for (int r = 0; r < 128; ++r) t.add(r, {"MPI_Allreduce", "step (t.c:5)", "main (t.c:9)"}, "");
+  describe_groups(e, &t);
+  CHECK(e["groups"][1]["ranks"] == json::array({100}));
+  CHECK(e["groups"][1]["site"] == "t.c:5");
+  CHECK(e["summary"].get<std::string>().find("127 ranks in MPI_Allreduce (t.c:5), rank 100 in MPI_Allreduce (t.c:5)") == 0);
+}
+
+TEST_CASE("state groups: each group says its own position once; a rank stopped inside MPI keeps its call") {
+  using namespace scout::c3;
+  std::vector<RankEvidence> ev;
+  for (int r = 0; r < 4; ++r) {
+    RankEvidence e = at(r, kAllreduce, 7, 0xa);
+    e.attached = true;
+    e.state = 'S';
+    e.seq = 5;
+    ev.push_back(e);
+  }
+  ev[3].state = 'T';  // SIGSTOPped inside MPI_Allreduce
+  ev[2].in_collective = false;
+  ev[2].state = 'R';
+  json e = {{"rule", "same collective position, some ranks waiting and some not"}, {"position", 5},
+            {"groups", state_groups(ev)}};
+  describe_groups(e, nullptr);
+  CHECK(e["summary"] ==
+        "ranks 0-1 in allreduce at collective 5, rank 2 outside MPI (running), rank 3 in allreduce at collective 5, "
+        "stopped");
+  CHECK(e["groups"][2]["process"] == "stopped");
+  CHECK(e["groups"][2]["state"] == "collective");
+}
+
+TEST_CASE("call groups: groups past the bound are counted in the sentence; a long sentence is cut on a character") {
+  std::vector<RankEvidence> ev;
+  for (int r = 0; r < 40; ++r) ev.push_back(at(r, scout::c3::kAllreduce, 7, static_cast<std::uint64_t>(r)));
+  std::string why;
+  std::size_t dropped = 0;
+  json e = {{"groups", collective_groups(ptrs(ev), &why, &dropped)}, {"mismatch", why}};
+  CHECK(dropped == 40 - kMaxGroups);
+  e["groups_dropped"] = dropped;
+  describe_groups(e, nullptr);
+  CHECK(e["summary"].get<std::string>().find(", and 24 more groups: ") != std::string::npos);
+  // Frames in a multi-byte script, long enough to be cut.
+  StackTree t;
+  std::string name;
+  for (int i = 0; i < 30; ++i) name += "\xc3\xa9";  // é
+  for (int r = 0; r < 40; ++r) t.add(r, {"MPI_Allreduce", name + " (" + name + ".c:1)"}, "");
+  json f = {{"groups", collective_groups(ptrs(ev), &why)}, {"mismatch", why}};
+  describe_groups(f, &t);
+  const std::string s = f["summary"].get<std::string>();
+  REQUIRE(s.size() > 4);
+  CHECK(s.size() <= kMaxSummary + 4);
+  CHECK(s.substr(s.size() - 4) == " ...");
+  CHECK_NOTHROW((void)f.dump());  // valid UTF-8 (dump throws on a cut character)
 }

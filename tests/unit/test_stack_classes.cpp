@@ -276,3 +276,15 @@ TEST_CASE("stack tree: a peer cannot overflow a count or repeat a reason; a verd
   u.add(2, {}, std::string(1000, 'e'));
   CHECK(StackTree::from_wire(u.to_wire(), &why));
 }
+
+TEST_CASE("stack tree: where one rank is, past the ranks a class lists; untraced with its reason") {
+  StackTree t;
+  for (int r = 0; r < 300; ++r) t.add(r, {"MPI_Barrier", r == 250 ? "b (x.c:2)" : "a (x.c:1)", "main"}, "");
+  t.add(400, {}, "ptrace: Operation not permitted");
+  auto w = t.find(250);
+  REQUIRE(w);
+  CHECK(w->frames == std::vector<std::string>{"MPI_Barrier", "b (x.c:2)", "main"});
+  CHECK(t.find(299)->frames[1] == "a (x.c:1)");
+  CHECK(t.find(400)->error == "ptrace: Operation not permitted");
+  CHECK_FALSE(t.find(401));
+}
