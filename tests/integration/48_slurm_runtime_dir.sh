@@ -82,6 +82,14 @@ grep -q "moved aside to $RUNDIR/.scout-refused.$J.$NOBODY.[0-9a-f]\{16\}" "$CL"/
 stop_fake
 
 # --- 2. the running job's directory, re-made under it ---------------------------
+# Once the training step's task runs on n1 (its rank observed): the control
+# socket above is the companion step's, and the training step's slurmstepd
+# makes the job's directory too when it starts; moved away before that, the
+# name was made again by root under the other user's mkdir (CI, once).
+n=0
+until [ "$(on n1 sqlite3 -readonly "$SPOOL/$J/$J.db" "select count(*) from ranks where job_id='$J'" 2>/dev/null || echo 0)" -gt 0 ]; do
+  n=$((n + 1)); [ $n -lt 200 ] || fail "the training step's rank on n1 was never observed"; sleep 0.1
+done
 # The job user may move her own directory (the sticky bit lets her); the
 # other user then makes the name, 0700, hers, with the fake in it.
 on n1 setpriv --reuid "$JOB_UID" --regid "$JOB_GID" --init-groups mv "$RUNDIR/$J" "$RUNDIR/$J.moved" ||
