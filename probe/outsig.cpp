@@ -42,6 +42,12 @@ void coll_output(std::uint32_t kind, MPI_Comm comm, void* buf, std::int64_t coun
   if (__builtin_expect(faults::g_corrupt_active, false)) faults::corrupt_output(kind, buf, count, dt);
   if (g_outsig_every == 0) return;
   const std::uint64_t cid = comm_identity(comm);
+  // Threads calling collectives on their own communicators at once share
+  // the counters' table and the record's ring: without the guard two took
+  // one slot (one communicator's calls numbered with the other's: a healthy
+  // rank's signature compared with its peers' of another call, a false sdc
+  // in test 34) and pushed into the ring together.
+  TableGuard guard;
   CommCalls* cc = nullptr;
   for (int i = 0; i < g_comm_calls_used; ++i)
     if (g_comm_calls[i].id == cid) { cc = &g_comm_calls[i]; break; }
