@@ -30,7 +30,17 @@ cleanup() {
 }
 trap cleanup EXIT
 
-fail() { echo "FAIL: $*" >&2; [ -f "$T/run.log" ] && { echo "--- run log" >&2; grep -v '^\[' "$T/run.log" | tail -40 >&2; }; exit 1; }
+# fail MESSAGE: the message, the run log's last 40 lines (less the training's
+# step lines), and the message again last (a CI excerpt keeps a log's tail)
+fail() {
+  echo "FAIL: $*" >&2
+  if [ -f "$T/run.log" ]; then
+    echo "--- run log" >&2
+    grep -v '^\[' "$T/run.log" | grep -Ev '^step [0-9]+ loss ' | tail -40 >&2
+    echo "FAIL: $*" >&2
+  fi
+  exit 1
+}
 pass() { echo "PASS: $*"; }
 
 # start_run ARGS... : scout-run in the background, output in $T/run.log
