@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 
 namespace scout::c3 {
 
@@ -26,6 +27,55 @@ const char* coll_name(std::uint32_t kind) noexcept {
       "neighbor_allgatherv", "neighbor_alltoall", "neighbor_alltoallv", "neighbor_alltoallw", "send", "recv"};
   std::uint32_t k = kind & 0xff;
   return k < kCollKindCount ? kNames[k] : "unknown";
+}
+
+namespace {
+struct TypeName {
+  const char* name;
+  std::uint64_t size;
+};
+// In the order of probe_state.cpp's kTypes (code = index + 1).
+constexpr TypeName kMpiTypes[] = {
+    {"MPI_CHAR", 1}, {"MPI_SIGNED_CHAR", 1}, {"MPI_UNSIGNED_CHAR", 1}, {"MPI_BYTE", 1}, {"MPI_SHORT", 2},
+    {"MPI_UNSIGNED_SHORT", 2}, {"MPI_INT", 4}, {"MPI_UNSIGNED", 4}, {"MPI_LONG", 8}, {"MPI_UNSIGNED_LONG", 8},
+    {"MPI_LONG_LONG", 8}, {"MPI_UNSIGNED_LONG_LONG", 8}, {"MPI_FLOAT", 4}, {"MPI_DOUBLE", 8},
+    {"MPI_LONG_DOUBLE", 16}, {"MPI_INT8_T", 1}, {"MPI_INT16_T", 2}, {"MPI_INT32_T", 4}, {"MPI_INT64_T", 8},
+    {"MPI_UINT8_T", 1}, {"MPI_UINT16_T", 2}, {"MPI_UINT32_T", 4}, {"MPI_UINT64_T", 8}, {"MPI_C_BOOL", 1},
+    {"MPI_FLOAT_INT", 8}, {"MPI_DOUBLE_INT", 12}, {"MPI_LONG_INT", 12}, {"MPI_2INT", 8}, {"MPI_SHORT_INT", 6},
+    {"MPI_AINT", 8}, {"MPI_OFFSET", 8}, {"MPI_COUNT", 8}, {"MPI_WCHAR", 4}, {"MPI_C_FLOAT_COMPLEX", 8},
+    {"MPI_C_DOUBLE_COMPLEX", 16}};
+// ncclDataType_t + 1.
+constexpr TypeName kNcclTypes[] = {{"ncclInt8", 1},    {"ncclUint8", 1},    {"ncclInt32", 4},
+                                   {"ncclUint32", 4},  {"ncclInt64", 8},    {"ncclUint64", 8},
+                                   {"ncclFloat16", 2}, {"ncclFloat32", 4},  {"ncclFloat64", 8},
+                                   {"ncclBfloat16", 2}, {"ncclFloat8e4m3", 1}, {"ncclFloat8e5m2", 1}};
+constexpr const char* kMpiOps[] = {"MPI_MAX", "MPI_MIN",  "MPI_SUM",    "MPI_PROD",   "MPI_LAND",
+                                   "MPI_BAND", "MPI_LOR", "MPI_BOR",    "MPI_LXOR",   "MPI_BXOR",
+                                   "MPI_MAXLOC", "MPI_MINLOC", "MPI_REPLACE", "MPI_NO_OP"};
+constexpr const char* kNcclOps[] = {"ncclSum", "ncclProd", "ncclMax", "ncclMin", "ncclAvg"};
+constexpr std::uint64_t kDerived = 0x10000000ULL;
+}  // namespace
+
+std::string datatype_name(std::uint64_t code, bool nccl) {
+  if (code == 0) return "no datatype";
+  if (nccl) return code <= std::size(kNcclTypes) ? kNcclTypes[code - 1].name : "an unknown NCCL datatype";
+  if (code <= std::size(kMpiTypes)) return kMpiTypes[code - 1].name;
+  if (code & kDerived) return "a derived datatype of " + std::to_string(code & ~kDerived) + " bytes";
+  return "an unknown datatype";
+}
+
+std::uint64_t datatype_size(std::uint64_t code, bool nccl) noexcept {
+  if (code == 0) return 0;
+  if (nccl) return code <= std::size(kNcclTypes) ? kNcclTypes[code - 1].size : 0;
+  if (code <= std::size(kMpiTypes)) return kMpiTypes[code - 1].size;
+  return (code & kDerived) ? (code & ~kDerived) : 0;
+}
+
+std::string op_name(std::uint64_t code, bool nccl) {
+  if (code == 0) return "no operation";
+  if (nccl) return code <= std::size(kNcclOps) ? kNcclOps[code - 1] : "a user-defined NCCL operation";
+  if (code <= std::size(kMpiOps)) return kMpiOps[code - 1];
+  return "a user-defined operation";
 }
 
 // A seqlock reader: copies `src` (8-byte words, the writer's relaxed stores)

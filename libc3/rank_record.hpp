@@ -39,6 +39,16 @@ enum CollKind : std::uint32_t {
 };
 const char* coll_name(std::uint32_t kind) noexcept;  // "allreduce", "ibarrier" uses flag
 
+// The datatype and reduction codes a probe records in live.datatype and
+// live.op: the MPI probe's (probe_state.cpp: datatype_code, op_code; a
+// derived datatype is 0x10000000 | its size) or, `nccl`, ncclDataType_t + 1
+// and ncclRedOp_t + 1. Names ("MPI_INT", "ncclFloat16", "a derived
+// datatype of 16 bytes", "a user-defined operation"), and a datatype's size
+// in bytes (0 unknown; the MPI sizes of an LP64 Linux).
+std::string datatype_name(std::uint64_t code, bool nccl);
+std::uint64_t datatype_size(std::uint64_t code, bool nccl) noexcept;
+std::string op_name(std::uint64_t code, bool nccl);
+
 inline constexpr std::uint32_t kFlagNonblocking = 1u << 8;  // OR-ed into kind
 
 // Life-cycle flags.

@@ -62,6 +62,13 @@ const MPI_Datatype kNoType = MPI_DATATYPE_NULL;
 #define RQ , MPI_Request *request
 #define RA , request
 
+// The count and datatype a collective records are the ones every member
+// passes alike (its fingerprint compares them): the per-member amount, taken
+// from the receive side where the send side may be MPI_IN_PLACE (Allgather,
+// Alltoall; Gather's root) and from the send side where the receive side may
+// be (Scatter's root); none for the v-variants, whose counts differ by design.
+#define IN_PLACE_OR(BUF, IF_IN_PLACE, OTHERWISE) ((BUF) == MPI_IN_PLACE ? (IF_IN_PLACE) : (OTHERWISE))
+
 // Both flavours of one collective in a single line.
 #define BOTH(NAME, INAME, KIND, P, A, COUNT, DT, OP, ROOT)                                  \
   BLOCKING(NAME, KIND, (P, MPI_Comm comm), (A, comm), COUNT, DT, OP, ROOT)                  \
@@ -74,14 +81,14 @@ const MPI_Datatype kNoType = MPI_DATATYPE_NULL;
 SCOUT_EXPORT int MPI_Allgather(P_GATHER, MPI_Comm comm) {
   int rc;
   {
-    Scope s_(kAllgather, comm, sendcount, sendtype, kNoOp, -1);
+    Scope s_(kAllgather, comm, recvcount, recvtype, kNoOp, -1);
     rc = PMPI_Allgather(A_GATHER, comm);
   }
   if (rc == MPI_SUCCESS) coll_output(kAllgather, comm, recvbuf, recvcount, recvtype, true);
   return rc;
 }
-NONBLOCKING(Iallgather, kAllgather, (P_GATHER, MPI_Comm comm RQ), (A_GATHER, comm RA), sendcount, sendtype, kNoOp, -1)
-BOTH(Allgatherv, Iallgatherv, kAllgatherv, P_GATHERV, A_GATHERV, sendcount, sendtype, kNoOp, -1)
+NONBLOCKING(Iallgather, kAllgather, (P_GATHER, MPI_Comm comm RQ), (A_GATHER, comm RA), recvcount, recvtype, kNoOp, -1)
+BOTH(Allgatherv, Iallgatherv, kAllgatherv, P_GATHERV, A_GATHERV, -1, kNoType, kNoOp, -1)
 SCOUT_EXPORT int MPI_Allreduce(P_RED, MPI_Comm comm) {
   int rc;
   {
@@ -92,7 +99,7 @@ SCOUT_EXPORT int MPI_Allreduce(P_RED, MPI_Comm comm) {
   return rc;
 }
 NONBLOCKING(Iallreduce, kAllreduce, (P_RED, MPI_Comm comm RQ), (A_RED, comm RA), count, datatype, op, -1)
-BOTH(Alltoall, Ialltoall, kAlltoall, P_GATHER, A_GATHER, sendcount, sendtype, kNoOp, -1)
+BOTH(Alltoall, Ialltoall, kAlltoall, P_GATHER, A_GATHER, recvcount, recvtype, kNoOp, -1)
 BOTH(Alltoallv, Ialltoallv, kAlltoallv, P_ATAV, A_ATAV, -1, sendtype, kNoOp, -1)
 BOTH(Alltoallw, Ialltoallw, kAlltoallw, P_ATAW, A_ATAW, -1, kNoType, kNoOp, -1)
 BOTH(Exscan, Iexscan, kExscan, P_RED, A_RED, count, datatype, op, -1)
@@ -100,14 +107,16 @@ BOTH(Scan, Iscan, kScan, P_RED, A_RED, count, datatype, op, -1)
 BOTH(Reduce_scatter, Ireduce_scatter, kReduceScatter, P_RS, A_RS, -1, datatype, op, -1)
 BOTH(Reduce_scatter_block, Ireduce_scatter_block, kReduceScatterBlock, P_RSB, A_RSB, recvcount, datatype, op, -1)
 BOTH(Neighbor_allgather, Ineighbor_allgather, kNeighborAllgather, P_GATHER, A_GATHER, sendcount, sendtype, kNoOp, -1)
-BOTH(Neighbor_allgatherv, Ineighbor_allgatherv, kNeighborAllgatherv, P_GATHERV, A_GATHERV, sendcount, sendtype, kNoOp, -1)
+BOTH(Neighbor_allgatherv, Ineighbor_allgatherv, kNeighborAllgatherv, P_GATHERV, A_GATHERV, -1, kNoType, kNoOp, -1)
 BOTH(Neighbor_alltoall, Ineighbor_alltoall, kNeighborAlltoall, P_GATHER, A_GATHER, sendcount, sendtype, kNoOp, -1)
 BOTH(Neighbor_alltoallv, Ineighbor_alltoallv, kNeighborAlltoallv, P_ATAV, A_ATAV, -1, sendtype, kNoOp, -1)
 BOTH(Neighbor_alltoallw, Ineighbor_alltoallw, kNeighborAlltoallw, P_NATAW, A_ATAW, -1, kNoType, kNoOp, -1)
-BOTH_ROOT(Gather, Igather, kGather, P_GATHER, A_GATHER, sendcount, sendtype, kNoOp)
-BOTH_ROOT(Gatherv, Igatherv, kGatherv, P_GATHERV, A_GATHERV, sendcount, sendtype, kNoOp)
-BOTH_ROOT(Scatter, Iscatter, kScatter, P_GATHER, A_GATHER, recvcount, recvtype, kNoOp)
-BOTH_ROOT(Scatterv, Iscatterv, kScatterv, P_SCATV, A_SCATV, recvcount, recvtype, kNoOp)
+BOTH_ROOT(Gather, Igather, kGather, P_GATHER, A_GATHER, IN_PLACE_OR(sendbuf, recvcount, sendcount),
+          IN_PLACE_OR(sendbuf, recvtype, sendtype), kNoOp)
+BOTH_ROOT(Gatherv, Igatherv, kGatherv, P_GATHERV, A_GATHERV, -1, kNoType, kNoOp)
+BOTH_ROOT(Scatter, Iscatter, kScatter, P_GATHER, A_GATHER, IN_PLACE_OR(recvbuf, sendcount, recvcount),
+          IN_PLACE_OR(recvbuf, sendtype, recvtype), kNoOp)
+BOTH_ROOT(Scatterv, Iscatterv, kScatterv, P_SCATV, A_SCATV, -1, kNoType, kNoOp)
 BOTH_ROOT(Reduce, Ireduce, kReduce, P_RED, A_RED, count, datatype, op)
 
 BLOCKING(Barrier, kBarrier, (MPI_Comm comm), (comm), 0, kNoType, kNoOp, -1)

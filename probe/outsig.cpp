@@ -70,9 +70,14 @@ void coll_output(std::uint32_t kind, MPI_Comm comm, void* buf, std::int64_t coun
     PMPI_Comm_size(comm, &size);
     n *= static_cast<std::uint64_t>(size);
   }
+  // The bytes alone are signed: ranks may receive the same data through
+  // different datatypes of one type signature (the root's Bcast of one
+  // contiguous type of four ints, the others' of four MPI_INT), and their
+  // outputs must still compare equal (the datatype and count in the
+  // signature named a correct root sdc).
   const std::uint64_t bytes = n * static_cast<std::uint64_t>(tsize);
-  const std::int64_t shape[1] = {static_cast<std::int64_t>(n)};
-  c3::SignatureMeta meta{static_cast<std::uint32_t>(datatype_code(dt)), std::span<const std::int64_t>(shape, 1)};
+  const std::int64_t shape[1] = {static_cast<std::int64_t>(bytes)};
+  c3::SignatureMeta meta{c3::kElemBytes, std::span<const std::int64_t>(shape, 1)};
   const std::uint64_t sig = c3::signature(buf, bytes, meta);
   c3::outsig_push(*r, cid, call, kind, sig, bytes);
 }

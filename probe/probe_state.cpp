@@ -246,14 +246,23 @@ std::uint64_t datatype_code_slow(MPI_Datatype t) noexcept {
   return 0x10000000ULL | static_cast<std::uint64_t>(size);  // derived: by size
 }
 
-std::uint64_t datatype_code(MPI_Datatype t) noexcept {
-  // Training loops call the same collective over and over: remember the last.
+std::uint64_t datatype_code(MPI_Datatype t, std::uint64_t* size) noexcept {
+  // Training loops call the same collective over and over: remember the last
+  // (threads may race on it: each field is one aligned word, and a torn pair
+  // only costs the slow path).
   static MPI_Datatype last = MPI_DATATYPE_NULL;
-  static std::uint64_t last_code = 0;
-  if (t == last && last_code != 0) return last_code;
+  static std::uint64_t last_code = 0, last_size = 0;
+  if (t == last && last_code != 0) {
+    if (size) *size = last_size;
+    return last_code;
+  }
   const std::uint64_t code = datatype_code_slow(t);
+  int bytes = 0;
+  if (t != MPI_DATATYPE_NULL && PMPI_Type_size(t, &bytes) != MPI_SUCCESS) bytes = 0;
+  if (size) *size = static_cast<std::uint64_t>(bytes > 0 ? bytes : 0);
   if (code < 0x10000000ULL) {  // predefined handles never change meaning
     last = t;
+    last_size = static_cast<std::uint64_t>(bytes > 0 ? bytes : 0);
     last_code = code;
   }
   return code;
@@ -312,9 +321,19 @@ std::uint64_t coll_enter(std::uint32_t kind, MPI_Comm comm, std::int64_t count, 
   if (!r) return 0;
   const std::uint64_t t = now_ns();
   const std::uint64_t cid = comm_identity(comm);
-  const std::uint64_t dtc = datatype_code(dt);
+  std::uint64_t tsize = 0;
+  const std::uint64_t dtc = datatype_code(dt, &tsize);
   const std::uint64_t opc = op_code(op);
-  const std::uint64_t fp = fingerprint_of(kind, cid, static_cast<std::uint64_t>(count), dtc, opc,
+  // The fingerprint holds what MPI requires every member to pass alike: a
+  // reduction's count, datatype and operation; for the others only the
+  // bytes (count times type size: the same type signature may be written
+  // with different datatypes and counts); a count of -1 (the v-variants,
+  // whose counts differ by design) leaves the amount out.
+  const bool reduction = opc != 0;
+  const std::uint64_t amount = count < 0  ? 0
+                               : reduction ? static_cast<std::uint64_t>(count)
+                                           : static_cast<std::uint64_t>(count) * tsize;
+  const std::uint64_t fp = fingerprint_of(kind, cid, amount, reduction ? dtc : 0, opc,
                                           static_cast<std::uint64_t>(root));
   g_outside_ns += t - g_last_exit_ns;
   g_entry_ns = t;

@@ -130,7 +130,9 @@ std::uint64_t comm_identity(MPI_Comm comm) noexcept;
 std::uint64_t current_seq() noexcept;  // collectives entered so far
 void comm_register(MPI_Comm comm) noexcept;
 void comm_forget(MPI_Comm comm) noexcept;
-std::uint64_t datatype_code(MPI_Datatype t) noexcept;
+// A datatype's stable code (1.. for the predefined ones, 0x10000000 | size
+// for derived ones); `size` (if given) gets its size in bytes (0 unknown).
+std::uint64_t datatype_code(MPI_Datatype t, std::uint64_t* size = nullptr) noexcept;
 std::uint64_t op_code(MPI_Op op) noexcept;
 
 // Returns the collective's sequence number, which its exit names.

@@ -60,6 +60,41 @@ std::string site_suffix(const std::string& frame) {
   return f.size() < frame.size() ? frame.substr(f.size() + 1) : std::string();
 }
 
+bool rooted(std::uint32_t kind) {
+  switch (kind & 0xff) {
+    case c3::kBcast: case c3::kGather: case c3::kGatherv: case c3::kScatter: case c3::kScatterv: case c3::kReduce:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// What every member must pass alike, as the probe recorded it: the amount
+// (count and datatype; bytes where the size is known), the operation and
+// the root, where the collective has them.
+json args_of(const RankEvidence& e) {
+  const bool nccl = e.gpu.present;
+  json a = json::object();
+  if (e.coll_count >= 0 && e.coll_datatype != 0) {
+    a["count"] = e.coll_count;
+    a["datatype"] = c3::datatype_name(e.coll_datatype, nccl);
+    if (const auto size = c3::datatype_size(e.coll_datatype, nccl))
+      a["bytes"] = static_cast<std::uint64_t>(e.coll_count) * size;
+  }
+  if (e.coll_op != 0) a["op"] = c3::op_name(e.coll_op, nccl);
+  if (rooted(e.kind) && e.coll_root >= 0) a["root"] = e.coll_root;
+  return a;
+}
+
+// The amount every member must pass alike: a reduction's count and
+// datatype; the others' bytes (one type signature, many spellings).
+std::string amount_of(const json& a) {
+  if (!a.contains("count")) return "";
+  if (a.contains("op") || !a.contains("bytes"))
+    return fmt::format("{} x {}", a["count"].get<std::int64_t>(), a["datatype"].get<std::string>());
+  return fmt::format("{} bytes", a["bytes"].get<std::uint64_t>());
+}
+
 }  // namespace
 
 json collective_groups(const std::vector<const RankEvidence*>& ranks, std::string* mismatch, std::size_t* dropped) {
@@ -81,12 +116,38 @@ json collective_groups(const std::vector<const RankEvidence*>& ranks, std::strin
     kinds.insert(g.front()->kind);
     comms.insert(g.front()->comm_id);
   }
+  // Of the same collective on the same communicator: which arguments differ.
+  std::set<std::string> roots, ops, amounts;
+  for (auto& g : groups) {
+    const json a = args_of(*g.front());
+    roots.insert(a.contains("root") ? a["root"].dump() : "");
+    ops.insert(a.value("op", std::string()));
+    amounts.insert(amount_of(a));
+  }
+  std::vector<std::string> differ;
+  if (roots.size() > 1) differ.push_back("root");
+  if (ops.size() > 1) differ.push_back("op");
+  if (amounts.size() > 1) differ.push_back("amount");
+  const bool same_call = kinds.size() == 1 && comms.size() == 1;
   if (mismatch) {
     const std::string kind = groups.empty() ? "?" : c3::coll_name(groups.front().front()->kind);
-    *mismatch = kinds.size() > 1   ? "the ranks call collectives in a different order"
-                : comms.size() > 1 ? fmt::format("the ranks call {} on different communicators", kind)
-                                   : fmt::format("the ranks call {} with different arguments (root, operation, "
-                                                 "datatype or count)", kind);
+    if (kinds.size() > 1) {
+      *mismatch = "the ranks call collectives in a different order";
+    } else if (comms.size() > 1) {
+      *mismatch = fmt::format("the ranks call {} on different communicators", kind);
+    } else if (differ.empty()) {
+      *mismatch = fmt::format("the ranks call {} with different arguments (root, operation, datatype or count)", kind);
+    } else {
+      std::vector<std::string> words;
+      for (auto& d : differ)
+        words.push_back(d == "root" ? "roots"
+                        : d == "op" ? "operations"
+                        : groups.front().front()->coll_op ? "counts or datatypes"
+                                                          : "amounts of data");
+      std::string list = words.front();
+      for (std::size_t i = 1; i < words.size(); ++i) list += (i + 1 == words.size() ? " and " : ", ") + words[i];
+      *mismatch = fmt::format("the ranks call {} with different {}", kind, list);
+    }
   }
   json out = json::array();
   if (dropped) *dropped = groups.size() > kMaxGroups ? groups.size() - kMaxGroups : 0;
@@ -96,12 +157,25 @@ json collective_groups(const std::vector<const RankEvidence*>& ranks, std::strin
     for (auto* e : g) rs.push_back(e->rank);
     std::sort(rs.begin(), rs.end());
     std::vector<int> listed(rs.begin(), rs.begin() + static_cast<long>(std::min(rs.size(), kListRanksPerGroup)));
-    out.push_back({{"kind", c3::coll_name(g.front()->kind)},
-                   {"communicator", hex(g.front()->comm_id)},
-                   {"fingerprint", hex(g.front()->fingerprint)},
-                   {"ranks", listed},
-                   {"count", rs.size()},
-                   {"rank_ranges", rank_list(listed) + (rs.size() > listed.size() ? ",..." : "")}});
+    json j = {{"kind", c3::coll_name(g.front()->kind)},
+              {"communicator", hex(g.front()->comm_id)},
+              {"fingerprint", hex(g.front()->fingerprint)},
+              {"args", args_of(*g.front())},
+              {"ranks", listed},
+              {"count", rs.size()},
+              {"rank_ranges", rank_list(listed) + (rs.size() > listed.size() ? ",..." : "")}};
+    // The arguments that differ, said after the call ("with root 1").
+    if (same_call && !differ.empty()) {
+      const json& a = j["args"];
+      std::vector<std::string> said;
+      for (auto& d : differ) {
+        if (d == "root") said.push_back(a.contains("root") ? "root " + a["root"].dump() : "no root");
+        if (d == "op") said.push_back(a.value("op", std::string("no operation")));
+        if (d == "amount") said.push_back(amount_of(a).empty() ? "no count" : amount_of(a));
+      }
+      j["with"] = fmt::format("{}", fmt::join(said, ", "));
+    }
+    out.push_back(std::move(j));
   }
   return out;
 }
@@ -127,7 +201,7 @@ json state_groups(const std::vector<RankEvidence>& ranks, std::size_t* dropped) 
     } else if (e.in_collective) {
       key = fmt::format("c|{}|{}|{}|{}|{}", e.kind, e.comm_id, e.fingerprint, e.seq, process);
       facts = {{"state", "collective"}, {"kind", c3::coll_name(e.kind)}, {"communicator", hex(e.comm_id)},
-               {"fingerprint", hex(e.fingerprint)}, {"position", e.seq}};
+               {"fingerprint", hex(e.fingerprint)}, {"args", args_of(e)}, {"position", e.seq}};
     } else {
       const std::uint64_t comm = e.p2p_any_comm ? e.p2p_any_comm : e.p2p_comm;
       std::vector<int> peers(e.p2p_peers.begin(), e.p2p_peers.begin() + static_cast<long>(std::min<std::size_t>(e.p2p_peers.size(), 8)));
@@ -210,6 +284,8 @@ void describe_groups(json& evidence, const StackTree* stacks) {
                                        : "its main thread's stack does not pass through MPI or NCCL";
     }
     g["call"] = call;
+    if (const auto w = g.find("with"); w != g.end() && w->is_string() && !w->get<std::string>().empty())
+      call += " with " + w->get<std::string>();
     std::string phrase = who(g) + (state == "outside" ? " " : " in ") + call + (site.empty() ? "" : " " + site);
     if (state == "p2p" && g.contains("peers") && g["peers"].is_array() && !g["peers"].empty()) {
       std::vector<int> peers;
@@ -244,6 +320,18 @@ void describe_groups(json& evidence, const StackTree* stacks) {
   const std::string mismatch =
       evidence.contains("mismatch") && evidence["mismatch"].is_string() ? evidence["mismatch"].get<std::string>() : "";
   if (!mismatch.empty()) text += ": " + mismatch;
+  // Ranks that went on past that position (a rooted collective's root).
+  if (const auto w = evidence.find("went_on"); w != evidence.end() && w->is_array() && !w->empty()) {
+    std::vector<int> on;
+    for (auto& r : *w)
+      if (r.is_number_integer()) on.push_back(r.get<int>());
+    const auto n = evidence.value("went_on_count", on.size());
+    if (!on.empty())
+      text += fmt::format("; {} went on past it",
+                          n == 1 ? "rank " + rank_list(on)
+                          : n <= 8 && n == on.size() ? "ranks " + rank_list(on)
+                                                     : fmt::format("{} ranks", n));
+  }
   if (text.size() > kMaxSummary) text = cut_utf8(text, kMaxSummary) + " ...";
   evidence["summary"] = text;
 }

@@ -34,10 +34,30 @@ std::vector<VerdictDraft> detect_consensus(const std::vector<const RankEvidence*
   for (auto* e : live)
     if (e->in_collective) waiting_ranks.push_back(e->rank);
 
+  // Without a strict majority at one position, the position a strict
+  // majority reached (at or past it): ranks ahead of the one they wait for
+  // spread over several positions when rooted collectives let some go on
+  // (a Gatherv's senders are in the Allgatherv after it, its root still in
+  // it, both waiting for the rank that has not come).
+  std::uint64_t reached = 0;
+  std::size_t reached_count = pc.majority_count;
   if (pc.outcome == c3::ExactOutcome::kAttributed) {
-    const std::uint64_t majority = *pc.majority_value;
+    reached = *pc.majority_value;
+  } else if (pc.outcome == c3::ExactOutcome::kInconclusive) {
+    std::vector<std::uint64_t> sorted = pos;
+    std::sort(sorted.begin(), sorted.end(), std::greater<>());
+    reached = sorted[sorted.size() / 2];
+    reached_count = static_cast<std::size_t>(std::count_if(pos.begin(), pos.end(), [&](auto p) { return p >= reached; }));
+  }
+  const bool behind_some = std::any_of(pos.begin(), pos.end(), [&](auto p) { return p < reached; });
+  if (pc.outcome == c3::ExactOutcome::kAttributed ||
+      (pc.outcome == c3::ExactOutcome::kInconclusive && behind_some)) {
+    const std::uint64_t majority = reached;
+    std::vector<std::size_t> outliers;
+    for (std::size_t i = 0; i < live.size(); ++i)
+      if (live[i]->seq != majority) outliers.push_back(i);
     std::vector<const RankEvidence*> behind_io, behind_stalled, behind_running;
-    for (auto i : pc.outliers) {
+    for (auto i : outliers) {
       auto* e = live[i];
       if (e->seq >= majority) continue;  // ahead: not the one the others wait for
       if (common::in_io_syscall(e->syscall) && e->state != 'T' && e->state != 't')
@@ -58,7 +78,7 @@ std::vector<VerdictDraft> detect_consensus(const std::vector<const RankEvidence*
                                    "blocked inside a read/write system call"
                                  : "behind the collective position a strict majority reached"},
                     {"majority_position", majority},
-                    {"majority_count", pc.majority_count},
+                    {"majority_count", reached_count},
                     {"peers", live.size()},
                     {"culprits", culprits}};
       put_list(d.evidence, "waiting", waiting_ranks);
@@ -73,20 +93,28 @@ std::vector<VerdictDraft> detect_consensus(const std::vector<const RankEvidence*
       d.key = group == &behind_io ? key_of("behind", d.ranks, majority) : stall_key(*group);
       out.push_back(std::move(d));
     }
-    return out;
+    if (!out.empty()) return out;
   }
-  if (pc.outcome == c3::ExactOutcome::kInconclusive) {
+  // Nobody is behind a strict majority: the job stopped at the lowest
+  // position; ranks past it went on (a rooted collective's root, an eager
+  // sender), and say what they called there from their recent collectives.
+  std::uint64_t position = UINT64_MAX;
+  for (auto* e : live) position = std::min(position, e->seq);
+  std::vector<const RankEvidence*> at, ahead;
+  for (auto* e : live) (e->seq == position ? at : ahead).push_back(e);
+  const bool all_inside = std::all_of(at.begin(), at.end(), [](auto* e) { return e->in_collective; });
+  if (!all_inside && !ahead.empty()) {
     VerdictDraft d = draft(c3::VerdictKind::kHang, c3::VerdictStatus::kInconclusive, {});
     // Where the ranks are: how many at each position (the most crowded
     // kListMax positions), and each rank's own for the first kListMax.
     json positions = json::object();
-    std::map<std::uint64_t, std::size_t> at;
+    std::map<std::uint64_t, std::size_t> count_at;
     for (auto* e : live) {
       if (positions.size() < kListMax) positions[std::to_string(e->rank)] = e->seq;
-      ++at[e->seq];
+      ++count_at[e->seq];
     }
     std::vector<std::pair<std::size_t, std::uint64_t>> crowd;
-    for (auto& [p, n] : at) crowd.push_back({n, p});
+    for (auto& [p, n] : count_at) crowd.push_back({n, p});
     std::stable_sort(crowd.begin(), crowd.end(), [](auto& a, auto& b) { return a.first > b.first; });
     if (crowd.size() > kListMax) crowd.resize(kListMax);
     json position_counts = json::object();
@@ -99,9 +127,6 @@ std::vector<VerdictDraft> detect_consensus(const std::vector<const RankEvidence*
     out.push_back(std::move(d));
     return out;
   }
-  // Everyone at the same position.
-  const std::uint64_t position = *pc.majority_value;
-  bool all_inside = std::all_of(live.begin(), live.end(), [](auto* e) { return e->in_collective; });
   if (!all_inside) {
     VerdictDraft d = draft(c3::VerdictKind::kHang, c3::VerdictStatus::kInconclusive, {});
     d.evidence = {{"rule", "same collective position, some ranks waiting and some not"},
@@ -111,64 +136,78 @@ std::vector<VerdictDraft> detect_consensus(const std::vector<const RankEvidence*
     out.push_back(std::move(d));
     return out;
   }
+  // The fingerprints at that position: the waiting ranks' own, and those of
+  // the ranks past it that still list it (others do not vote).
+  std::vector<const RankEvidence*> voters = at;
   std::vector<std::uint64_t> fps;
-  for (auto* e : live) fps.push_back(e->fingerprint);
+  for (auto* e : at) fps.push_back(e->fingerprint);
+  std::vector<int> went_on;
+  for (auto* e : ahead) {
+    went_on.push_back(e->rank);
+    for (auto& [seq, fp] : e->recent)
+      if (seq == position) {
+        voters.push_back(e);
+        fps.push_back(fp);
+        break;
+      }
+  }
   auto fc = c3::exact_consensus(fps);
+  std::string mismatch;
+  std::size_t dropped = 0;
+  const json groups = collective_groups(at, &mismatch, &dropped);
+  auto add_groups = [&](VerdictDraft& d) {
+    d.evidence["groups"] = groups;
+    d.evidence["mismatch"] = mismatch;
+    if (dropped) d.evidence["groups_dropped"] = dropped;
+    if (!went_on.empty()) put_list(d.evidence, "went_on", went_on);
+  };
+  const bool differ = fc.outcome != c3::ExactOutcome::kAgree;
   if (fc.outcome == c3::ExactOutcome::kAttributed) {
     std::vector<const RankEvidence*> culprits;
-    for (auto i : fc.outliers) culprits.push_back(live[i]);
+    for (auto i : fc.outliers) culprits.push_back(voters[i]);
     const RankEvidence* ref = nullptr;
-    for (auto* e : live)
-      if (e->fingerprint == *fc.majority_value) { ref = e; break; }
+    for (std::size_t i = 0; i < voters.size() && !ref; ++i)
+      if (fps[i] == *fc.majority_value && voters[i]->seq == position) ref = voters[i];
     VerdictDraft d = draft(c3::VerdictKind::kDivergence, c3::VerdictStatus::kAttributed, culprits);
     json cj = json::array();
     for (auto* e : culprits) cj.push_back(rank_brief(*e));
     d.evidence = {{"rule", "same position, collective fingerprint differs from the strict majority"},
                   {"position", position},
-                  {"majority_collective", c3::coll_name(ref->kind)},
+                  {"majority_collective", ref ? c3::coll_name(ref->kind) : "?"},
                   {"majority_fingerprint", fmt::format("{:016x}", *fc.majority_value)},
                   {"majority_count", fc.majority_count},
-                  {"peers", live.size()},
+                  {"peers", voters.size()},
                   {"culprits", cj}};
-    std::string mismatch;
-    std::size_t dropped = 0;
-    d.evidence["groups"] = collective_groups(live, &mismatch, &dropped);
-    d.evidence["mismatch"] = mismatch;
-    if (dropped) d.evidence["groups_dropped"] = dropped;
+    add_groups(d);
     d.key = key_of("divergence", d.ranks, position);
     out.push_back(std::move(d));
     return out;
   }
-  const auto kind =
-      fc.outcome == c3::ExactOutcome::kInconclusive ? c3::VerdictKind::kDivergence : c3::VerdictKind::kHang;
+  const auto kind = differ ? c3::VerdictKind::kDivergence : c3::VerdictKind::kHang;
   VerdictDraft d = draft(kind, c3::VerdictStatus::kInconclusive, {});
   std::set<std::uint64_t> comms;
   std::vector<int> members;
-  for (auto* e : live) {
+  for (auto* e : at) {
     comms.insert(e->comm_id);
     members.push_back(e->rank);
   }
   json comm_list = json::array();
   for (auto c : comms)
     if (comm_list.size() < kListMax) comm_list.push_back(fmt::format("{:016x}", c));
-  d.evidence = {{"rule", fc.outcome == c3::ExactOutcome::kInconclusive
-                             ? "same position, no strict majority of collective fingerprints"
-                             : "every member waits in the same collective: communication hang, "
-                               "no rank is behind"},
+  d.evidence = {{"rule", differ ? "same position, no strict majority of collective fingerprints"
+                         : ahead.empty()
+                             ? "every member waits in the same collective: communication hang, no rank is behind"
+                             : "the ranks at the lowest position wait in the same collective that the others "
+                               "went on past: communication hang, no rank is behind"},
                 {"position", position},
-                {"collective", c3::coll_name(live.front()->kind)},
+                {"collective", c3::coll_name(at.front()->kind)},
                 {"communicators", comm_list},
                 {"communicators_count", comms.size()}};
   put_list(d.evidence, "members", members);
-  if (fc.outcome == c3::ExactOutcome::kInconclusive) {
-    // No strict majority (two ranks never have one), but the facts stand:
-    // which ranks are in which collective.
-    std::string mismatch;
-    std::size_t dropped = 0;
-    d.evidence["groups"] = collective_groups(live, &mismatch, &dropped);
-    d.evidence["mismatch"] = mismatch;
-    if (dropped) d.evidence["groups_dropped"] = dropped;
-  }
+  // No strict majority (two ranks never have one), but the facts stand:
+  // which ranks are in which collective.
+  if (differ) add_groups(d);
+  else if (!went_on.empty()) put_list(d.evidence, "went_on", went_on);
   d.key = key_of(std::string(c3::to_string(d.kind)) + "-inconclusive", {}, position);
   out.push_back(std::move(d));
   return out;

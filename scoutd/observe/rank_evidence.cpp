@@ -20,6 +20,12 @@ void to_json(json& j, const RankEvidence& e) {
            {"steps", e.steps}, {"step_s", e.step_s}, {"compute_s", e.compute_s},
            {"wait_s", e.wait_s}};
   if (!e.record_invalid.empty()) j["record_invalid"] = e.record_invalid;
+  if (e.in_collective) j["args"] = {e.coll_count, e.coll_datatype, e.coll_op, e.coll_root};
+  if (!e.recent.empty()) {
+    json r = json::array();
+    for (auto& [seq, fp] : e.recent) r.push_back({seq, fmt::format("{:016x}", fp)});
+    j["recent"] = std::move(r);
+  }
   json cw = json::object();
   for (auto& [c, w] : e.comm_wait) cw[fmt::format("{:016x}", c)] = w;
   j["comm_wait"] = cw;
@@ -108,6 +114,27 @@ void from_json(const json& j, RankEvidence& e) {
   e.comm_id = std::stoull(j.at("comm").get<std::string>(), nullptr, 16);
   e.kind = common::json_int<std::uint32_t>(j, "kind");
   e.in_collective = j.at("in_collective").get<bool>();
+  if (const auto a = j.find("args"); a != j.end()) {
+    // [count, datatype, op, root]: the counts and root signed, the codes not
+    if (!a->is_array() || a->size() != 4 || !(*a)[0].is_number_integer() || !(*a)[1].is_number_unsigned() ||
+        !(*a)[2].is_number_unsigned() || !(*a)[3].is_number_integer())
+      throw std::invalid_argument("args: expected [count, datatype code, op code, root], integers");
+    e.coll_count = (*a)[0].get<std::int64_t>();
+    e.coll_datatype = (*a)[1].get<std::uint64_t>();
+    e.coll_op = (*a)[2].get<std::uint64_t>();
+    e.coll_root = (*a)[3].get<std::int64_t>();
+  }
+  if (const auto r = j.find("recent"); r != j.end()) {
+    if (!r->is_array() || r->size() > kMaxRecent)
+      throw std::invalid_argument(fmt::format("recent: expected at most {} [position, fingerprint] pairs", kMaxRecent));
+    for (auto& x : *r) {
+      if (!x.is_array() || x.size() != 2 || !x[0].is_number_unsigned() || !x[1].is_string() ||
+          x[1].get<std::string>().size() != 16 ||
+          x[1].get<std::string>().find_first_not_of("0123456789abcdef") != std::string::npos)
+        throw std::invalid_argument("recent: expected [position, 16 hex digits]");
+      e.recent.emplace_back(x[0].get<std::uint64_t>(), std::stoull(x[1].get<std::string>(), nullptr, 16));
+    }
+  }
   e.stalled_s = j.at("stalled_s").get<double>();
   auto st = j.at("state").get<std::string>();
   e.state = st.empty() ? '?' : st[0];

@@ -16,6 +16,7 @@ namespace scout::scoutd {
 
 inline constexpr std::size_t kMaxStackFrames = 32;
 inline constexpr std::size_t kMaxFrameChars = 160;
+inline constexpr std::size_t kMaxRecent = 4;
 
 struct RankEvidence {
   int rank = -1;
@@ -30,6 +31,16 @@ struct RankEvidence {
   std::uint64_t comm_id = 0;
   std::uint32_t kind = 0;
   bool in_collective = false;
+  // The collective's arguments, as its probe recorded them (the ones every
+  // member passes alike: libc3/rank_record.hpp names the codes); carried
+  // only while the rank is inside it. count -1: none recorded (v-variants).
+  std::int64_t coll_count = -1;
+  std::uint64_t coll_datatype = 0, coll_op = 0;
+  std::int64_t coll_root = -1;
+  // While it is stalled: the fingerprints of its last kMaxRecent collectives
+  // before the current position (position, fingerprint), so that a rank
+  // that went on past a position still says what it called there.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> recent;
   double stalled_s = 0;      // since its record last showed progress
   char state = '?';          // /proc state letter; 'X' gone
   std::string wchan;

@@ -121,7 +121,16 @@ std::vector<RankEvidence> RankWatcher::evidence(bool for_gather) const {
       e.comm_id = s.last.comm_id;
       e.kind = static_cast<std::uint32_t>(s.last.kind);
       e.in_collective = s.last.in_collective != 0;
+      e.coll_count = s.last.count;
+      e.coll_datatype = s.last.datatype;
+      e.coll_op = s.last.op;
+      e.coll_root = s.last.root;
       e.stalled_s = (now - s.last_progress_ns) / 1e9;
+      // A stalled rank's last collectives before its position (a rank that
+      // went on past where the others stopped says what it called there).
+      if (e.stalled_s >= 0.5)
+        for (auto it = s.history.rbegin(); it != s.history.rend() && e.recent.size() < kMaxRecent; ++it)
+          if (it->seq < s.last.seq && it->exit_ns != 0) e.recent.emplace_back(it->seq, it->fingerprint);
       e.steps = s.steps.steps;
       e.step_s = s.steps.step_s;
       e.compute_s = s.steps.compute_s;

@@ -8,7 +8,7 @@
 # sentence; point-to-point deadlocks (both sides receiving, both sending
 # synchronously, through MPI_Irecv and MPI_Wait) name both calls and lines;
 # the correct programs stay silent.
-# Duration: about 60 s: eleven small jobs, most waiting for their threshold.
+# Duration: about 80 s: fifteen small jobs, most waiting for their threshold.
 . "$top_srcdir/tests/integration/lib.sh"
 BUGS=$B/tests/mpi_bugs
 SRC=$top_srcdir/tests/mpi_bugs
@@ -60,6 +60,32 @@ case "$SUMMARY" in
 esac
 bug 4 coll_comm divergence attributed "[3]" "the ranks call barrier on different communicators"
 
+# The same collective with another root: each group says its root; with
+# three ranks the one between went on past the position (it received from
+# rank 0) and still votes with what it called there: the last rank named.
+bug 2 coll_root divergence inconclusive "[]" "the ranks call bcast with different roots"
+case "$SUMMARY" in
+  "rank 0 in MPI_Bcast with root 0 (coll_root.c:$(line BCAST coll_root.c)), rank 1 in MPI_Bcast with root 1 (coll_root.c:$(line BCAST coll_root.c)) at collective 21"*) ;;
+  *) fail "coll_root on 2: summary: $SUMMARY" ;;
+esac
+expect_eq "coll_root on 2: the roots in the groups" "$(echo "$GROUPS_JSON" | jq -c '[.[] | .args.root]')" "[0,1]"
+bug 3 coll_root divergence attributed "[2]" ""
+case "$SUMMARY" in
+  *"rank 2 in MPI_Bcast with root 2 (coll_root.c:$(line BCAST coll_root.c))"*": the ranks call bcast with different roots; rank 1 went on past it") ;;
+  *) fail "coll_root on 3: summary: $SUMMARY" ;;
+esac
+
+# A correct program whose ranks are spread over positions by rooted
+# collectives (a Gatherv's root still in it, its senders in the Allgatherv
+# after it) while the last rank computes for 4 s: that rank is named.
+next_job
+start_run -n 4 --nodes 2 --stall-threshold 2 -- "$BUGS/coll_args_ok" 300 4
+wait_for_verdict hang 30
+expect_eq "slow rank among rooted collectives: ranks" "$(verdicts_json | jq -c '[.[] | select(.kind == "hang")][0].ranks')" "[3]"
+finish_run
+expect_eq "coll_args_ok with a slow rank: exit" "$RUN_RC" 0
+expect_eq "coll_args_ok with a slow rank: only the hang" "$(verdicts_json | jq -c '[.[].kind]')" '["hang"]'
+
 # Point-to-point deadlocks, blocking and through a request: both calls
 # with their lines and peers.
 bug 2 p2p_recv_recv deadlock attributed "[0,1]" "each rank waits to receive from the next before it sends (both sides receiving)"
@@ -100,7 +126,7 @@ esac
 STEPS=20
 
 # The correct programs: silent.
-for ok in coll_ok p2p_ok; do
+for ok in coll_ok coll_args_ok p2p_ok; do
   next_job
   start_run -n 4 --nodes 2 --stall-threshold 2 -- "$BUGS/$ok"
   finish_run

@@ -214,3 +214,57 @@ TEST_CASE("call groups: groups past the bound are counted in the sentence; a lon
   CHECK(s.substr(s.size() - 4) == " ...");
   CHECK_NOTHROW((void)f.dump());  // valid UTF-8 (dump throws on a cut character)
 }
+
+TEST_CASE("call groups: which arguments differ, in words, and each group's value in the sentence") {
+  using namespace scout::c3;
+  std::string why;
+  auto bcast = [](int r, std::int64_t root, std::int64_t count, std::uint64_t dt, std::uint64_t fp) {
+    RankEvidence e = at(r, kBcast, 7, fp);
+    e.coll_root = root;
+    e.coll_count = count;
+    e.coll_datatype = dt;
+    return e;
+  };
+  // Roots: code 7 is MPI_INT.
+  std::vector<RankEvidence> roots = {bcast(0, 0, 4, 7, 0xa), bcast(1, 0, 4, 7, 0xa), bcast(2, 2, 4, 7, 0xb)};
+  json g = collective_groups(ptrs(roots), &why);
+  CHECK(why == "the ranks call bcast with different roots");
+  REQUIRE(g.size() == 2);
+  CHECK(g[0]["args"] == json{{"count", 4}, {"datatype", "MPI_INT"}, {"bytes", 16}, {"root", 0}});
+  CHECK(g[0]["with"] == "root 0");
+  CHECK(g[1]["with"] == "root 2");
+  json ev = {{"groups", g}, {"mismatch", why}, {"position", 21}};
+  describe_groups(ev, nullptr);
+  CHECK(ev["summary"] ==
+        "ranks 0-1 in bcast with root 0, rank 2 in bcast with root 2 at collective 21 of communicator "
+        "0000000000000007: the ranks call bcast with different roots");
+  // Amounts: bytes, whatever datatype spells them (one contiguous type of 16
+  // bytes against four MPI_INT is no difference) ...
+  std::vector<RankEvidence> same = {bcast(0, 0, 1, 0x10000000 | 16, 0xa), bcast(1, 0, 4, 7, 0xb)};
+  collective_groups(ptrs(same), &why);
+  CHECK(why == "the ranks call bcast with different arguments (root, operation, datatype or count)");
+  std::vector<RankEvidence> more = {bcast(0, 0, 4, 7, 0xa), bcast(1, 0, 5, 7, 0xb)};
+  g = collective_groups(ptrs(more), &why);
+  CHECK(why == "the ranks call bcast with different amounts of data");
+  CHECK(g[1]["with"] == "20 bytes");
+  // ... a reduction's count, datatype and operation (code 3 is MPI_SUM, 1
+  // MPI_MAX; datatype 14 is MPI_DOUBLE).
+  auto red = [](int r, std::uint64_t op, std::int64_t count, std::uint64_t fp) {
+    RankEvidence e = at(r, kAllreduce, 7, fp);
+    e.coll_op = op;
+    e.coll_count = count;
+    e.coll_datatype = 14;
+    return e;
+  };
+  std::vector<RankEvidence> ops = {red(0, 3, 8, 0xa), red(1, 1, 9, 0xb)};
+  g = collective_groups(ptrs(ops), &why);
+  CHECK(why == "the ranks call allreduce with different operations and counts or datatypes");
+  CHECK(g[0]["with"] == "MPI_SUM, 8 x MPI_DOUBLE");
+  CHECK(g[1]["args"]["op"] == "MPI_MAX");
+  // An NCCL rank's codes are NCCL's (ncclFloat16 + 1, ncclSum + 1).
+  RankEvidence n = red(0, 1, 8, 0xa);
+  n.coll_datatype = 7;
+  n.gpu.present = true;
+  std::vector<RankEvidence> nccl = {n};
+  CHECK(collective_groups(ptrs(nccl), &why)[0]["args"] == json{{"count", 8}, {"datatype", "ncclFloat16"}, {"bytes", 16}, {"op", "ncclSum"}});
+}

@@ -147,6 +147,87 @@ TEST_CASE("evidence round-trips through JSON") {
   CHECK(back.node == "n1");
 }
 
+TEST_CASE("evidence: a collective's arguments and a stalled rank's recent fingerprints round-trip; bad ones refused") {
+  auto v = job(1, 3, true, 1.5)[0];
+  v.coll_count = 4;
+  v.coll_datatype = 7;
+  v.coll_op = 3;
+  v.coll_root = 2;
+  v.recent = {{2, 0xFFFFFFFFFFFFFFFFULL}, {1, 0xA}};
+  nlohmann::json j = v;
+  auto back = j.get<RankEvidence>();
+  CHECK(back.coll_count == 4);
+  CHECK(back.coll_datatype == 7);
+  CHECK(back.coll_op == 3);
+  CHECK(back.coll_root == 2);
+  CHECK(back.recent == v.recent);
+  for (const char* bad : {R"([4, 7, 3])", R"([4, -7, 3, 0])", R"("4 7 3 0")"}) {
+    auto b = j;
+    b["args"] = nlohmann::json::parse(bad);
+    CHECK_THROWS_WITH_AS(b.get<RankEvidence>(), doctest::Contains("args: expected"), std::invalid_argument);
+  }
+  for (const char* bad : {R"([[1, "xyz"]])", R"([[-1, "000000000000000a"]])", R"([[1,"a"],[2,"b"],[3,"c"],[4,"d"],[5,"e"]])"}) {
+    auto b = j;
+    b["recent"] = nlohmann::json::parse(bad);
+    CHECK_THROWS_WITH_AS(b.get<RankEvidence>(), doctest::Contains("recent: expected"), std::invalid_argument);
+  }
+}
+
+TEST_CASE("a rank behind positions a strict majority reached, spread by rooted collectives: named") {
+  // A Gatherv's senders went on into the Allgatherv after it (302), its
+  // root is still in it (301): all wait for rank 3, computing at 300.
+  auto v = job(4, 302, true, 3.0);
+  v[0].seq = 301;
+  v[0].kind = c3::kGatherv;
+  v[3].seq = 300;
+  v[3].in_collective = false;
+  v[3].state = 'R';
+  auto d = detect_progress(v, opt());
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].kind == c3::VerdictKind::kHang);
+  CHECK(d[0].status == c3::VerdictStatus::kAttributed);
+  CHECK(d[0].ranks == std::vector<int>{3});
+  CHECK(d[0].evidence["majority_position"] == 301);
+  CHECK(d[0].evidence["majority_count"] == 3);
+  // Two at 300 of four: nobody is behind a strict majority.
+  v[0].seq = 300;
+  v[0].in_collective = false;
+  CHECK(detect_progress(v, opt())[0].status == c3::VerdictStatus::kInconclusive);
+}
+
+TEST_CASE("a rank that went on past the position votes with the fingerprint it had there") {
+  // Bcast with another root at rank 2: rank 1 received and went on into the
+  // barrier (22); ranks 0 and 2 both believe they send (21).
+  auto v = job(3, 21, true, 3.0);
+  for (auto& e : v) e.kind = c3::kBcast;
+  v[2].fingerprint = 0xBBBB;
+  v[1].seq = 22;
+  v[1].kind = c3::kBarrier;
+  v[1].fingerprint = 0xCCCC;
+  v[1].recent = {{21, 0xAAAA}, {20, 0x1111}};
+  auto d = detect_progress(v, opt());
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].kind == c3::VerdictKind::kDivergence);
+  CHECK(d[0].status == c3::VerdictStatus::kAttributed);
+  CHECK(d[0].ranks == std::vector<int>{2});
+  CHECK(d[0].evidence["went_on"] == nlohmann::json::array({1}));
+  CHECK(d[0].evidence["groups"].size() == 2);  // the two at the position
+  // Without its recent collectives it does not vote: two, no majority.
+  v[1].recent.clear();
+  d = detect_progress(v, opt());
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].kind == c3::VerdictKind::kDivergence);
+  CHECK(d[0].status == c3::VerdictStatus::kInconclusive);
+  // The same call everywhere it stopped, one rank past it: a communication
+  // hang, said (it was silent).
+  v[2].fingerprint = 0xAAAA;
+  d = detect_progress(v, opt());
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].kind == c3::VerdictKind::kHang);
+  CHECK(d[0].status == c3::VerdictStatus::kInconclusive);
+  CHECK(d[0].evidence["went_on"] == nlohmann::json::array({1}));
+}
+
 TEST_CASE("the rank behind blocked inside a write is an I/O straggler") {
   auto v = job(8, 41, true, 3.0);
   v[6].seq = 40;
