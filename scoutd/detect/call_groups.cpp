@@ -205,8 +205,9 @@ json state_groups(const std::vector<RankEvidence>& ranks, std::size_t* dropped) 
     } else {
       const std::uint64_t comm = e.p2p_any_comm ? e.p2p_any_comm : e.p2p_comm;
       std::vector<int> peers(e.p2p_peers.begin(), e.p2p_peers.begin() + static_cast<long>(std::min<std::size_t>(e.p2p_peers.size(), 8)));
-      key = fmt::format("p|{}|{}|{}|{}", e.p2p_call, comm, fmt::join(peers, ","), process);
+      key = fmt::format("p|{}|{}|{}|{}|{}", e.p2p_call, comm, fmt::join(peers, ","), e.p2p_tag, process);
       facts = {{"state", "p2p"}, {"call", e.p2p_call}, {"peers", peers}, {"communicator", hex(comm)}};
+      if (e.p2p_tag >= 0) facts["tag"] = e.p2p_tag;
       if (e.p2p_more || e.p2p_peers.size() > peers.size()) facts["more_peers"] = true;
     }
     if (!gone && !process.empty() && facts["state"] != "outside") facts["process"] = process;
@@ -242,6 +243,12 @@ void describe_groups(json& evidence, const StackTree* stacks) {
   std::string text;
   std::set<std::string> comms;
   bool own_positions = false;  // state groups say their positions themselves
+  // Point-to-point tags are said only when they differ between groups.
+  std::set<std::string> tags;
+  for (auto& g : evidence["groups"])
+    if (g.is_object() && g.value("state", std::string()) == "p2p")
+      tags.insert(g.contains("tag") ? g["tag"].dump() : "");
+  const bool say_tags = tags.size() > 1;
   for (auto& g : evidence["groups"]) {
     if (!g.is_object() || !g.contains("ranks") || !g["ranks"].is_array() || g["ranks"].empty()) continue;
     comms.insert(g.value("communicator", std::string()));
@@ -299,6 +306,8 @@ void describe_groups(json& evidence, const StackTree* stacks) {
       if (any) whom += whom.empty() ? "any source" : " or any source";
       if (g.value("more_peers", false)) whom += " and more";
       phrase += " for " + whom;
+      if (const auto t = g.find("tag"); say_tags && t != g.end() && t->is_number_integer())
+        phrase += fmt::format(" with tag {}", t->get<std::int64_t>());
     }
     if (g.contains("position") && g["position"].is_number_integer())
       phrase += fmt::format(" at collective {}", g["position"].get<std::uint64_t>());

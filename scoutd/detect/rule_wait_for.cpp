@@ -218,6 +218,26 @@ std::vector<VerdictDraft> detect_wait_for(const std::vector<const RankEvidence*>
     const bool one_transfer = group.size() == 2 && sending(group[0]) != sending(group[1]) &&
                               (group[0]->p2p_call == "MPI_Recv" || group[1]->p2p_call == "MPI_Recv");
     if (one_transfer) {
+      // Their tags and communicators, where the record holds them: a send
+      // that no posted receive matches is a deadlock of the two.
+      const RankEvidence* snd = sending(group[0]) ? group[0] : group[1];
+      const RankEvidence* rcv = snd == group[0] ? group[1] : group[0];
+      std::string why;
+      if (snd->p2p_comm && rcv->p2p_comm && snd->p2p_comm != rcv->p2p_comm)
+        why = "no receive matches the send (sent on another communicator than the receive waits on)";
+      else if (snd->p2p_tag >= 0 && rcv->p2p_tag >= 0 && snd->p2p_tag != rcv->p2p_tag)
+        why = fmt::format("no receive matches the send (tag {} sent, tag {} awaited)", snd->p2p_tag, rcv->p2p_tag);
+      if (!why.empty()) {
+        VerdictDraft d = draft(c3::VerdictKind::kDeadlock, c3::VerdictStatus::kAttributed, group);
+        json cycle_lines = json::array();
+        for (auto* e : group) cycle_lines.push_back(wait_line(*e));
+        d.evidence = {{"rule", "a blocking send and a receive from its sender that cannot match: an application "
+                               "deadlock"},
+                      {"cycles", cycles}, {"chain", cycle_lines}, {"peers", live.size()}, {"mismatch", why}};
+        d.key = key_of("deadlock", ranks_of(group), 0);
+        out.push_back(std::move(d));
+        return out;
+      }
       VerdictDraft d = draft(c3::VerdictKind::kHang, c3::VerdictStatus::kInconclusive, {});
       d.evidence = {{"rule", "a blocking send and the receive from its sender do not complete: a stuck transfer "
                              "between the two ranks, or a tag or communicator that does not match"}};

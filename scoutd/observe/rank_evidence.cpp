@@ -73,6 +73,7 @@ void to_json(json& j, const RankEvidence& e) {
     j["p2p"] = {{"ops", e.p2p_ops}, {"call", e.p2p_call}, {"wait_s", e.p2p_wait_s}, {"peers", e.p2p_peers},
                 {"more", e.p2p_more}, {"comm", fmt::format("{:016x}", e.p2p_comm)},
                 {"any_comm", fmt::format("{:016x}", e.p2p_any_comm)}};
+    if (e.p2p_tag >= 0) j["p2p"]["tag"] = e.p2p_tag;
     if (e.p2p_any_comm && e.comm_members.count(e.p2p_any_comm))
       j["comm_members"][fmt::format("{:016x}", e.p2p_any_comm)] = e.comm_members.at(e.p2p_any_comm);
   }
@@ -200,6 +201,13 @@ void from_json(const json& j, RankEvidence& e) {
     e.p2p_more = p.at("more").get<bool>();
     e.p2p_comm = std::stoull(p.at("comm").get<std::string>(), nullptr, 16);
     e.p2p_any_comm = std::stoull(p.at("any_comm").get<std::string>(), nullptr, 16);
+    if (p.contains("tag")) {
+      // MPI tags are non-negative ints (MPI_TAG_UB at least 32767)
+      if (!p["tag"].is_number_integer() || p["tag"].get<std::int64_t>() < 0 ||
+          p["tag"].get<std::int64_t>() > 0x7fffffff)
+        throw std::invalid_argument("p2p.tag: expected an MPI tag (0 to 2147483647)");
+      e.p2p_tag = p["tag"].get<std::int64_t>();
+    }
   }
   if (j.contains("end") && j["end"].is_object()) {
     const json& x = j["end"];

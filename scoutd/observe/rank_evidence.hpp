@@ -81,6 +81,7 @@ struct RankEvidence {
   std::vector<int> p2p_peers;     // world ranks; -1: any source of p2p_any_comm
   bool p2p_more = false;          // waits for more peers than listed
   std::uint64_t p2p_comm = 0, p2p_any_comm = 0;
+  std::int64_t p2p_tag = -1;      // a blocking call's tag (its receive side's); -1 any or several
   // The event that ended the rank: "abort" (MPI_Abort) or "signal".
   std::string end_kind;
   long long end_code = 0;         // abort error code, or signal number

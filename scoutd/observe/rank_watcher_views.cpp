@@ -150,6 +150,7 @@ std::vector<RankEvidence> RankWatcher::evidence(bool for_gather) const {
           e.p2p_more = s.p2p.more_peers != 0;
           e.p2p_comm = s.p2p.comm_id;
           e.p2p_any_comm = s.p2p.any_comm;
+          e.p2p_tag = s.p2p.tag >= 0 && s.p2p.tag <= 0x7fffffff ? s.p2p.tag : -1;
         }
       }
       if (s.have_end) {

@@ -8,7 +8,7 @@
 # sentence; point-to-point deadlocks (both sides receiving, both sending
 # synchronously, through MPI_Irecv and MPI_Wait) name both calls and lines;
 # the correct programs stay silent.
-# Duration: about 80 s: fifteen small jobs, most waiting for their threshold.
+# Duration: about 160 s: eighteen small jobs, most waiting for their threshold.
 . "$top_srcdir/tests/integration/lib.sh"
 BUGS=$B/tests/mpi_bugs
 SRC=$top_srcdir/tests/mpi_bugs
@@ -115,6 +115,15 @@ case "$SUMMARY" in
   *) fail "p2p_irecv_wait on 2: summary: $SUMMARY" ;;
 esac
 bug 3 p2p_irecv_wait deadlock attributed "[0,1]" "each rank waits for the next in a cycle"
+
+# A blocking send that no posted receive matches (another tag, another
+# communicator): both named, with the tags.
+bug 3 p2p_tag deadlock attributed "[0,1]" "no receive matches the send (tag 1 sent, tag 2 awaited)"
+case "$SUMMARY" in
+  "rank 0 in MPI_Send (p2p_tag.c:$(line SEND p2p_tag.c)) for rank 1 with tag 1, rank 1 in MPI_Recv (p2p_tag.c:$(line RECV p2p_tag.c)) for rank 0 with tag 2, rank 2 in MPI_Barrier"*) ;;
+  *) fail "p2p_tag on 3: summary: $SUMMARY" ;;
+esac
+bug 2 p2p_comm deadlock attributed "[0,1]" "no receive matches the send (sent on another communicator than the receive waits on)"
 
 # A receive whose only sender has finalized: one rank left, no majority to
 # ask, and still named.

@@ -161,6 +161,16 @@ TEST_CASE("evidence: a collective's arguments and a stalled rank's recent finger
   CHECK(back.coll_op == 3);
   CHECK(back.coll_root == 2);
   CHECK(back.recent == v.recent);
+  CHECK(back.p2p_tag == -1);
+  v.p2p_call = "MPI_Send";
+  v.p2p_tag = 5;
+  j = v;
+  CHECK(j.get<RankEvidence>().p2p_tag == 5);
+  for (long long bad : {-2LL, 0x80000000LL}) {
+    auto b = j;
+    b["p2p"]["tag"] = bad;
+    CHECK_THROWS_WITH_AS(b.get<RankEvidence>(), doctest::Contains("p2p.tag: expected an MPI tag"), std::invalid_argument);
+  }
   for (const char* bad : {R"([4, 7, 3])", R"([4, -7, 3, 0])", R"("4 7 3 0")"}) {
     auto b = j;
     b["args"] = nlohmann::json::parse(bad);
@@ -311,6 +321,26 @@ TEST_CASE("wait-for graph: a cycle with no rank outside MPI is a deadlock naming
     CHECK(all[0].kind == c3::VerdictKind::kHang);
     CHECK(all[0].status == c3::VerdictStatus::kInconclusive);
     CHECK(all[0].key.rfind("hang-transfer", 0) == 0);
+    // The same tag, or a receive of any tag: still a transfer that does not
+    // complete. Another tag, or another communicator: no receive matches
+    // the send, a deadlock of the two, said with the tags.
+    t[0].p2p_tag = 1;
+    CHECK(detect_progress(t, opt())[0].key.rfind("hang-transfer", 0) == 0);
+    t[1].p2p_tag = 1;
+    CHECK(detect_progress(t, opt())[0].key.rfind("hang-transfer", 0) == 0);
+    t[1].p2p_tag = 2;
+    all = detect_progress(t, opt());
+    REQUIRE(all.size() == 1);
+    CHECK(all[0].kind == c3::VerdictKind::kDeadlock);
+    CHECK(all[0].ranks == std::vector<int>{0, 1});
+    CHECK(all[0].evidence["mismatch"] == "no receive matches the send (tag 1 sent, tag 2 awaited)");
+    t[1].p2p_tag = 1;
+    t[0].p2p_comm = 0xD1;
+    t[1].p2p_comm = 0xC0;
+    all = detect_progress(t, opt());
+    CHECK(all[0].kind == c3::VerdictKind::kDeadlock);
+    CHECK(all[0].evidence["mismatch"] ==
+          "no receive matches the send (sent on another communicator than the receive waits on)");
   }
   // Ranks 2 and 3 wait in MPI_Recv for each other; the rest wait for them.
   v[2].p2p_call = v[3].p2p_call = "MPI_Recv";
