@@ -3,7 +3,9 @@
 // guarantees and bench/signature_bench.cpp for the measurement.
 #include "libc3/signature.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 namespace scout::c3 {
 namespace {
@@ -124,6 +126,16 @@ std::uint64_t signature(const void* data, std::size_t len, const SignatureMeta& 
 
 std::uint64_t signature_words(std::span<const std::uint64_t> words) noexcept {
   return signature(words.data(), words.size() * sizeof(std::uint64_t));
+}
+
+std::uint64_t mpi_world_identity(std::int64_t world_size) {
+  constexpr std::int64_t kMaxMembers = 65536;  // probe_state.cpp's
+  const std::int64_t n = world_size < 0 ? 0 : std::min(world_size, kMaxMembers);
+  std::vector<std::uint64_t> members(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) members[static_cast<std::size_t>(i)] = static_cast<std::uint64_t>(i);
+  const std::uint64_t h = signature(members.data(), members.size() * 8, {.element_type = 99u});
+  const std::uint64_t words[2] = {h, 0};
+  return signature_words(words);
 }
 
 }  // namespace scout::c3

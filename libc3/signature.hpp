@@ -35,6 +35,12 @@ std::uint64_t signature(const void* data, std::size_t len,
 // Signature of a sequence of 64-bit words with no metadata (fingerprints).
 std::uint64_t signature_words(std::span<const std::uint64_t> words) noexcept;
 
+// The identity the MPI probe gives MPI_COMM_WORLD of a `world_size`-rank
+// job (probe_state.cpp, compute_identity: the signature of its members'
+// world ranks, at most 65,536 of them, first occurrence): a verdict says
+// "MPI_COMM_WORLD" for it.
+std::uint64_t mpi_world_identity(std::int64_t world_size);
+
 // The two code paths signature() chooses between (for tests and benches).
 namespace detail {
 std::uint64_t signature_generic(const void* data, std::size_t len, const SignatureMeta& meta) noexcept;

@@ -238,7 +238,7 @@ json state_groups(const std::vector<RankEvidence>& ranks, std::size_t* dropped) 
   return out;
 }
 
-void describe_groups(json& evidence, const StackTree* stacks) {
+void describe_groups(json& evidence, const StackTree* stacks, std::uint64_t world) {
   if (!evidence.is_object() || !evidence.contains("groups") || !evidence["groups"].is_array()) return;
   std::string text;
   std::set<std::string> comms;
@@ -324,7 +324,8 @@ void describe_groups(json& evidence, const StackTree* stacks) {
       !own_positions && p != evidence.end() && p->is_number_integer() &&
       (p->is_number_unsigned() || p->get<long long>() >= 0)) {
     text += fmt::format(" at collective {}", p->get<std::uint64_t>());
-    if (comms.size() == 1 && !comms.begin()->empty()) text += " of communicator " + *comms.begin();
+    if (comms.size() == 1 && !comms.begin()->empty())
+      text += world && *comms.begin() == hex(world) ? " of MPI_COMM_WORLD" : " of communicator " + *comms.begin();
   }
   const std::string mismatch =
       evidence.contains("mismatch") && evidence["mismatch"].is_string() ? evidence["mismatch"].get<std::string>() : "";

@@ -49,7 +49,8 @@ nlohmann::json state_groups(const std::vector<RankEvidence>& ranks, std::size_t*
 // Completes evidence that has "groups" (and "mismatch", "position",
 // "groups_dropped") with each group's call and call site from the stack
 // tree (null: none taken), or why its stack is missing, and sets "summary",
-// the sentence above.
-void describe_groups(nlohmann::json& evidence, const StackTree* stacks);
+// the sentence above. A communicator whose identity is `world` is said as
+// MPI_COMM_WORLD (0: none is).
+void describe_groups(nlohmann::json& evidence, const StackTree* stacks, std::uint64_t world = 0);
 
 }  // namespace scout::scoutd

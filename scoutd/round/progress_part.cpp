@@ -2,8 +2,11 @@
 // carries the longest stall, the waiting ranks, deaths and direct evidence
 // (stopped ranks, end events); the deciding observer asks for the evidence
 // when any of them is set and names what the progress detector finds.
+#include <algorithm>
+
 #include <fmt/format.h>
 
+#include "libc3/signature.hpp"
 #include "scoutd/detect/call_groups.hpp"
 #include "scoutd/detect/progress_detector.hpp"
 #include "scoutd/detect/stack_classes.hpp"
@@ -21,7 +24,7 @@ namespace {
 // A hang, stall or deadlock states where every rank is the same way (its
 // groups by what each is in: state_groups).
 std::vector<VerdictDraft> with_stacks(std::vector<VerdictDraft> drafts, const StackTree& stacks,
-                                      const std::vector<RankEvidence>& ranks) {
+                                      const std::vector<RankEvidence>& ranks, std::uint64_t world) {
   nlohmann::json classes, groups;
   std::size_t dropped = 0;
   bool taken = false;
@@ -35,7 +38,7 @@ std::vector<VerdictDraft> with_stacks(std::vector<VerdictDraft> drafts, const St
       d.evidence["groups"] = groups;
       if (dropped) d.evidence["groups_dropped"] = dropped;
     }
-    describe_groups(d.evidence, &stacks);
+    describe_groups(d.evidence, &stacks, world);
   }
   return drafts;
 }
@@ -90,7 +93,7 @@ class Progress final : public Participant {
     bool deaths_pending = false;
     if (auto c = detect_crash(g.ranks, opt_, &deaths_pending)) desk_.draft(*c);
     if (deaths_pending) down.deaths_pending = true;  // the deaths stay unreported: gathered again
-    else desk_.draft_all(with_stacks(detect_progress(g.ranks, opt_), g.stacks, g.ranks));
+    else desk_.draft_all(with_stacks(detect_progress(g.ranks, opt_), g.stacks, g.ranks, world_identity()));
   }
 
   void gather_done(bool complete, const wire::Down& down) override {
@@ -98,6 +101,16 @@ class Progress final : public Participant {
   }
 
  private:
+  // MPI_COMM_WORLD's identity for this job's size (the observers' ranks).
+  std::uint64_t world_identity() {
+    int size = 0;
+    for (auto& o : ctx_.observers) size = std::max(size, o.last_rank + 1);
+    if (size != world_size_) world_size_ = size, world_id_ = c3::mpi_world_identity(size);
+    return world_id_;
+  }
+  int world_size_ = -1;
+  std::uint64_t world_id_ = 0;
+
   RoundContext& ctx_;
   Incidents& desk_;
   DetectorOptions opt_;

@@ -39,7 +39,7 @@ bug() {
 # which rank is where is stated, with both lines.
 bug 2 coll_order divergence inconclusive "[]" "the ranks call collectives in a different order"
 case "$SUMMARY" in
-  "rank 0 in MPI_Allreduce (coll_order.c:$(line ALLREDUCE coll_order.c)), rank 1 in MPI_Barrier (coll_order.c:$(line BARRIER coll_order.c)) at collective 21"*) ;;
+  "rank 0 in MPI_Allreduce (coll_order.c:$(line ALLREDUCE coll_order.c)), rank 1 in MPI_Barrier (coll_order.c:$(line BARRIER coll_order.c)) at collective 21 of MPI_COMM_WORLD: "*) ;;
   *) fail "coll_order on 2: summary does not name both calls and lines: $SUMMARY" ;;
 esac
 expect_eq "coll_order on 2: group sites" "$(echo "$GROUPS_JSON" | jq -c '[.[] | .site]')" \

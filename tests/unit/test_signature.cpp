@@ -85,3 +85,13 @@ TEST_CASE("the generic and the AVX-512 code paths give the same signatures") {
     CHECK(signature(buf.data(), len, m) == scout::c3::detail::signature_generic(buf.data(), len, m));
   }
 }
+
+// The identities the MPI probe gave MPI_COMM_WORLD in real 2-, 3- and
+// 4-rank jobs (test 51's sentences before they said the name): scoutd's
+// copy of the computation must give the same, or verdicts name a hash.
+TEST_CASE("MPI_COMM_WORLD's identity is the probe's") {
+  CHECK(scout::c3::mpi_world_identity(2) == 0x926e8a79e4eaaae7ULL);
+  CHECK(scout::c3::mpi_world_identity(3) == 0xaccb069225f0e11bULL);
+  CHECK(scout::c3::mpi_world_identity(4) == 0x83b3fc32f09e073aULL);
+  CHECK(scout::c3::mpi_world_identity(5) != scout::c3::mpi_world_identity(4));
+}
