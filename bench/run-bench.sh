@@ -30,6 +30,9 @@ fi
 echo "== point-to-point detection: delays, smallest slowdown named, third-party overhead"
 sh "$top_srcdir/bench/p2p-detection.sh"
 echo
+echo "== where in the code: tests/mpi_bugs at 2, 3, 4 and 8 ranks (kind, ranks, call sites, time to verdict)"
+sh "$top_srcdir/bench/mpi-bugs.sh"
+echo
 echo "== overhead on unmodified Debian MPI programs: interleaved pairs, mean ratio with a 95% interval (docs/campaign.md)"
 sh "$top_srcdir/bench/overhead.sh"
 echo

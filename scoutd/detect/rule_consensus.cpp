@@ -56,10 +56,61 @@ std::vector<VerdictDraft> detect_consensus(const std::vector<const RankEvidence*
     std::vector<std::size_t> outliers;
     for (std::size_t i = 0; i < live.size(); ++i)
       if (live[i]->seq != majority) outliers.push_back(i);
+    // Behind inside a collective that a strict majority went on past (a
+    // rooted one lets members go on): what each called there is compared
+    // with what the others did (their recent fingerprints). A rank that
+    // called something else diverged; those that called what the majority
+    // did are waiting for it, not the ones to name.
+    std::set<int> set_aside;
+    std::map<std::uint64_t, std::vector<const RankEvidence*>> behind_at;
+    for (auto i : outliers)
+      if (live[i]->seq < majority && live[i]->in_collective) behind_at[live[i]->seq].push_back(live[i]);
+    for (auto& [p, bs] : behind_at) {
+      std::vector<const RankEvidence*> voters = bs;
+      std::vector<std::uint64_t> fps;
+      for (auto* e : bs) fps.push_back(e->fingerprint);
+      for (auto* e : live)
+        if (e->seq > p)
+          for (auto& [seq, fp] : e->recent)
+            if (seq == p) {
+              voters.push_back(e);
+              fps.push_back(fp);
+              break;
+            }
+      const auto fc = c3::exact_consensus(fps);
+      if (fc.outcome != c3::ExactOutcome::kAttributed || !c3::strict_majority(fc.majority_count, live.size())) continue;
+      std::vector<const RankEvidence*> odd;
+      for (auto k : fc.outliers)
+        if (voters[k]->seq == p) odd.push_back(voters[k]);
+      if (odd.empty()) continue;
+      for (auto* e : bs) set_aside.insert(e->rank);
+      VerdictDraft d = draft(c3::VerdictKind::kDivergence, c3::VerdictStatus::kAttributed, odd);
+      json cj = json::array();
+      for (auto* e : odd) cj.push_back(rank_brief(*e));
+      d.evidence = {{"rule", "inside a collective that a strict majority went on past, with another fingerprint"},
+                    {"position", p},
+                    {"majority_position", majority},
+                    {"majority_fingerprint", fmt::format("{:016x}", *fc.majority_value)},
+                    {"majority_count", fc.majority_count},
+                    {"peers", live.size()},
+                    {"culprits", cj}};
+      std::string mismatch;
+      std::size_t dropped = 0;
+      d.evidence["groups"] = collective_groups(bs, &mismatch, &dropped);
+      d.evidence["mismatch"] = mismatch;
+      if (dropped) d.evidence["groups_dropped"] = dropped;
+      std::vector<int> went_on;
+      for (auto* e : live)
+        if (e->seq > p) went_on.push_back(e->rank);
+      put_list(d.evidence, "went_on", went_on);
+      d.key = key_of("divergence", d.ranks, p);
+      out.push_back(std::move(d));
+    }
     std::vector<const RankEvidence*> behind_io, behind_stalled, behind_running;
     for (auto i : outliers) {
       auto* e = live[i];
       if (e->seq >= majority) continue;  // ahead: not the one the others wait for
+      if (set_aside.count(e->rank)) continue;  // a divergence above, or waiting for it
       if (common::in_io_syscall(e->syscall) && e->state != 'T' && e->state != 't')
         behind_io.push_back(e);  // inside a read/write: an I/O straggler
       else

@@ -238,6 +238,37 @@ TEST_CASE("a rank that went on past the position votes with the fingerprint it h
   CHECK(d[0].evidence["went_on"] == nlohmann::json::array({1}));
 }
 
+TEST_CASE("behind inside a collective a strict majority went on past: the one that called another is named") {
+  // Bcast with another root at rank 7 of 8: six ranks received and went on
+  // into the barrier (22); rank 0, the root, still sends to rank 7, which
+  // believes it is the root itself (21).
+  auto v = job(8, 22, true, 3.0);
+  for (auto& e : v) {
+    e.kind = c3::kBarrier;
+    e.fingerprint = 0xCCCC;
+    e.recent = {{21, 0xAAAA}, {20, 0x1111}};
+  }
+  for (int r : {0, 7}) {
+    v[r].seq = 21;
+    v[r].kind = c3::kBcast;
+    v[r].fingerprint = r == 0 ? 0xAAAA : 0xBBBB;
+    v[r].recent = {{20, 0x1111}};
+  }
+  auto d = detect_progress(v, opt());
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].kind == c3::VerdictKind::kDivergence);
+  CHECK(d[0].status == c3::VerdictStatus::kAttributed);
+  CHECK(d[0].ranks == std::vector<int>{7});
+  CHECK(d[0].evidence["went_on_count"] == 6);
+  // The same call at both (what the majority called): they are behind,
+  // named as before (no divergence to excuse rank 0).
+  v[7].fingerprint = 0xAAAA;
+  d = detect_progress(v, opt());
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].kind == c3::VerdictKind::kHang);
+  CHECK(d[0].ranks == std::vector<int>{0, 7});
+}
+
 TEST_CASE("the rank behind blocked inside a write is an I/O straggler") {
   auto v = job(8, 41, true, 3.0);
   v[6].seq = 40;
