@@ -248,10 +248,10 @@ std::uint64_t datatype_code_slow(MPI_Datatype t) noexcept {
 
 std::uint64_t datatype_code(MPI_Datatype t, std::uint64_t* size) noexcept {
   // Training loops call the same collective over and over: remember the last
-  // (threads may race on it: each field is one aligned word, and a torn pair
-  // only costs the slow path).
-  static MPI_Datatype last = MPI_DATATYPE_NULL;
-  static std::uint64_t last_code = 0, last_size = 0;
+  // (per thread: threads calling collectives at once must not see one
+  // thread's handle with another's code and size).
+  static SCOUT_TLS MPI_Datatype last = MPI_DATATYPE_NULL;
+  static SCOUT_TLS std::uint64_t last_code = 0, last_size = 0;
   if (t == last && last_code != 0) {
     if (size) *size = last_size;
     return last_code;

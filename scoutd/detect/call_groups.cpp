@@ -243,11 +243,11 @@ void describe_groups(json& evidence, const StackTree* stacks, std::uint64_t worl
   std::string text;
   std::set<std::string> comms;
   bool own_positions = false;  // state groups say their positions themselves
-  // Point-to-point tags are said only when they differ between groups.
+  // Point-to-point tags are said only when groups' known tags differ (a
+  // completion call's requests have none in the record).
   std::set<std::string> tags;
   for (auto& g : evidence["groups"])
-    if (g.is_object() && g.value("state", std::string()) == "p2p")
-      tags.insert(g.contains("tag") ? g["tag"].dump() : "");
+    if (g.is_object() && g.value("state", std::string()) == "p2p" && g.contains("tag")) tags.insert(g["tag"].dump());
   const bool say_tags = tags.size() > 1;
   for (auto& g : evidence["groups"]) {
     if (!g.is_object() || !g.contains("ranks") || !g["ranks"].is_array() || g["ranks"].empty()) continue;

@@ -39,17 +39,27 @@ std::vector<VerdictDraft> detect_consensus(const std::vector<const RankEvidence*
   // spread over several positions when rooted collectives let some go on
   // (a Gatherv's senders are in the Allgatherv after it, its root still in
   // it, both waiting for the rank that has not come).
+  // Positions count every collective a rank makes, on any communicator:
+  // they line up across ranks only while all use one (ranks of a
+  // sub-communicator are ahead by its collectives, not ahead of anyone).
+  const bool one_comm = std::all_of(live.begin(), live.end(), [&](auto* e) {
+    if (e->comm_id != live.front()->comm_id || e->threaded) return false;
+    for (auto& [c, w] : e->comm_wait)
+      if (c != e->comm_id) return false;
+    return true;
+  });
   std::uint64_t reached = 0;
   std::size_t reached_count = pc.majority_count;
   if (pc.outcome == c3::ExactOutcome::kAttributed) {
     reached = *pc.majority_value;
-  } else if (pc.outcome == c3::ExactOutcome::kInconclusive) {
+  } else if (pc.outcome == c3::ExactOutcome::kInconclusive && one_comm) {
     std::vector<std::uint64_t> sorted = pos;
     std::sort(sorted.begin(), sorted.end(), std::greater<>());
     reached = sorted[sorted.size() / 2];
     reached_count = static_cast<std::size_t>(std::count_if(pos.begin(), pos.end(), [&](auto p) { return p >= reached; }));
   }
-  const bool behind_some = std::any_of(pos.begin(), pos.end(), [&](auto p) { return p < reached; });
+  const bool behind_some =
+      reached > 0 && std::any_of(pos.begin(), pos.end(), [&](auto p) { return p < reached; });
   if (pc.outcome == c3::ExactOutcome::kAttributed ||
       (pc.outcome == c3::ExactOutcome::kInconclusive && behind_some)) {
     const std::uint64_t majority = reached;
@@ -71,10 +81,12 @@ std::vector<VerdictDraft> detect_consensus(const std::vector<const RankEvidence*
       for (auto* e : bs) fps.push_back(e->fingerprint);
       for (auto* e : live)
         if (e->seq > p)
-          for (auto& [seq, fp] : e->recent)
-            if (seq == p) {
-              voters.push_back(e);
-              fps.push_back(fp);
+          for (auto& x : e->recent)
+            if (x.seq == p) {
+              if (x.comm == bs.front()->comm_id) {  // the same communicator's collective, or no vote
+                voters.push_back(e);
+                fps.push_back(x.fingerprint);
+              }
               break;
             }
       const auto fc = c3::exact_consensus(fps);
@@ -154,6 +166,12 @@ std::vector<VerdictDraft> detect_consensus(const std::vector<const RankEvidence*
   std::vector<const RankEvidence*> at, ahead;
   for (auto* e : live) (e->seq == position ? at : ahead).push_back(e);
   const bool all_inside = std::all_of(at.begin(), at.end(), [](auto* e) { return e->in_collective; });
+  // A strict majority at one position with nobody behind and the ranks at
+  // the lowest one not all waiting in a collective (a master gone on to
+  // gather while its workers compute) is no hang of the collectives; a
+  // threaded rank's positions are per communicator (the threads rule).
+  const bool threaded = std::any_of(live.begin(), live.end(), [](auto* e) { return e->threaded; });
+  if (pc.outcome == c3::ExactOutcome::kAttributed && !ahead.empty() && (!all_inside || threaded)) return out;
   if (!all_inside && !ahead.empty()) {
     VerdictDraft d = draft(c3::VerdictKind::kHang, c3::VerdictStatus::kInconclusive, {});
     // Where the ranks are: how many at each position (the most crowded
@@ -195,10 +213,13 @@ std::vector<VerdictDraft> detect_consensus(const std::vector<const RankEvidence*
   std::vector<int> went_on;
   for (auto* e : ahead) {
     went_on.push_back(e->rank);
-    for (auto& [seq, fp] : e->recent)
-      if (seq == position) {
-        voters.push_back(e);
-        fps.push_back(fp);
+    for (auto& x : e->recent)
+      if (x.seq == position) {
+        // A vote only for a collective of a communicator the ranks there are in.
+        if (std::any_of(at.begin(), at.end(), [&](auto* a) { return a->comm_id == x.comm; })) {
+          voters.push_back(e);
+          fps.push_back(x.fingerprint);
+        }
         break;
       }
   }

@@ -223,7 +223,10 @@ std::vector<VerdictDraft> detect_wait_for(const std::vector<const RankEvidence*>
       const RankEvidence* snd = sending(group[0]) ? group[0] : group[1];
       const RankEvidence* rcv = snd == group[0] ? group[1] : group[0];
       std::string why;
-      if (snd->p2p_comm && rcv->p2p_comm && snd->p2p_comm != rcv->p2p_comm)
+      // (Only intracommunicators: the probe publishes their members, and
+      // the two sides of an intercommunicator have different identities.)
+      if (snd->p2p_comm && rcv->p2p_comm && snd->p2p_comm != rcv->p2p_comm &&
+          snd->comm_members.count(snd->p2p_comm) && rcv->comm_members.count(rcv->p2p_comm))
         why = "no receive matches the send (sent on another communicator than the receive waits on)";
       else if (snd->p2p_tag >= 0 && rcv->p2p_tag >= 0 && snd->p2p_tag != rcv->p2p_tag)
         why = fmt::format("no receive matches the send (tag {} sent, tag {} awaited)", snd->p2p_tag, rcv->p2p_tag);

@@ -23,7 +23,7 @@ void to_json(json& j, const RankEvidence& e) {
   if (e.in_collective) j["args"] = {e.coll_count, e.coll_datatype, e.coll_op, e.coll_root};
   if (!e.recent.empty()) {
     json r = json::array();
-    for (auto& [seq, fp] : e.recent) r.push_back({seq, fmt::format("{:016x}", fp)});
+    for (auto& x : e.recent) r.push_back({x.seq, fmt::format("{:016x}", x.fingerprint), fmt::format("{:016x}", x.comm)});
     j["recent"] = std::move(r);
   }
   json cw = json::object();
@@ -38,6 +38,7 @@ void to_json(json& j, const RankEvidence& e) {
   json cm = json::object();
   auto in_use = [&e](std::uint64_t c) {
     if (e.threaded) return true;  // its communicators say whether it is a member
+    if (c == e.p2p_comm || c == e.p2p_any_comm) return true;  // its point-to-point wait's
     if (e.comm_wait.count(c)) return true;
     for (auto& p : e.comm_progress)
       if (p.id == c) return true;
@@ -127,13 +128,17 @@ void from_json(const json& j, RankEvidence& e) {
   }
   if (const auto r = j.find("recent"); r != j.end()) {
     if (!r->is_array() || r->size() > kMaxRecent)
-      throw std::invalid_argument(fmt::format("recent: expected at most {} [position, fingerprint] pairs", kMaxRecent));
+      throw std::invalid_argument(
+          fmt::format("recent: expected at most {} [position, fingerprint, communicator]", kMaxRecent));
+    auto hex16 = [](const json& v) {
+      return v.is_string() && v.get<std::string>().size() == 16 &&
+             v.get<std::string>().find_first_not_of("0123456789abcdef") == std::string::npos;
+    };
     for (auto& x : *r) {
-      if (!x.is_array() || x.size() != 2 || !x[0].is_number_unsigned() || !x[1].is_string() ||
-          x[1].get<std::string>().size() != 16 ||
-          x[1].get<std::string>().find_first_not_of("0123456789abcdef") != std::string::npos)
-        throw std::invalid_argument("recent: expected [position, 16 hex digits]");
-      e.recent.emplace_back(x[0].get<std::uint64_t>(), std::stoull(x[1].get<std::string>(), nullptr, 16));
+      if (!x.is_array() || x.size() != 3 || !x[0].is_number_unsigned() || !hex16(x[1]) || !hex16(x[2]))
+        throw std::invalid_argument("recent: expected [position, 16 hex digits, 16 hex digits]");
+      e.recent.push_back({x[0].get<std::uint64_t>(), std::stoull(x[1].get<std::string>(), nullptr, 16),
+                          std::stoull(x[2].get<std::string>(), nullptr, 16)});
     }
   }
   e.stalled_s = j.at("stalled_s").get<double>();

@@ -37,10 +37,14 @@ struct RankEvidence {
   std::int64_t coll_count = -1;
   std::uint64_t coll_datatype = 0, coll_op = 0;
   std::int64_t coll_root = -1;
-  // While it is stalled: the fingerprints of its last kMaxRecent collectives
-  // before the current position (position, fingerprint), so that a rank
-  // that went on past a position still says what it called there.
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> recent;
+  // While it is stalled: its last kMaxRecent collectives before the current
+  // position (position, fingerprint, communicator), so that a rank that
+  // went on past a position still says what it called there.
+  struct Recent {
+    std::uint64_t seq = 0, fingerprint = 0, comm = 0;
+    bool operator==(const Recent&) const = default;
+  };
+  std::vector<Recent> recent;
   double stalled_s = 0;      // since its record last showed progress
   char state = '?';          // /proc state letter; 'X' gone
   std::string wchan;

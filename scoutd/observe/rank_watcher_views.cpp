@@ -130,7 +130,7 @@ std::vector<RankEvidence> RankWatcher::evidence(bool for_gather) const {
       // went on past where the others stopped says what it called there).
       if (e.stalled_s >= 0.5)
         for (auto it = s.history.rbegin(); it != s.history.rend() && e.recent.size() < kMaxRecent; ++it)
-          if (it->seq < s.last.seq && it->exit_ns != 0) e.recent.emplace_back(it->seq, it->fingerprint);
+          if (it->seq < s.last.seq && it->exit_ns != 0) e.recent.push_back({it->seq, it->fingerprint, it->comm});
       e.steps = s.steps.steps;
       e.step_s = s.steps.step_s;
       e.compute_s = s.steps.compute_s;

@@ -2,8 +2,6 @@
 // carries the longest stall, the waiting ranks, deaths and direct evidence
 // (stopped ranks, end events); the deciding observer asks for the evidence
 // when any of them is set and names what the progress detector finds.
-#include <algorithm>
-
 #include <fmt/format.h>
 
 #include "libc3/signature.hpp"
@@ -101,10 +99,10 @@ class Progress final : public Participant {
   }
 
  private:
-  // MPI_COMM_WORLD's identity for this job's size (the observers' ranks).
+  // MPI_COMM_WORLD's identity for this job's size (the step's ranks; under
+  // Slurm the observers' rank ranges are not known ahead).
   std::uint64_t world_identity() {
-    int size = 0;
-    for (auto& o : ctx_.observers) size = std::max(size, o.last_rank + 1);
+    const int size = ctx_.cfg.ranks;
     if (size != world_size_) world_size_ = size, world_id_ = c3::mpi_world_identity(size);
     return world_id_;
   }

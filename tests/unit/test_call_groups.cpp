@@ -238,6 +238,10 @@ TEST_CASE("call groups: which arguments differ, in words, and each group's value
   CHECK(ev["summary"] ==
         "ranks 0-1 in bcast with root 0, rank 2 in bcast with root 2 at collective 21 of communicator "
         "0000000000000007: the ranks call bcast with different roots");
+  // The world's identity is said by name.
+  json named = {{"groups", g}, {"mismatch", why}, {"position", 21}};
+  describe_groups(named, nullptr, 7);
+  CHECK(named["summary"].get<std::string>().find("at collective 21 of MPI_COMM_WORLD: ") != std::string::npos);
   // Amounts: bytes, whatever datatype spells them (one contiguous type of 16
   // bytes against four MPI_INT is no difference) ...
   std::vector<RankEvidence> same = {bcast(0, 0, 1, 0x10000000 | 16, 0xa), bcast(1, 0, 4, 7, 0xb)};
@@ -267,4 +271,25 @@ TEST_CASE("call groups: which arguments differ, in words, and each group's value
   n.gpu.present = true;
   std::vector<RankEvidence> nccl = {n};
   CHECK(collective_groups(ptrs(nccl), &why)[0]["args"] == json{{"count", 8}, {"datatype", "ncclFloat16"}, {"bytes", 16}, {"op", "ncclSum"}});
+}
+
+TEST_CASE("state groups: point-to-point tags are said only when known tags differ") {
+  auto p2p = [](int r, const char* call, int peer, std::int64_t tag) {
+    RankEvidence e;
+    e.rank = r;
+    e.attached = true;
+    e.p2p_call = call;
+    e.p2p_peers = {peer};
+    e.p2p_tag = tag;
+    return e;
+  };
+  // A receive with tag 99 beside completion calls (no tag in the record).
+  json ev = {{"groups", state_groups({p2p(0, "MPI_Waitall", 1, -1), p2p(1, "MPI_Recv", 0, 99)})}};
+  describe_groups(ev, nullptr);
+  CHECK(ev["summary"].get<std::string>().find("tag") == std::string::npos);
+  CHECK(ev["groups"][1]["tag"] == 99);
+  // A send with tag 1 and a receive of tag 2.
+  ev = {{"groups", state_groups({p2p(0, "MPI_Send", 1, 1), p2p(1, "MPI_Recv", 0, 2)})}};
+  describe_groups(ev, nullptr);
+  CHECK(ev["summary"] == "rank 0 in MPI_Send for rank 1 with tag 1, rank 1 in MPI_Recv for rank 0 with tag 2");
 }

@@ -153,7 +153,7 @@ TEST_CASE("evidence: a collective's arguments and a stalled rank's recent finger
   v.coll_datatype = 7;
   v.coll_op = 3;
   v.coll_root = 2;
-  v.recent = {{2, 0xFFFFFFFFFFFFFFFFULL}, {1, 0xA}};
+  v.recent = {{2, 0xFFFFFFFFFFFFFFFFULL, 0xC0}, {1, 0xA, 0xC1}};
   nlohmann::json j = v;
   auto back = j.get<RankEvidence>();
   CHECK(back.coll_count == 4);
@@ -176,7 +176,8 @@ TEST_CASE("evidence: a collective's arguments and a stalled rank's recent finger
     b["args"] = nlohmann::json::parse(bad);
     CHECK_THROWS_WITH_AS(b.get<RankEvidence>(), doctest::Contains("args: expected"), std::invalid_argument);
   }
-  for (const char* bad : {R"([[1, "xyz"]])", R"([[-1, "000000000000000a"]])", R"([[1,"a"],[2,"b"],[3,"c"],[4,"d"],[5,"e"]])"}) {
+  for (const char* bad : {R"([[1, "xyz", "00000000000000c0"]])", R"([[-1, "000000000000000a", "00000000000000c0"]])",
+                          R"([[1, "000000000000000a"]])", R"([[1,"a"],[2,"b"],[3,"c"],[4,"d"],[5,"e"]])"}) {
     auto b = j;
     b["recent"] = nlohmann::json::parse(bad);
     CHECK_THROWS_WITH_AS(b.get<RankEvidence>(), doctest::Contains("recent: expected"), std::invalid_argument);
@@ -214,7 +215,7 @@ TEST_CASE("a rank that went on past the position votes with the fingerprint it h
   v[1].seq = 22;
   v[1].kind = c3::kBarrier;
   v[1].fingerprint = 0xCCCC;
-  v[1].recent = {{21, 0xAAAA}, {20, 0x1111}};
+  v[1].recent = {{21, 0xAAAA, 0xC0}, {20, 0x1111, 0xC0}};
   auto d = detect_progress(v, opt());
   REQUIRE(d.size() == 1);
   CHECK(d[0].kind == c3::VerdictKind::kDivergence);
@@ -246,13 +247,13 @@ TEST_CASE("behind inside a collective a strict majority went on past: the one th
   for (auto& e : v) {
     e.kind = c3::kBarrier;
     e.fingerprint = 0xCCCC;
-    e.recent = {{21, 0xAAAA}, {20, 0x1111}};
+    e.recent = {{21, 0xAAAA, 0xC0}, {20, 0x1111, 0xC0}};
   }
   for (int r : {0, 7}) {
     v[r].seq = 21;
     v[r].kind = c3::kBcast;
     v[r].fingerprint = r == 0 ? 0xAAAA : 0xBBBB;
-    v[r].recent = {{20, 0x1111}};
+    v[r].recent = {{20, 0x1111, 0xC0}};
   }
   auto d = detect_progress(v, opt());
   REQUIRE(d.size() == 1);
@@ -267,6 +268,38 @@ TEST_CASE("behind inside a collective a strict majority went on past: the one th
   REQUIRE(d.size() == 1);
   CHECK(d[0].kind == c3::VerdictKind::kHang);
   CHECK(d[0].ranks == std::vector<int>{0, 7});
+}
+
+TEST_CASE("positions of ranks that used another communicator are not compared, nor their votes") {
+  // Ranks 0, 1 and 3 made two collectives on a sub-communicator that 2 and
+  // 4 are not in: 0 and 1 wait there (p+2), 3 computes (p+1), 2 and 4 wait
+  // in the barrier of the world (p). Nobody is behind anybody.
+  auto v = job(5, 12, true, 3.0);
+  for (int r : {0, 1, 3}) {
+    v[r].comm_id = 0x5;
+    v[r].comm_wait = {{0x5, 0.001}, {0xC0, 0.001}};
+    v[r].recent = {{11, 0x5555, 0x5}, {10, 0x5554, 0x5}};
+    v[r].fingerprint = 0x5555;
+  }
+  v[3].seq = 11;
+  v[3].in_collective = false;
+  v[3].state = 'R';
+  v[2].seq = v[4].seq = 10;
+  v[2].kind = v[4].kind = c3::kBarrier;
+  auto d = detect_progress(v, opt());
+  for (auto& x : d) {
+    CHECK(x.ranks != std::vector<int>{2, 4});
+    CHECK(x.status == c3::VerdictStatus::kInconclusive);
+  }
+}
+
+TEST_CASE("a master gone on to gather while its workers compute is no hang of the collectives") {
+  auto v = job(4, 7, false, 5.0);
+  v[0].seq = 8;
+  v[0].in_collective = true;
+  v[0].kind = c3::kGather;
+  for (int r : {1, 2, 3}) v[r].state = 'R';
+  CHECK(detect_progress(v, opt()).empty());
 }
 
 TEST_CASE("the rank behind blocked inside a write is an I/O straggler") {
@@ -368,6 +401,11 @@ TEST_CASE("wait-for graph: a cycle with no rank outside MPI is a deadlock naming
     t[1].p2p_tag = 1;
     t[0].p2p_comm = 0xD1;
     t[1].p2p_comm = 0xC0;
+    // An intercommunicator's two sides have different identities and no
+    // published members: still a stuck transfer.
+    CHECK(detect_progress(t, opt())[0].key.rfind("hang-transfer", 0) == 0);
+    t[0].comm_members[0xD1] = {0, 1};
+    t[1].comm_members[0xC0] = {0, 1};
     all = detect_progress(t, opt());
     CHECK(all[0].kind == c3::VerdictKind::kDeadlock);
     CHECK(all[0].evidence["mismatch"] ==
