@@ -19,6 +19,7 @@ scoutd::ScoutdConfig EngineSimConfig::default_scoutd() {
   c.job_id = "1";
   c.learn = false;
   c.replay = false;
+  c.stacks = false;  // no processes to trace: verdicts do not wait for stacks
   c.gpu_health_interval_s = 0;
   return c;
 }

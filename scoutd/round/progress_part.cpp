@@ -2,6 +2,9 @@
 // carries the longest stall, the waiting ranks, deaths and direct evidence
 // (stopped ranks, end events); the deciding observer asks for the evidence
 // when any of them is set and names what the progress detector finds.
+#include <map>
+#include <string>
+
 #include <fmt/format.h>
 
 #include "libc3/signature.hpp"
@@ -91,7 +94,7 @@ class Progress final : public Participant {
     bool deaths_pending = false;
     if (auto c = detect_crash(g.ranks, opt_, &deaths_pending)) desk_.draft(*c);
     if (deaths_pending) down.deaths_pending = true;  // the deaths stay unreported: gathered again
-    else desk_.draft_all(with_stacks(detect_progress(g.ranks, opt_), g.stacks, g.ranks, world_identity()));
+    else desk_.draft_all(await_stacks(with_stacks(detect_progress(g.ranks, opt_), g.stacks, g.ranks, world_identity())));
   }
 
   void gather_done(bool complete, const wire::Down& down) override {
@@ -99,6 +102,39 @@ class Progress final : public Participant {
   }
 
  private:
+  // A hang, deadlock or divergence whose groups' stacks are still being
+  // taken (their scoutds trace a stalled rank from half the threshold on,
+  // one rank after another: on a loaded node the verdict can come first)
+  // waits for them, gathered again each period, at most kStackWaitS from
+  // when it was first found: its sentence then names every call's line.
+  // A stall does not wait (an operator's drain does not need the line).
+  static constexpr double kStackWaitS = 2.0;
+  std::vector<VerdictDraft> await_stacks(std::vector<VerdictDraft> drafts) {
+    if (!ctx_.cfg.stacks || !ctx_.now) return drafts;
+    const double now = ctx_.now();
+    std::vector<VerdictDraft> ready;
+    std::map<std::string, double> still;
+    for (auto& d : drafts) {
+      bool missing = false;
+      if (d.kind == c3::VerdictKind::kHang || d.kind == c3::VerdictKind::kDeadlock ||
+          d.kind == c3::VerdictKind::kDivergence)
+        if (const auto gs = d.evidence.find("groups"); gs != d.evidence.end() && gs->is_array())
+          for (auto& g : *gs) missing |= g.is_object() && g.value("stack_error", std::string()) == "no stack taken";
+      if (missing) {
+        const auto it = awaiting_.find(d.key);
+        const double since = it == awaiting_.end() ? now : it->second;
+        if (now - since < kStackWaitS) {
+          still[d.key] = since;
+          continue;
+        }
+      }
+      ready.push_back(std::move(d));
+    }
+    awaiting_ = std::move(still);
+    return ready;
+  }
+  std::map<std::string, double> awaiting_;  // draft key -> when first found without its stacks
+
   // MPI_COMM_WORLD's identity for this job's size (the step's ranks; under
   // Slurm the observers' rank ranges are not known ahead).
   std::uint64_t world_identity() {
