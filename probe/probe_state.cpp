@@ -241,30 +241,22 @@ std::uint64_t datatype_code_slow(MPI_Datatype t) noexcept {
       MPI_WCHAR, MPI_C_FLOAT_COMPLEX, MPI_C_DOUBLE_COMPLEX};
   for (std::uint64_t i = 0; i < sizeof kTypes / sizeof kTypes[0]; ++i)
     if (kTypes[i] == t) return i + 1;
-  int size = 0;
+  int size = 0;  // derived: by size
   if (t != MPI_DATATYPE_NULL) PMPI_Type_size(t, &size);
-  return 0x10000000ULL | static_cast<std::uint64_t>(size);  // derived: by size
+  return 0x10000000ULL | static_cast<std::uint64_t>(size);
 }
 
 std::uint64_t datatype_code(MPI_Datatype t, std::uint64_t* size) noexcept {
-  // Training loops call the same collective over and over: remember the last
-  // (per thread: threads calling collectives at once must not see one
-  // thread's handle with another's code and size).
+  // Training loops call the same collective over and over: the last, per thread.
   static SCOUT_TLS MPI_Datatype last = MPI_DATATYPE_NULL;
   static SCOUT_TLS std::uint64_t last_code = 0, last_size = 0;
-  if (t == last && last_code != 0) {
-    if (size) *size = last_size;
-    return last_code;
-  }
+  if (t == last && last_code != 0) return size ? (*size = last_size, last_code) : last_code;
   const std::uint64_t code = datatype_code_slow(t);
   int bytes = 0;
   if (t != MPI_DATATYPE_NULL && PMPI_Type_size(t, &bytes) != MPI_SUCCESS) bytes = 0;
-  if (size) *size = static_cast<std::uint64_t>(bytes > 0 ? bytes : 0);
-  if (code < 0x10000000ULL) {  // predefined handles never change meaning
-    last = t;
-    last_size = static_cast<std::uint64_t>(bytes > 0 ? bytes : 0);
-    last_code = code;
-  }
+  const std::uint64_t n = static_cast<std::uint64_t>(bytes > 0 ? bytes : 0);
+  if (size) *size = n;
+  if (code < 0x10000000ULL) last = t, last_size = n, last_code = code;  // predefined: never change
   return code;
 }
 
@@ -322,19 +314,11 @@ std::uint64_t coll_enter(std::uint32_t kind, MPI_Comm comm, std::int64_t count, 
   const std::uint64_t t = now_ns();
   const std::uint64_t cid = comm_identity(comm);
   std::uint64_t tsize = 0;
-  const std::uint64_t dtc = datatype_code(dt, &tsize);
-  const std::uint64_t opc = op_code(op);
-  // The fingerprint holds what MPI requires every member to pass alike: a
-  // reduction's count, datatype and operation; for the others only the
-  // bytes (count times type size: the same type signature may be written
-  // with different datatypes and counts); a count of -1 (the v-variants,
-  // whose counts differ by design) leaves the amount out.
-  const bool reduction = opc != 0;
-  const std::uint64_t amount = count < 0  ? 0
-                               : reduction ? static_cast<std::uint64_t>(count)
-                                           : static_cast<std::uint64_t>(count) * tsize;
-  const std::uint64_t fp = fingerprint_of(kind, cid, amount, reduction ? dtc : 0, opc,
-                                          static_cast<std::uint64_t>(root));
+  const std::uint64_t dtc = datatype_code(dt, &tsize), opc = op_code(op);
+  // What MPI requires alike: a reduction's count, datatype and op; the others'
+  // bytes (one type signature, many spellings); none for count -1 (v-variants).
+  const auto n = static_cast<std::uint64_t>(count), amount = count < 0 ? 0 : opc ? n : n * tsize;
+  const std::uint64_t fp = fingerprint_of(kind, cid, amount, opc ? dtc : 0, opc, static_cast<std::uint64_t>(root));
   g_outside_ns += t - g_last_exit_ns;
   g_entry_ns = t;
   const std::uint64_t seq = g_threaded ? __atomic_add_fetch(&g_seq, 1, __ATOMIC_RELAXED) : ++g_seq;
