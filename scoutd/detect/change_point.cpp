@@ -15,10 +15,14 @@ namespace scout::scoutd {
 
 namespace {
 // Why a rank's CPU share dropped by `drop`: when its time runnable on a run
-// queue rose by at least half of it, it wanted the CPU and did not get it.
+// queue rose by at least half of it, it wanted the CPU and did not get it
+// (and by kRunqFloor of the window at least: a rank that needs 1% of a CPU
+// drops by less than the noise of its run-queue delay).
+constexpr double kRunqFloor = 0.03;
+constexpr double kCollCpuFloor = 0.05;
 std::string cause_of(double runq, double base_runq, double drop) {
   if (runq < 0 || base_runq < 0) return "unknown (no run-queue delay in this window or its baseline)";
-  if (runq - base_runq >= 0.5 * drop)
+  if (runq - base_runq >= std::max(0.5 * drop, kRunqFloor))
     return fmt::format("runnable, waiting for a CPU {:.0f}% of the window (was {:.0f}%): another process on its "
                        "core, or a CPU quota throttling it", 100 * runq, 100 * base_runq);
   return fmt::format("not runnable: its run-queue delay did not rise ({:.0f}% of the window, was {:.0f}%): stopped, "
@@ -33,6 +37,16 @@ namespace {
 double spread_of(const std::vector<double>& v) {
   if (v.size() < 2) return 0;
   return c3::robust_scale(v).first;
+}
+
+// The median of `sorted` without one element equal to x (which it holds).
+double median_without(const std::vector<double>& sorted, double x) {
+  const std::size_t m = sorted.size();
+  if (m < 2) return 0;
+  const auto i = static_cast<std::size_t>(std::lower_bound(sorted.begin(), sorted.end(), x) - sorted.begin());
+  auto at = [&](std::size_t j) { return sorted[j < i ? j : j + 1]; };
+  const std::size_t k = m - 1;
+  return (at((k - 1) / 2) + at(k / 2)) / 2;
 }
 
 }  // namespace
@@ -85,18 +99,29 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
   // This window's share of a CPU, per rank, from its scheduler counters.
   // And of the window runnable but waiting on a run queue (contention for
   // its core, or a CPU quota's throttling).
-  std::map<int, double> cpu, runq;
+  // And, for a collective-only rank, its share of the window inside
+  // collectives and how many it entered.
+  std::map<int, double> cpu, runq, coll_in, coll_rate;
   for (auto& [r, e] : live) {
     auto it = sched_.find(r);
     if (e->cpu_ns >= 0 && it != sched_.end() && e->pid == it->second.pid && e->sched_at_ns > it->second.at_ns &&
         e->cpu_ns >= it->second.cpu_ns) {
-      const auto dt = static_cast<double>(e->sched_at_ns - it->second.at_ns);
-      cpu[r] = static_cast<double>(e->cpu_ns - it->second.cpu_ns) / dt;
-      if (e->runq_ns >= 0 && it->second.runq_ns >= 0 && e->runq_ns >= it->second.runq_ns)
-        runq[r] = static_cast<double>(e->runq_ns - it->second.runq_ns) / dt;
+      const Sched& b = it->second;
+      const auto dt = static_cast<double>(e->sched_at_ns - b.at_ns);
+      cpu[r] = static_cast<double>(e->cpu_ns - b.cpu_ns) / dt;
+      if (e->runq_ns >= 0 && b.runq_ns >= 0 && e->runq_ns >= b.runq_ns)
+        runq[r] = static_cast<double>(e->runq_ns - b.runq_ns) / dt;
+      if (e->p2p_ops == 0 && e->peers.empty() && e->coll_in_ns >= 0 && b.coll_in_ns >= 0 &&
+          e->coll_in_ns >= b.coll_in_ns && e->seq >= b.seq + opt_.min_messages) {
+        coll_in[r] = std::min(1.0, static_cast<double>(e->coll_in_ns - b.coll_in_ns) / dt);
+        coll_rate[r] = static_cast<double>(e->seq - b.seq) / dt * 1e9;
+      }
     }
-    if (e->cpu_ns >= 0) sched_[r] = {e->pid, e->cpu_ns, e->runq_ns, e->sched_at_ns};
+    if (e->cpu_ns >= 0) sched_[r] = {e->pid, e->cpu_ns, e->runq_ns, e->sched_at_ns, e->coll_in_ns, e->seq};
   }
+  std::vector<double> coll_sorted;
+  for (auto& [r, c] : coll_in) coll_sorted.push_back(c);
+  std::sort(coll_sorted.begin(), coll_sorted.end());
 
   struct Now {
     Sample s;
@@ -104,26 +129,47 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
     double base_caused = 0, base_own = 0, base_cpu = 0, rise = 0, drop = 0, rise_min = 0, drop_min = 0;
     double base_rate = 0, slowed = 0, slowed_min = 0;
     double base_runq = -1;
+    double base_coll = 0, coll_rise_min = 0;
   };
   std::map<int, Now> now;
-  for (auto& [s, n] : receivers) {
-    if (sent[s] < opt_.min_messages || !cpu.count(s)) continue;
+  std::set<int> candidates;
+  for (auto& [s, n] : receivers)
+    if (sent[s] >= opt_.min_messages) candidates.insert(s);
+  if (coll_in.size() >= 2)  // a collective-only rank needs another to wait for it
+    for (auto& [s, c] : coll_in) candidates.insert(s);
+  for (int s : candidates) {
+    if (!cpu.count(s)) continue;
     Now& x = now[s];
-    x.s = {caused_sum[s] / n, own[s], cpu[s], rate[s], runq.count(s) ? runq[s] : -1.0};
+    const double q = runq.count(s) ? runq[s] : -1.0;
+    if (coll_in.count(s))
+      x.s = {median_without(coll_sorted, coll_in[s]), coll_in[s], cpu[s], coll_rate[s], q, coll_in[s]};
+    else
+      x.s = {caused_sum[s] / receivers[s], own[s], cpu[s], rate[s], q};
     const auto& hist = baseline_[s];
+    // A rank that changed between point-to-point and collective-only has
+    // a baseline of the other kind: taken again.
+    if (!hist.empty() && (hist.back().coll >= 0) != (x.s.coll >= 0)) {
+      baseline_[s].clear();
+      lower_[s].clear();
+    }
     // Early (fewer than min_baseline windows, at least min_early): compared
     // against the floors only, so that a rank slowed in the job's first
     // seconds keeps its few healthy windows as its baseline (its slow ones
     // stay out, below) instead of making slowness its normal.
     if (static_cast<int>(hist.size()) < std::max(1, std::min(opt_.min_early, opt_.min_baseline))) continue;
     x.early = static_cast<int>(hist.size()) < opt_.min_baseline;
-    std::vector<double> cs, os, us, rs, qs;
+    std::vector<double> cs, os, us, rs, qs, ls;
     for (auto& h : hist) {
       cs.push_back(h.caused);
       os.push_back(h.own);
       us.push_back(h.cpu);
       rs.push_back(h.rate);
       if (h.runq >= 0) qs.push_back(h.runq);
+      if (h.coll >= 0) ls.push_back(h.coll);
+    }
+    if (!ls.empty()) {
+      x.base_coll = c3::median(ls);
+      x.coll_rise_min = std::max(opt_.floor, (x.early ? 0.0 : opt_.spread_k) * spread_of(ls));
     }
     if (!qs.empty()) x.base_runq = c3::median(qs);
     x.compared = true;
@@ -139,6 +185,9 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
     x.drop = x.base_cpu - x.s.cpu;
     x.rise_min = std::max(opt_.floor, k * spread_of(cs));
     x.drop_min = std::max(opt_.cpu_floor * x.base_cpu, k * spread_of(us));
+    // A collective-only rank that runs a few percent of a CPU (its compute
+    // sleeps: a timer, I/O) loses less than its noise: 5% of a CPU at least.
+    if (x.s.coll >= 0) x.drop_min = std::max(x.drop_min, kCollCpuFloor);
   }
   std::set<int> flagged;
   for (auto& [s, x] : now) {
@@ -163,7 +212,15 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
     // baseline taken while another rank was slow, not a slowdown.
     const bool critical = x.rise > x.rise_min || (others.size() >= 2 && x.slowed > x.slowed_min);
     const bool sped_up = -x.slowed > opt_.rate_floor;
-    if (x.drop > x.drop_min && others_drop < x.drop / 2 && critical && !sped_up) flagged.insert(s);
+    // A collective-only rank that waits more inside collectives, as much
+    // more as the others do, waits for someone: a victim (the slow one
+    // arrives last; stopped or throttled inside a collective it holds the
+    // others there too, so its own share may rise, by less than theirs).
+    const double own_rise = x.s.coll - x.base_coll;
+    const bool waits_more = x.s.coll >= 0 && own_rise > x.coll_rise_min && own_rise >= x.rise - opt_.floor;
+    if (x.drop > x.drop_min && others_drop < x.drop / 2 && critical && !sped_up && !waits_more) flagged.insert(s);
+    log::debug("change point: rank {} {} (critical {}, sped up {}, waits more {})", s,
+               flagged.count(s) ? "flagged" : "not flagged", critical, sped_up, waits_more);
     x.unexplained = !critical || sped_up;
   }
   // Its own evidence, not the delay it passes on: a flagged rank that waits
@@ -251,8 +308,9 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
       continue;
     }
     healthy_.erase(s);
-    if (++confirm_[s] < opt_.confirmations || open.count(key)) continue;
+    if (++confirm_[s] < opt_.confirmations || open.count(key) || open.count(StragglerTracker::key_for(s))) continue;
     const RankEvidence& e = *live.at(s);
+    const bool coll = sn.s.coll >= 0;
     json waited = json::object();
     for (auto& [r, w] : waited_by[s]) waited[std::to_string(r)] = w;
     VerdictDraft d;
@@ -262,9 +320,11 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
     d.hosts = {e.node};
     const double score = sn.rise;
     d.evidence = {
-        {"rule", "its receivers wait for it more than they did, and it does not wait more itself, confirmed"},
-        {"type", "p2p"},
-        {"source", "p2p_change_point"},
+        {"rule", coll ? "the other ranks wait for it inside collectives more than they did, and it does not wait more "
+                        "itself, confirmed"
+                      : "its receivers wait for it more than they did, and it does not wait more itself, confirmed"},
+        {"type", coll ? "collective" : "p2p"},
+        {"source", coll ? "coll_change_point" : "p2p_change_point"},
         {"culprits", json::array({{{"rank", s}, {"host", e.node}, {"pid", e.pid}, {"score", score}}})},
         {"caused_wait", sn.s.caused},
         {"baseline_caused_wait", sn.base_caused},
@@ -282,6 +342,10 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
         {"waited_by", waited},
         {"window_s", window_s},
         {"confirmations", confirm_[s]}};
+    if (coll) {
+      d.evidence["coll_wait"] = sn.s.coll;  // its own share of the window inside collectives
+      d.evidence["baseline_coll_wait"] = sn.base_coll;
+    }
     d.key = key;
     res.verdicts.push_back(std::move(d));
   }

@@ -51,6 +51,20 @@
 // cgroup CPU quota throttling it), or it was not runnable (stopped, or
 // blocked outside MPI). A rank slow from the start has no change
 // point: the late-sender rule names it against its peers where they exist.
+//
+// Collective-only ranks (no point-to-point message so far) are compared
+// the same way, with the collectives as their exchanges: caused(r) is the
+// median share of the window the other collective-only ranks spent inside
+// collectives (a rank slow to arrive makes every other member wait), the
+// rate is its collectives per second, and a rank that waits more inside
+// collectives itself (its own share rose by more than max(floor, k x
+// spread), and by as much as the others' less the floor) is a victim,
+// never named: the slow one arrives last and waits least (stopped inside a
+// collective it holds the others there, so its share may rise too). Its
+// CPU share must drop by 5% of a CPU at least (a rank whose compute sleeps
+// runs a few percent, within its noise). Source coll_change_point, the
+// same key (one slow rank is one incident), and none while the compute
+// rule has the rank's incident open.
 #pragma once
 
 #include <cstdint>
@@ -98,11 +112,14 @@ class ChangePointTracker {
   struct Sample {
     double caused = 0, own = 0, cpu = 0, rate = 0;
     double runq = -1;  // its share of the window runnable on a run queue, not running (-1 unknown)
+    double coll = -1;  // a collective-only rank's own share of the window inside collectives (-1: p2p)
   };
   struct Sched {
     int pid = 0;
     long long cpu_ns = 0, runq_ns = -1;
     std::int64_t at_ns = 0;
+    long long coll_in_ns = -1;
+    std::uint64_t seq = 0;
   };
   std::map<int, Sched> sched_;
   ChangePointOptions opt_;

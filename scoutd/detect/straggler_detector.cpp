@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "common/log.hpp"
+#include "scoutd/detect/late_sender.hpp"
 
 namespace scout::scoutd {
 
@@ -91,7 +92,9 @@ StragglerTracker::Result StragglerTracker::update(const std::vector<RankEvidence
       at = now_s;
       ++confirm_[e.rank];
     }
-    if (confirm_[e.rank] < opt_.confirmations || open.count(key)) continue;
+    // One slow rank is one incident: not while the change-point rule has it.
+    if (confirm_[e.rank] < opt_.confirmations || open.count(key) || open.count(LateSenderTracker::key_for(e.rank)))
+      continue;
     // Scores of the slowest ranks (bounded: jobs have thousands of ranks).
     std::vector<std::size_t> order(el.size());
     for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;

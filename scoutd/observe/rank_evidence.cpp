@@ -68,7 +68,10 @@ void to_json(json& j, const RankEvidence& e) {
   if (e.state_s > 0) j["state_s"] = e.state_s;
   if (!e.stack.empty()) j["stack"] = {{"frames", e.stack}};
   else if (!e.stack_error.empty()) j["stack"] = {{"error", e.stack_error}};
-  if (e.cpu_ns >= 0) j["sched"] = {{"cpu_ns", e.cpu_ns}, {"runq_ns", e.runq_ns}, {"at_ns", e.sched_at_ns}};
+  if (e.cpu_ns >= 0) {
+    j["sched"] = {{"cpu_ns", e.cpu_ns}, {"runq_ns", e.runq_ns}, {"at_ns", e.sched_at_ns}};
+    if (e.coll_in_ns >= 0) j["sched"]["coll_in_ns"] = e.coll_in_ns;
+  }
   if (e.dead_s > 0) j["dead_s"] = e.dead_s;
   if (e.p2p_ops || !e.p2p_call.empty()) {
     j["p2p"] = {{"ops", e.p2p_ops}, {"call", e.p2p_call}, {"wait_s", e.p2p_wait_s}, {"peers", e.p2p_peers},
@@ -192,6 +195,10 @@ void from_json(const json& j, RankEvidence& e) {
     e.sched_at_ns = common::json_int<std::int64_t>(sc, "at_ns");
     if (e.cpu_ns < 0 || e.runq_ns < 0 || e.sched_at_ns <= 0)
       throw std::invalid_argument("sched: expected non-negative cpu_ns and runq_ns and a positive at_ns");
+    if (sc.contains("coll_in_ns")) {
+      e.coll_in_ns = common::json_int<long long>(sc, "coll_in_ns");
+      if (e.coll_in_ns < 0) throw std::invalid_argument("sched.coll_in_ns: expected a non-negative count of nanoseconds");
+    }
   }
   e.dead_s = j.value("dead_s", 0.0);
   if (j.contains("p2p") && j["p2p"].is_object()) {

@@ -57,6 +57,10 @@ struct RankEvidence {
   // then (differences between two gathers of one rank are comparable).
   long long cpu_ns = -1, runq_ns = -1;
   std::int64_t sched_at_ns = 0;
+  // Its time inside collectives so far (the record's cumulative count, as
+  // of its last exit from one; -1 unknown: a GPU or threaded rank, whose
+  // host time inside says nothing of its waits). Taken with cpu_ns.
+  long long coll_in_ns = -1;
   // Its user-space stack (innermost first, at most kMaxStackFrames), taken
   // by scout-stack once it had been stalled for a while and kept until it
   // progresses again; or why it could not be taken. Empty both: none taken.

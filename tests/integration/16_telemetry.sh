@@ -2,18 +2,20 @@
 # Federated telemetry outlier detection over 4 scoutds: every node applies
 # the same global model each round; a CPU hog inside rank 2 (from step 700,
 # after the warm-up) -> one advisory telemetry_anomaly verdict naming rank 2
-# on n3 with cpu_utilisation as the top feature; a healthy run -> none.
+# on n3 with cpu_utilisation as the top feature; a healthy run -> none; a
+# warm-up under a saturated host (a busy loop per core) -> the threshold
+# comes down after it, and the hog in rank 2 is named.
 # What the nodes' learners hold is read as a user reads it, from
 # `scoutctl status JOB --json` (its "learners": node, round, model, scoring),
 # polled while the job runs.
 # scout-test: alone (the learner's warm-up and a CPU hog inside one rank: tests beside it load every rank's CPU features; issue: pass beside a CPU hog)
-# Duration: about 50 s alone: two 1000-step runs; the learner needs its 10-round warm-up before the hog starts at step 700.
+# Duration: about 95 s alone: two 1000-step runs and a 1600-step one; the learner needs its 10-round warm-up before the hog starts at step 700 (1100 after a loaded warm-up).
 . "$top_srcdir/tests/integration/lib.sh"
 LEARN="--scoutd-arg=--learn-window=0.5 --scoutd-arg=--learn-round=1 --scoutd-arg=--learn-warmup=10"
 # sample_learners: one poll, one line per answer: [[node, round, model, scoring]...]
 sample_learners() {
   "$SCOUTCTL" status "$JOB" --json 2>/dev/null |
-    jq -c '[.learners[] | [.node, .round, .model, .scoring]] | sort' 2>/dev/null >> "$T/learners" || true
+    jq -c '[.learners[] | [.node, .round, .model, .scoring, .threshold]] | sort' 2>/dev/null >> "$T/learners" || true
 }
 # poll_until_verdict KIND SECONDS: samples the learners until a verdict of KIND
 poll_until_verdict() {
@@ -59,4 +61,33 @@ expect_eq "exit status (healthy)" "$RUN_RC" 0
 expect_eq "the healthy run got past the warm-up (all four scoring)" \
   "$(jq -s '[.[] | select(length == 4 and all(.[]; .[3] == true))] | length > 0' "$T/learners")" true
 expect_eq "verdicts (healthy)" "$(verdicts_json | jq length)" 0
-pass "telemetry: CPU hog in rank 2 -> advisory telemetry_anomaly; same model on every node; healthy run clean"
+
+# A warm-up under a saturated host: a busy loop on each core for the first
+# 8 s, while the learner settles its threshold; then the host is quiet, and
+# rank 2's hog starts at step 1100. The threshold frozen under load comes
+# down after the warm-up (the server says "(lowered)"), and rank 2 is named.
+JOB=$((JOB + 1))
+: > "$T/learners"
+sh -c 'while :; do :; done' & HOG1=$!
+sh -c 'while :; do :; done' & HOG2=$!
+trap 'kill $HOG1 $HOG2 2>/dev/null; cleanup' EXIT
+start_run -n 4 --nodes 4 $LEARN -- "$TRAIN" --steps 1600 --step-ms 20 --fault hog:rank=2:step=1100
+sleep 8
+kill $HOG1 $HOG2; trap cleanup EXIT
+poll_until_verdict telemetry_anomaly 120
+finish_run
+expect_eq "exit status (loaded warm-up)" "$RUN_RC" 0
+v=$(verdicts_json)
+expect_eq "verdicts (loaded warm-up)" "$(echo "$v" | jq -c '[.[] | [.kind, .ranks]]')" '[["telemetry_anomaly",[2]]]'
+# The deciding server's rounds: the threshold frozen by the warm-up, and
+# the one it came down to ("(lowered)").
+low=$(awk '/learn round:/ && match($0, /threshold [0-9.e+-]+/) {
+  t = substr($0, RSTART + 10, RLENGTH - 10)
+  if ($0 ~ /\(lowered\)/ && !done) { print prev, t; done = 1 }
+  prev = t }' "$T/run.log")
+[ -n "$low" ] || fail "the threshold of a loaded warm-up never came down: $(grep 'learn round:' "$T/run.log" | head -14)"
+at=$(echo "$v" | jq '.[0].evidence.threshold')
+echo "threshold after the loaded warm-up, lowered to, at the verdict: $low $at"
+echo "$low $at" | awk '{ exit !($2 < $1 && $3 <= $2 * 1.0001) }' ||
+  fail "thresholds (warm-up, lowered, at the verdict): $low $at"
+pass "telemetry: CPU hog in rank 2 -> advisory telemetry_anomaly; same model on every node; healthy run clean; a warm-up under load lowered, then rank 2 named"

@@ -365,3 +365,27 @@ TEST_CASE("change point: the victim of a straggler another rule named is not nam
   CHECK(named_with({}) == std::set<int>{0});  // rank 2 compared and found normal: explains nothing
   CHECK(named_with({LateSenderTracker::key_for(2)}).empty());
 }
+
+TEST_CASE("change point: a run-queue delay that moved by its noise is not said to be the cause") {
+  // Rank 1 runs 8% of a CPU (its compute sleeps), stopped it runs 4%: its
+  // run-queue delay moves from 1% to 3.5% of the window, more than half its
+  // drop but noise: "not runnable".
+  Job job;
+  ChangePointTracker t;
+  auto cpu = [](int r) { return r == 1 ? 0.08 : 0.95; };
+  run(t, job);
+  for (int w = 0; w < 6; ++w) {
+    job.window(role_caused, cpu, 0.002);
+    CHECK(run(t, job).empty());
+  }
+  job.runq = [](int r) { return r == 1 ? 0.035 : 0.01; };
+  std::vector<VerdictDraft> named;
+  for (int w = 0; w < 6 && named.empty(); ++w) {
+    job.window([](int s) { return s == 1 ? 0.5 : role_caused(s); }, [](int r) { return r == 1 ? 0.04 : 0.95; },
+               0.002);
+    named = run(t, job);
+  }
+  REQUIRE(named.size() == 1);
+  CHECK(named[0].ranks == std::vector<int>{1});
+  CHECK(named[0].evidence["cause"].get<std::string>().rfind("not runnable", 0) == 0);
+}
