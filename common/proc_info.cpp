@@ -57,6 +57,17 @@ ProcInfo read_proc_info(pid_t pid) {
   std::string first;
   if (sc >> first && !first.empty() && std::isdigit(static_cast<unsigned char>(first[0])))
     p.syscall = std::stol(first);
+  {
+    std::istringstream f(fields);
+    std::string x;
+    for (int i = 0; i <= 36 && f >> x; ++i)  // fields start at stat's third, the state; 39 is the CPU
+      if (i == 36 && !x.empty() && x.size() < 8 && std::isdigit(static_cast<unsigned char>(x[0]))) p.processor = std::stoi(x);
+  }
+  if (p.processor >= 0) {
+    std::ifstream fq(fmt::format("/sys/devices/system/cpu/cpu{}/cpufreq/scaling_cur_freq", p.processor));
+    long khz = -1;
+    if (fq >> khz && khz > 0 && khz < 100'000'000) p.cpu_khz = khz;
+  }
   std::ifstream ss(fmt::format("/proc/{}/schedstat", pid));
   long long on_cpu = -1, on_runq = -1;
   if (ss >> on_cpu >> on_runq && on_cpu >= 0 && on_runq >= 0) {

@@ -19,6 +19,11 @@ struct ProcInfo {
   // /proc/<pid>/schedstat (its main thread): nanoseconds on a CPU, and
   // waiting on a run queue (runnable but not running); -1 unreadable.
   long long cpu_ns = -1, runq_ns = -1;
+  // The CPU it last ran on (/proc/<pid>/stat's field 39), and that CPU's
+  // clock now (cpufreq's scaling_cur_freq, kHz); -1 unknown (no cpufreq:
+  // most virtual machines).
+  int processor = -1;
+  long cpu_khz = -1;
 };
 
 // The process is blocked inside a read/write-family system call (read,

@@ -251,6 +251,12 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
         if (a_for_b > opt_.floor && a_for_b > b_for_a) victims.insert(a);
       }
   for (int v : victims) flagged.erase(v);
+  // Slow from the start: the other ranks compared, by what is its own.
+  std::vector<StartSample> samples;
+  for (auto& [s, x] : now) samples.push_back({s, x.s.cpu, x.s.runq, x.s.own, live.at(s)->cpu_khz});
+  std::map<int, StartFinding> starved;
+  for (auto& f : slow_from_start(samples, opt_))
+    if (!flagged.count(f.rank) && !victims.count(f.rank)) starved[f.rank] = f;
   for (auto& [s, x] : now) {
     // A window whose CPU share dropped (flagged or not) does not enter the
     // baseline: a slow rank that is not confirmed yet must not become its
@@ -296,8 +302,19 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
   // progress rules' to name) starts again.
   for (auto it = confirm_.begin(); it != confirm_.end();)
     it = flagged.count(it->first) ? std::next(it) : confirm_.erase(it);
+  for (auto it = start_confirm_.begin(); it != start_confirm_.end();)
+    it = starved.count(it->first) ? std::next(it) : start_confirm_.erase(it);
+  start_flagged_.clear();
+  const int start_windows = opt_.start_windows > 0 ? opt_.start_windows : 2 * opt_.confirmations;
+  for (auto& [s, f] : starved) {
+    start_flagged_.insert(s);
+    healthy_.erase(s);
+    const std::string key = LateSenderTracker::key_for(s);
+    if (++start_confirm_[s] < start_windows || open.count(key) || open.count(StragglerTracker::key_for(s))) continue;
+    res.verdicts.push_back(start_verdict(f, *live.at(s), now.at(s).s.coll >= 0, window_s));
+  }
   for (auto& [s, sn] : now) {
-    if (!sn.compared) continue;
+    if (!sn.compared || starved.count(s)) continue;
     const std::string key = LateSenderTracker::key_for(s);
     if (!flagged.count(s)) {
       confirm_.erase(s);

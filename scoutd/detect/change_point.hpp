@@ -65,6 +65,20 @@
 // runs a few percent, within its noise). Source coll_change_point, the
 // same key (one slow rank is one incident), and none while the compute
 // rule has the rank's incident open.
+//
+// Slow from the start. A rank slower from its first windows has no change
+// point: its slow windows are its normal. Where it has no equivalent peers
+// either, it is compared with the other ranks by what is its own and not
+// its role's: it waits on a run queue for a CPU (by start_runq of the
+// window more than the others' median, with under start_cpu of their
+// median share), or its CPU's clock is under start_clock of theirs (a
+// slower or throttled CPU); and it waits for its partners least (its own
+// wait under theirs by the floor: the others wait, it is waited for). In
+// start_windows consecutive windows (default twice the confirmations) that
+// the change point did not flag: `straggler`, status inconclusive (no
+// earlier normal of its own shows the change), source slow_from_start, the
+// same key. On a host where every rank shares the cores they all wait
+// alike: nobody stands out.
 #pragma once
 
 #include <cstdint>
@@ -89,7 +103,28 @@ struct ChangePointOptions {
   double rate_floor = 0.15;  // the smallest slowdown of its exchanges, as a fraction of its baseline
   double spread_k = 4.0;   // ... and k x the robust spread of the rank's baseline
   std::uint64_t min_messages = 10;  // a rank's receivers got this many from it in a window
+  double start_runq = 0.2;   // slow from the start: on a run queue this much of the window more than the others
+  double start_cpu = 0.75;   // ... with under this fraction of their median CPU share
+  double start_clock = 0.85; // ... or its CPU's clock under this fraction of theirs
+  int start_windows = 0;     // ... in this many windows in a row (0: twice the confirmations)
 };
+
+// One rank's window, for the comparison with the others from the start.
+struct StartSample {
+  int rank = -1;
+  double cpu = 0, runq = -1, own = 0;  // shares of the window (runq -1: unknown)
+  long khz = -1;                       // its CPU's clock (-1 unknown)
+};
+struct StartFinding {
+  int rank = -1;
+  bool by_clock = false;  // its clock, not the run queue
+  StartSample self;
+  double others_cpu = 0, others_runq = -1, others_own = 0;  // the other ranks' medians
+  long others_khz = -1;
+};
+// The ranks slower than the others this window by their own evidence (see
+// "Slow from the start" above); at least two samples.
+std::vector<StartFinding> slow_from_start(const std::vector<StartSample>& samples, const ChangePointOptions& o);
 
 class ChangePointTracker {
  public:
@@ -100,8 +135,9 @@ class ChangePointTracker {
     bool closed = false;  // a window closed
   };
   Result update(const std::vector<RankEvidence>& ranks, double now_s, const std::set<std::string>& open);
-  // Whether the rank was flagged in the last closed window.
-  bool flagged(int rank) const { return flagged_.count(rank) > 0; }
+  // Whether the rank was flagged in the last closed window (against its
+  // own past, or from the start).
+  bool flagged(int rank) const { return flagged_.count(rank) > 0 || start_flagged_.count(rank) > 0; }
   ChangePointOptions& options() { return opt_; }
 
  private:
@@ -144,8 +180,9 @@ class ChangePointTracker {
     }
   };
   std::map<std::pair<int, int>, EdgeHistory> edge_base_;  // (waiter, sender)
-  std::map<int, int> confirm_, healthy_;
-  std::set<int> flagged_;
+  std::map<int, int> confirm_, healthy_, start_confirm_;
+  std::set<int> flagged_, start_flagged_;
+  VerdictDraft start_verdict(const StartFinding& f, const RankEvidence& e, bool coll, double window_s) const;
 };
 
 }  // namespace scout::scoutd

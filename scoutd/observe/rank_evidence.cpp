@@ -71,6 +71,7 @@ void to_json(json& j, const RankEvidence& e) {
   if (e.cpu_ns >= 0) {
     j["sched"] = {{"cpu_ns", e.cpu_ns}, {"runq_ns", e.runq_ns}, {"at_ns", e.sched_at_ns}};
     if (e.coll_in_ns >= 0) j["sched"]["coll_in_ns"] = e.coll_in_ns;
+    if (e.cpu_khz > 0) j["sched"]["cpu_khz"] = e.cpu_khz;
   }
   if (e.dead_s > 0) j["dead_s"] = e.dead_s;
   if (e.p2p_ops || !e.p2p_call.empty()) {
@@ -198,6 +199,10 @@ void from_json(const json& j, RankEvidence& e) {
     if (sc.contains("coll_in_ns")) {
       e.coll_in_ns = common::json_int<long long>(sc, "coll_in_ns");
       if (e.coll_in_ns < 0) throw std::invalid_argument("sched.coll_in_ns: expected a non-negative count of nanoseconds");
+    }
+    if (sc.contains("cpu_khz")) {
+      e.cpu_khz = common::json_int<long>(sc, "cpu_khz");
+      if (e.cpu_khz <= 0 || e.cpu_khz >= 100'000'000) throw std::invalid_argument("sched.cpu_khz: expected a clock in kHz, 1 to 99999999");
     }
   }
   e.dead_s = j.value("dead_s", 0.0);

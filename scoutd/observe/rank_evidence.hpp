@@ -61,6 +61,8 @@ struct RankEvidence {
   // of its last exit from one; -1 unknown: a GPU or threaded rank, whose
   // host time inside says nothing of its waits). Taken with cpu_ns.
   long long coll_in_ns = -1;
+  // The clock of the CPU it last ran on, kHz (-1 unknown: no cpufreq).
+  long cpu_khz = -1;
   // Its user-space stack (innermost first, at most kMaxStackFrames), taken
   // by scout-stack once it had been stalled for a while and kept until it
   // progresses again; or why it could not be taken. Empty both: none taken.

@@ -227,6 +227,7 @@ std::vector<RankEvidence> RankWatcher::evidence(bool for_gather) const {
         e.cpu_ns = p.cpu_ns;
         e.runq_ns = p.runq_ns;
         e.sched_at_ns = now;
+        e.cpu_khz = p.cpu_khz;
         if (!e.gpu.present && !e.threaded)
           e.coll_in_ns = static_cast<long long>(std::min<std::uint64_t>(s.last.inside_ns, std::uint64_t{1} << 62));
         if (!p.exists) e.alive = false;

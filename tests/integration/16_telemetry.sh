@@ -70,7 +70,7 @@ JOB=$((JOB + 1))
 : > "$T/learners"
 sh -c 'while :; do :; done' & HOG1=$!
 sh -c 'while :; do :; done' & HOG2=$!
-trap 'kill $HOG1 $HOG2 2>/dev/null; cleanup' EXIT
+trap 'kill $HOG1 $HOG2 2>/dev/null || true; cleanup' EXIT
 start_run -n 4 --nodes 4 $LEARN -- "$TRAIN" --steps 1600 --step-ms 20 --fault hog:rank=2:step=1100
 sleep 8
 kill $HOG1 $HOG2; trap cleanup EXIT

@@ -240,3 +240,103 @@ TEST_CASE("evidence: a rank's time inside collectives round-trips with its sched
     CHECK_THROWS_AS(b.get<RankEvidence>(), std::exception);
   }
 }
+
+// ---- slow from the start ----
+
+namespace {
+std::vector<StartSample> samples(std::vector<double> cpu, std::vector<double> runq, std::vector<double> own,
+                                 std::vector<long> khz = {}) {
+  std::vector<StartSample> v;
+  for (std::size_t i = 0; i < cpu.size(); ++i)
+    v.push_back({static_cast<int>(i), cpu[i], runq[i], own[i], i < khz.size() ? khz[i] : -1L});
+  return v;
+}
+}  // namespace
+
+TEST_CASE("slow from the start: a rank that waits for a CPU and is waited for stands out; sharing alike does not") {
+  const ChangePointOptions o;
+  auto f = slow_from_start(samples({0.35, 0.95, 0.9, 0.95}, {0.6, 0.04, 0.05, 0.03}, {0.02, 0.5, 0.45, 0.5}), o);
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].rank == 0);
+  CHECK(!f[0].by_clock);
+  CHECK(f[0].others_runq == doctest::Approx(0.04));
+  CHECK(f[0].others_cpu == doctest::Approx(0.95));
+  // Every rank shares the cores: they all wait alike.
+  CHECK(slow_from_start(samples({0.5, 0.45, 0.55, 0.5}, {0.5, 0.55, 0.45, 0.5}, {0.1, 0.5, 0.4, 0.5}), o).empty());
+  // It waits for a CPU but also for its partners as much as they do: not the one they wait for.
+  CHECK(slow_from_start(samples({0.35, 0.95, 0.9, 0.95}, {0.6, 0.04, 0.05, 0.03}, {0.5, 0.5, 0.45, 0.5}), o).empty());
+  // Its CPU's clock is under 85% of the others': by its clock.
+  f = slow_from_start(samples({0.95, 0.95, 0.95}, {0.01, 0.01, 0.01}, {0.0, 0.4, 0.4}, {1'200'000, 2'600'000, 2'600'000}), o);
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].rank == 0);
+  CHECK(f[0].by_clock);
+  CHECK(f[0].others_khz == 2'600'000);
+  // One rank: nobody to compare with.
+  CHECK(slow_from_start(samples({0.1}, {0.9}, {0.0}), o).empty());
+}
+
+TEST_CASE("slow from the start: named inconclusive after twice K windows, never attributed; resolved once it recovers") {
+  CollJob job(4);
+  job.runq = [](int r) { return r == 2 ? 0.6 : 0.02; };
+  ChangePointTracker t;
+  run(t, job);
+  auto inside = [](int r) { return r == 2 ? 0.03 : 0.7; };
+  auto cpu = [](int r) { return r == 2 ? 0.35 : 0.95; };
+  std::vector<VerdictDraft> named;
+  int windows = 0;
+  while (named.empty() && windows < 12) {
+    job.window(inside, cpu, 40);
+    named = run(t, job);
+    ++windows;
+  }
+  CHECK(windows == 7);  // the first window has no CPU share yet (its start is the first sample), then 2 x K
+  REQUIRE(named.size() == 1);
+  const VerdictDraft& d = named[0];
+  CHECK(d.ranks == std::vector<int>{2});
+  CHECK(d.status == scout::c3::VerdictStatus::kInconclusive);
+  CHECK(d.key == LateSenderTracker::key_for(2));
+  CHECK(d.evidence["source"] == "slow_from_start");
+  CHECK(d.evidence["type"] == "collective");
+  CHECK(d.evidence["cause"].get<std::string>().rfind("runnable and waiting for a CPU 60%", 0) == 0);
+  CHECK(d.evidence["others_runq_share"].get<double>() == doctest::Approx(0.02).epsilon(0.2));
+  CHECK(t.flagged(2));
+  // Open: not named again, not resolved while it stays slow.
+  const std::set<std::string> open = {d.key};
+  for (int w = 0; w < 4; ++w) {
+    job.window(inside, cpu, 40);
+    auto r = t.update(job.ev, job.now, open);
+    CHECK(r.verdicts.empty());
+    CHECK(r.resolved.empty());
+  }
+  // It gets its CPU: resolved after K windows.
+  job.runq = [](int) { return 0.02; };
+  std::vector<std::string> resolved;
+  for (int w = 0; w < 6 && resolved.empty(); ++w) {
+    job.window(role_inside, full_cpu, 100);
+    auto r = t.update(job.ev, job.now, open);
+    CHECK(r.verdicts.empty());
+    resolved = r.resolved;
+  }
+  CHECK(resolved == std::vector<std::string>{d.key});
+}
+
+TEST_CASE("slow from the start: every rank sharing the cores, or a rank that computes more, names nobody") {
+  CollJob job(4);
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> q(0.4, 0.6);
+  job.runq = [&](int) { return q(rng); };
+  ChangePointTracker t;
+  run(t, job);
+  for (int w = 0; w < 20; ++w) {
+    job.window(role_inside, [](int) { return 0.5; }, 60);
+    CHECK(run(t, job).empty());
+  }
+  // Rank 0 computes more (waits least) with its CPU and no run-queue wait of its own.
+  CollJob roles(4);
+  ChangePointTracker t2;
+  run(t2, roles);
+  for (int w = 0; w < 20; ++w) {
+    roles.window(role_inside, full_cpu, 60);
+    CHECK(run(t2, roles).empty());
+  }
+}
