@@ -72,8 +72,8 @@
 // its role's: it waits on a run queue for a CPU (by start_runq of the
 // window more than the others' median, with under start_cpu of their
 // median share), or its CPU's clock is under start_clock of theirs (a
-// slower or throttled CPU); and it waits for its partners least (its own
-// wait under theirs by the floor: the others wait, it is waited for). In
+// slower or throttled CPU); and it waits for its partners less than they
+// do (its own wait under their median: they wait, it is waited for). In
 // start_windows consecutive windows (default twice the confirmations) that
 // the change point did not flag: `straggler`, status inconclusive (no
 // earlier normal of its own shows the change), source slow_from_start, the

@@ -61,7 +61,7 @@ std::vector<StartFinding> slow_from_start(const std::vector<StartSample>& sample
     if (s.runq >= 0) f.others_runq = small ? without(runq, s.runq) : med_all(runq_s);
     if (s.khz > 0) f.others_khz = static_cast<long>(small ? without(khz, static_cast<double>(s.khz)) : med_all(khz_s));
     // It waits for its partners least: the others wait, it is waited for.
-    if (s.own > f.others_own - o.floor) continue;
+    if (s.own >= f.others_own) continue;
     const bool by_runq = s.runq >= 0 && f.others_runq >= 0 && s.runq - f.others_runq >= o.start_runq &&
                          s.cpu <= o.start_cpu * f.others_cpu;
     const bool by_clock = s.khz > 0 && f.others_khz > 0 && s.khz <= o.start_clock * static_cast<double>(f.others_khz);

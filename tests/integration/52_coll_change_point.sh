@@ -9,7 +9,7 @@
 # from its first steps: no change point, no equivalent peer; it is named
 # inconclusive (source slow_from_start) by its own wait for a CPU.
 # scout-test: alone (the change-point rule compares a rank with its own past CPU share: tests beside it change every rank's share; issue: pass beside a CPU hog)
-# Duration: about 75 s alone: a 12 s baseline, the verdict about 10 s after the stops start, its resolution about 10 s after they end; the hog case about 25 s.
+# Duration: about 65 s alone: a 12 s baseline, the verdict about 10 s after the stops start, its resolution about 10 s after they end; the hog case about 25 s.
 . "$top_srcdir/tests/integration/lib.sh"
 DUTY= HOG=
 trap '[ -z "$DUTY" ] || kill "$DUTY" 2>/dev/null || true; cleanup' EXIT

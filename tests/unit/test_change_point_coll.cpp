@@ -239,6 +239,16 @@ TEST_CASE("evidence: a rank's time inside collectives round-trips with its sched
     b["sched"]["coll_in_ns"] = nlohmann::json::parse(bad);
     CHECK_THROWS_AS(b.get<RankEvidence>(), std::exception);
   }
+  // The clock of its CPU, where the node has cpufreq.
+  e.cpu_khz = 2'600'000;
+  j = e;
+  CHECK(j["sched"]["cpu_khz"] == 2'600'000);
+  CHECK(j.get<RankEvidence>().cpu_khz == 2'600'000);
+  for (const char* bad : {"0", "-1", "100000000", "\"fast\""}) {
+    auto b = j;
+    b["sched"]["cpu_khz"] = nlohmann::json::parse(bad);
+    CHECK_THROWS_AS(b.get<RankEvidence>(), std::exception);
+  }
 }
 
 // ---- slow from the start ----
@@ -265,6 +275,8 @@ TEST_CASE("slow from the start: a rank that waits for a CPU and is waited for st
   CHECK(slow_from_start(samples({0.5, 0.45, 0.55, 0.5}, {0.5, 0.55, 0.45, 0.5}, {0.1, 0.5, 0.4, 0.5}), o).empty());
   // It waits for a CPU but also for its partners as much as they do: not the one they wait for.
   CHECK(slow_from_start(samples({0.35, 0.95, 0.9, 0.95}, {0.6, 0.04, 0.05, 0.03}, {0.5, 0.5, 0.45, 0.5}), o).empty());
+  // Descheduled inside collectives too, it waits less than the others all the same (test 52: 0.42 against 0.52).
+  CHECK(slow_from_start(samples({0.36, 0.86}, {0.64, 0.14}, {0.42, 0.52}), o).size() == 1);
   // Its CPU's clock is under 85% of the others': by its clock.
   f = slow_from_start(samples({0.95, 0.95, 0.95}, {0.01, 0.01, 0.01}, {0.0, 0.4, 0.4}, {1'200'000, 2'600'000, 2'600'000}), o);
   REQUIRE(f.size() == 1);
