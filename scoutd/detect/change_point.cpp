@@ -20,6 +20,7 @@ namespace {
 // drops by less than the noise of its run-queue delay).
 constexpr double kRunqFloor = 0.03;
 constexpr double kCollCpuFloor = 0.05;
+constexpr double kIoPhaseBytes = 1 << 20;  // per second
 std::string cause_of(double runq, double base_runq, double drop) {
   if (runq < 0 || base_runq < 0) return "unknown (no run-queue delay in this window or its baseline)";
   if (runq - base_runq >= std::max(0.5 * drop, kRunqFloor))
@@ -39,17 +40,18 @@ double spread_of(const std::vector<double>& v) {
   return c3::robust_scale(v).first;
 }
 
-// The median of `sorted` without one element equal to x (which it holds).
+
+}  // namespace
+
 double median_without(const std::vector<double>& sorted, double x) {
   const std::size_t m = sorted.size();
   if (m < 2) return 0;
-  const auto i = static_cast<std::size_t>(std::lower_bound(sorted.begin(), sorted.end(), x) - sorted.begin());
+  auto i = static_cast<std::size_t>(std::lower_bound(sorted.begin(), sorted.end(), x) - sorted.begin());
+  if (i >= m) i = m - 1;  // x not held (NaN): the largest is left out
   auto at = [&](std::size_t j) { return sorted[j < i ? j : j + 1]; };
   const std::size_t k = m - 1;
   return (at((k - 1) / 2) + at(k / 2)) / 2;
 }
-
-}  // namespace
 
 ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvidence>& ranks, double now_s,
                                                       const std::set<std::string>& open) {
@@ -101,7 +103,7 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
   // its core, or a CPU quota's throttling).
   // And, for a collective-only rank, its share of the window inside
   // collectives and how many it entered.
-  std::map<int, double> cpu, runq, coll_in, coll_rate;
+  std::map<int, double> cpu, runq, coll_in, coll_rate, io_rate;
   for (auto& [r, e] : live) {
     auto it = sched_.find(r);
     if (e->cpu_ns >= 0 && it != sched_.end() && e->pid == it->second.pid && e->sched_at_ns > it->second.at_ns &&
@@ -111,13 +113,17 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
       cpu[r] = static_cast<double>(e->cpu_ns - b.cpu_ns) / dt;
       if (e->runq_ns >= 0 && b.runq_ns >= 0 && e->runq_ns >= b.runq_ns)
         runq[r] = static_cast<double>(e->runq_ns - b.runq_ns) / dt;
+      const long long io = e->rchar >= 0 && e->wchar >= 0 ? e->rchar + e->wchar : -1;
+      if (io >= 0 && b.io >= 0 && io >= b.io) io_rate[r] = static_cast<double>(io - b.io) / dt * 1e9;
       if (e->p2p_ops == 0 && e->peers.empty() && e->coll_in_ns >= 0 && b.coll_in_ns >= 0 &&
           e->coll_in_ns >= b.coll_in_ns && e->seq >= b.seq + opt_.min_messages) {
         coll_in[r] = std::min(1.0, static_cast<double>(e->coll_in_ns - b.coll_in_ns) / dt);
         coll_rate[r] = static_cast<double>(e->seq - b.seq) / dt * 1e9;
       }
     }
-    if (e->cpu_ns >= 0) sched_[r] = {e->pid, e->cpu_ns, e->runq_ns, e->sched_at_ns, e->coll_in_ns, e->seq};
+    if (e->cpu_ns >= 0)
+      sched_[r] = {e->pid, e->cpu_ns, e->runq_ns, e->sched_at_ns, e->coll_in_ns, e->seq,
+                   e->rchar >= 0 && e->wchar >= 0 ? e->rchar + e->wchar : -1};
   }
   std::vector<double> coll_sorted;
   for (auto& [r, c] : coll_in) coll_sorted.push_back(c);
@@ -190,14 +196,16 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
     if (x.s.coll >= 0) x.drop_min = std::max(x.drop_min, kCollCpuFloor);
   }
   std::set<int> flagged;
+  std::vector<double> drops;  // of the compared ranks, sorted: each one's others' median in O(1)
+  for (auto& [s, x] : now)
+    if (x.compared) drops.push_back(x.drop);
+  std::sort(drops.begin(), drops.end());
   for (auto& [s, x] : now) {
     if (!x.compared) continue;
     // The others' drop: a change of the whole job (a phase, a busier node) is
     // nobody's.
-    std::vector<double> others;
-    for (auto& [o, y] : now)
-      if (o != s && y.compared) others.push_back(y.drop);
-    const double others_drop = others.empty() ? 0 : c3::median(others);
+    const std::size_t n_others = drops.size() - 1;
+    const double others_drop = n_others == 0 ? 0 : median_without(drops, x.drop);
     log::debug("change point: rank {} caused {:.3f} (baseline {:.3f}, rise min {:.3f}) own {:.3f} ({:.3f}) "
                "cpu {:.3f} (baseline {:.3f}, drop min {:.3f}, others' drop {:.3f}) slowed {:.2f} (min {:.2f})",
                s, x.s.caused, x.base_caused, x.rise_min, x.s.own, x.base_own, x.s.cpu, x.base_cpu, x.drop_min,
@@ -210,7 +218,7 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
     // recovers, and its share falls to what it was while the job goes
     // faster; its receivers waiting more for it then is the end of a
     // baseline taken while another rank was slow, not a slowdown.
-    const bool critical = x.rise > x.rise_min || (others.size() >= 2 && x.slowed > x.slowed_min);
+    const bool critical = x.rise > x.rise_min || (n_others >= 2 && x.slowed > x.slowed_min);
     const bool sped_up = -x.slowed > opt_.rate_floor;
     // A collective-only rank that waits more inside collectives, as much
     // more as the others do, waits for someone: a victim (the slow one
@@ -218,9 +226,16 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
     // others there too, so its own share may rise, by less than theirs).
     const double own_rise = x.s.coll - x.base_coll;
     const bool waits_more = x.s.coll >= 0 && own_rise > x.coll_rise_min && own_rise >= x.rise - opt_.floor;
-    if (x.drop > x.drop_min && others_drop < x.drop / 2 && critical && !sped_up && !waits_more) flagged.insert(s);
-    log::debug("change point: rank {} {} (critical {}, sped up {}, waits more {})", s,
-               flagged.count(s) ? "flagged" : "not flagged", critical, sped_up, waits_more);
+    // A collective-only rank not runnable while it reads or writes (rank 0
+    // writing a checkpoint): an I/O phase, not a slowdown (the I/O rules
+    // name a write that never ends).
+    const bool io_phase = x.s.coll >= 0 && io_rate.count(s) && io_rate.at(s) >= kIoPhaseBytes &&
+                          !(x.s.runq >= 0 && x.base_runq >= 0 &&
+                            x.s.runq - x.base_runq >= std::max(0.5 * x.drop, kRunqFloor));
+    if (x.drop > x.drop_min && others_drop < x.drop / 2 && critical && !sped_up && !waits_more && !io_phase)
+      flagged.insert(s);
+    log::debug("change point: rank {} {} (critical {}, sped up {}, waits more {}, I/O phase {})", s,
+               flagged.count(s) ? "flagged" : "not flagged", critical, sped_up, waits_more, io_phase);
     x.unexplained = !critical || sped_up;
   }
   // Its own evidence, not the delay it passes on: a flagged rank that waits
@@ -251,12 +266,24 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
         if (a_for_b > opt_.floor && a_for_b > b_for_a) victims.insert(a);
       }
   for (int v : victims) flagged.erase(v);
-  // Slow from the start: the other ranks compared, by what is its own.
-  std::vector<StartSample> samples;
-  for (auto& [s, x] : now) samples.push_back({s, x.s.cpu, x.s.runq, x.s.own, live.at(s)->cpu_khz});
+  // Slow from the start: the other ranks of its kind compared, by what is
+  // its own (a point-to-point rank's wait per partner: an edge of a
+  // stencil has fewer partners). A rank whose incident this rule opened is
+  // kept at half the distance to the thresholds.
   std::map<int, StartFinding> starved;
-  for (auto& f : slow_from_start(samples, opt_))
-    if (!flagged.count(f.rank) && !victims.count(f.rank)) starved[f.rank] = f;
+  for (const bool coll : {false, true}) {
+    std::vector<StartSample> samples, kept;
+    for (auto& [s, x] : now) {
+      if ((x.s.coll >= 0) != coll) continue;
+      const double own_each = coll ? x.s.own : x.s.own / static_cast<double>(std::max<std::size_t>(1, waits_of[s].size()));
+      samples.push_back({s, x.s.cpu, x.s.runq, own_each, live.at(s)->cpu_khz});
+    }
+    for (auto& f : slow_from_start(samples, opt_)) starved[f.rank] = f;
+    for (auto& f : slow_from_start(samples, opt_, true))
+      if (start_flagged_.count(f.rank) && open.count(LateSenderTracker::key_for(f.rank))) starved.emplace(f.rank, f);
+  }
+  for (int r : flagged) starved.erase(r);
+  for (int r : victims) starved.erase(r);
   for (auto& [s, x] : now) {
     // A window whose CPU share dropped (flagged or not) does not enter the
     // baseline: a slow rank that is not confirmed yet must not become its

@@ -62,7 +62,9 @@
 // never named: the slow one arrives last and waits least (stopped inside a
 // collective it holds the others there, so its share may rise too). Its
 // CPU share must drop by 5% of a CPU at least (a rank whose compute sleeps
-// runs a few percent, within its noise). Source coll_change_point, the
+// runs a few percent, within its noise), and a rank that was not runnable
+// while it read or wrote 1 MiB/s or more is in an I/O phase (rank 0 writing
+// a checkpoint), not named here. Source coll_change_point, the
 // same key (one slow rank is one incident), and none while the compute
 // rule has the rank's incident open.
 //
@@ -123,8 +125,15 @@ struct StartFinding {
   long others_khz = -1;
 };
 // The ranks slower than the others this window by their own evidence (see
-// "Slow from the start" above); at least two samples.
-std::vector<StartFinding> slow_from_start(const std::vector<StartSample>& samples, const ChangePointOptions& o);
+// "Slow from the start" above); at least two samples, all of one kind
+// (point-to-point or collective-only: their waits are not alike). `keep`:
+// only the run-queue or clock condition at half its distance, for ranks
+// whose incident is open (it resolves once they are well clear of it, not
+// when they hover at the threshold).
+std::vector<StartFinding> slow_from_start(const std::vector<StartSample>& samples, const ChangePointOptions& o,
+                                          bool keep = false);
+// The median of `sorted` (ascending) without one element equal to x.
+double median_without(const std::vector<double>& sorted, double x);
 
 class ChangePointTracker {
  public:
@@ -156,6 +165,7 @@ class ChangePointTracker {
     std::int64_t at_ns = 0;
     long long coll_in_ns = -1;
     std::uint64_t seq = 0;
+    long long io = -1;  // rchar + wchar
   };
   std::map<int, Sched> sched_;
   ChangePointOptions opt_;

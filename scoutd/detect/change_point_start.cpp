@@ -13,26 +13,12 @@ namespace scout::scoutd {
 
 using nlohmann::json;
 
-namespace {
-
-// The median of the values of `all` but index `skip`'s (at least one other).
-template <class T>
-double median_but(const std::vector<T>& all, std::size_t skip) {
-  std::vector<double> v;
-  v.reserve(all.size());
-  for (std::size_t i = 0; i < all.size(); ++i)
-    if (i != skip) v.push_back(static_cast<double>(all[i]));
-  return v.empty() ? 0 : c3::median(v);
-}
-
-}  // namespace
-
-std::vector<StartFinding> slow_from_start(const std::vector<StartSample>& samples, const ChangePointOptions& o) {
+std::vector<StartFinding> slow_from_start(const std::vector<StartSample>& samples, const ChangePointOptions& o,
+                                          bool keep) {
   std::vector<StartFinding> out;
-  const std::size_t n = samples.size();
-  if (n < 2) return out;
+  if (samples.size() < 2) return out;
   // The others' medians, each without the rank itself: sorted once, the
-  // rank's own value taken out by position (O(n log n) for the job).
+  // rank's own value left out by position (O(n log n) for the job).
   std::vector<double> cpu, own, runq, khz;
   for (auto& s : samples) {
     cpu.push_back(s.cpu);
@@ -40,31 +26,28 @@ std::vector<StartFinding> slow_from_start(const std::vector<StartSample>& sample
     if (s.runq >= 0) runq.push_back(s.runq);
     if (s.khz > 0) khz.push_back(static_cast<double>(s.khz));
   }
-  auto without = [](std::vector<double> v, double x) {
-    // v holds x: the median of the others.
-    std::sort(v.begin(), v.end());
-    const auto it = std::lower_bound(v.begin(), v.end(), x);
-    if (it != v.end() && *it == x) v.erase(it);
-    return v.empty() ? -1.0 : c3::median(v);
-  };
-  const bool small = n <= 64;  // a copy per rank is cheap; past it, the medians of all
-  std::vector<double> cpu_s = cpu, own_s = own, runq_s = runq, khz_s = khz;
-  for (auto* v : {&cpu_s, &own_s, &runq_s, &khz_s}) std::sort(v->begin(), v->end());
-  auto med_all = [](const std::vector<double>& v) { return v.empty() ? -1.0 : c3::median(v); };
-  for (std::size_t i = 0; i < n; ++i) {
-    const StartSample& s = samples[i];
+  for (auto* v : {&cpu, &own, &runq, &khz}) std::sort(v->begin(), v->end());
+  // Kept (its incident open): half the distance to the threshold.
+  const double runq_min = keep ? o.start_runq / 2 : o.start_runq;
+  const double cpu_max = keep ? (1 + o.start_cpu) / 2 : o.start_cpu;
+  const double clock_max = keep ? (1 + o.start_clock) / 2 : o.start_clock;
+  for (auto& s : samples) {
     StartFinding f;
     f.rank = s.rank;
     f.self = s;
-    f.others_cpu = small ? median_but(cpu, i) : med_all(cpu_s);
-    f.others_own = small ? median_but(own, i) : med_all(own_s);
-    if (s.runq >= 0) f.others_runq = small ? without(runq, s.runq) : med_all(runq_s);
-    if (s.khz > 0) f.others_khz = static_cast<long>(small ? without(khz, static_cast<double>(s.khz)) : med_all(khz_s));
-    // It waits for its partners least: the others wait, it is waited for.
-    if (s.own >= f.others_own) continue;
-    const bool by_runq = s.runq >= 0 && f.others_runq >= 0 && s.runq - f.others_runq >= o.start_runq &&
-                         s.cpu <= o.start_cpu * f.others_cpu;
-    const bool by_clock = s.khz > 0 && f.others_khz > 0 && s.khz <= o.start_clock * static_cast<double>(f.others_khz);
+    f.others_cpu = median_without(cpu, s.cpu);
+    f.others_own = median_without(own, s.own);
+    if (s.runq >= 0 && runq.size() >= 2) f.others_runq = median_without(runq, s.runq);
+    if (s.khz > 0 && khz.size() >= 2) f.others_khz = static_cast<long>(median_without(khz, static_cast<double>(s.khz)));
+    // It waits for its partners less than they do: they wait, it is waited for.
+    if (!keep && s.own >= f.others_own) continue;
+    const bool by_runq =
+        s.runq >= 0 && f.others_runq >= 0 && s.runq - f.others_runq >= runq_min && s.cpu <= cpu_max * f.others_cpu;
+    // A lower clock only while it ran most of the window like the others (an
+    // idle core reads a low clock: a rank that waits, or sleeps, would).
+    const bool busy = s.cpu >= 0.5 && s.cpu >= 0.9 * f.others_cpu;
+    const bool by_clock =
+        busy && s.khz > 0 && f.others_khz > 0 && s.khz <= clock_max * static_cast<double>(f.others_khz);
     if (!by_runq && !by_clock) continue;
     f.by_clock = !by_runq;
     out.push_back(f);
@@ -88,9 +71,9 @@ VerdictDraft ChangePointTracker::start_verdict(const StartFinding& f, const Rank
                         "process on its core, or a CPU quota throttling it",
                         100 * f.self.runq, 100 * f.others_runq);
   d.evidence = {
-      {"rule", "slower than the other ranks from its first windows by its own evidence (it waits for a CPU, or its "
-               "clock is lower) and waits least for its partners; no earlier normal of its own shows a change and "
-               "no equivalent peers compare it: inconclusive"},
+      {"rule", "slower than the other ranks by its own evidence (it waits for a CPU, or its clock is lower) and "
+               "waits for its partners less than they do, with no change against its own past (slow from its "
+               "first windows, or its slow windows became its normal): inconclusive"},
       {"type", coll ? "collective" : "p2p"},
       {"source", "slow_from_start"},
       {"culprits", json::array({{{"rank", f.rank}, {"host", e.node}, {"pid", e.pid}}})},

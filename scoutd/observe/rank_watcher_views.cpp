@@ -229,7 +229,13 @@ std::vector<RankEvidence> RankWatcher::evidence(bool for_gather) const {
         e.sched_at_ns = now;
         e.cpu_khz = p.cpu_khz;
         if (!e.gpu.present && !e.threaded)
-          e.coll_in_ns = static_cast<long long>(std::min<std::uint64_t>(s.last.inside_ns, std::uint64_t{1} << 62));
+        {
+          // As of its last exit, plus the collective it is inside now.
+          std::uint64_t in = std::min<std::uint64_t>(s.last.inside_ns, std::uint64_t{1} << 62);
+          if (s.last.in_collective && s.last.entry_ns > 0 && now > 0 && static_cast<std::uint64_t>(now) > s.last.entry_ns)
+            in += std::min<std::uint64_t>(static_cast<std::uint64_t>(now) - s.last.entry_ns, std::uint64_t{1} << 61);
+          e.coll_in_ns = static_cast<long long>(in);
+        }
         if (!p.exists) e.alive = false;
         if (s.state_since_ns && p.state == s.state) e.state_s = (now - s.state_since_ns) / 1e9;
       } else {

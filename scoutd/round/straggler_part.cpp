@@ -116,7 +116,11 @@ class Stragglers final : public Participant {
     if (!st.verdicts.empty() && ctx_.cfg.replay) ctx_.compute_straggler_confirmed = true;
     auto lt = late_.update(g.ranks, ctx_.now(), open);
     auto lr = late_recv_.update(g.ranks, ctx_.now(), open);
-    auto cp = change_.update(g.ranks, ctx_.now(), open);
+    // A compute straggler confirmed in this very gather is the rank's one
+    // incident: the change point sees its key as open.
+    auto open_cp = open;
+    for (auto& v : st.verdicts) open_cp.insert(v.key);
+    auto cp = change_.update(g.ranks, ctx_.now(), open_cp);
     if (st.compared) down.median_compute_s = st.median_compute_s;
     for (auto* keys : {&st.resolved, &ct.resolved})
       for (auto& key : *keys) desk_.resolve(key);
