@@ -5,6 +5,7 @@
 
 #include <random>
 
+#include "scoutd/detect/late_sender.hpp"
 #include "scoutd/detect/straggler_detector.hpp"
 
 using namespace scout::scoutd;
@@ -47,6 +48,16 @@ TEST_CASE("a slow rank is named after three confirmations with new steps, with i
   CHECK(d.evidence["culprits"][0]["score"].get<double>() == doctest::Approx(26.0));
   CHECK(d.evidence["confirmations"] == 3);
   CHECK(d.evidence["scores"]["3"].get<double>() == doctest::Approx(26.0));
+}
+
+TEST_CASE("one slow rank is one incident: not while another rule's straggler incident of the rank is open") {
+  StragglerTracker t;
+  const std::set<std::string> open = {LateSenderTracker::key_for(3)};  // the change point's, or a late sender's
+  for (int round = 1; round <= 5; ++round) {
+    auto v = ranks(8, 10 * round, 0.002);
+    v[3].compute_s = 0.052;
+    CHECK(t.update(v, open).verdicts.empty());
+  }
 }
 
 TEST_CASE("without new steps a gather does not confirm") {
