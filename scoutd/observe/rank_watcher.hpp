@@ -39,7 +39,10 @@ struct LocalSummary {
   std::uint32_t outsig_new = 0;  // collective-output signatures read since the last gather
   double max_stopped_s = 0;      // longest a rank has been stopped/D/zombie without progress
   std::uint32_t ended = 0;       // ranks whose record holds an end event (abort, fatal signal)
-  std::uint32_t p2p_active = 0;  // ranks that completed messages since the previous summary
+  // Ranks whose exchanges moved since the previous summary: point-to-point
+  // messages completed, or a collective-only CPU rank's collectives (both
+  // are compared with their own past in windows: the change point).
+  std::uint32_t p2p_active = 0;
 };
 
 int compute_bin(double seconds);
@@ -131,6 +134,7 @@ class RankWatcher final : public RankSource {
     c3::EndEvent end{};             // its end event, once written
     bool have_end = false;
     mutable std::uint64_t ops_summarised = 0;  // p2p.ops at the previous summary
+    mutable std::uint64_t seq_summarised = 0;  // its collectives at the previous summary
     std::map<int, RankEvidence::Peer> peers;  // per-peer counters (read every few ticks)
     c3::GpuLive gpu{};              // version 7: GPU completion
     std::vector<c3::CommOps> comm_ops;  // ... per communicator

@@ -57,7 +57,10 @@ LocalSummary RankWatcher::summary() const {
     if (s.have_p2p && s.p2p.ops != s.ops_summarised) {
       ++sum.p2p_active;
       s.ops_summarised = s.p2p.ops;
+    } else if (!(s.have_p2p && s.p2p.ops > 0) && !s.have_gpu && !s.have_threads && s.last.seq != s.seq_summarised) {
+      ++sum.p2p_active;  // a collective-only CPU rank's collectives moved
     }
+    s.seq_summarised = s.last.seq;
     if (s.death_ns) {
       if (!s.death_reported) ++sum.unreported_deaths;
       continue;

@@ -3,8 +3,8 @@
 // deciding observer asks for the evidence when the slowest stands out from
 // the merged median, while a straggler incident is open (re-checked each
 // gather), and every half output-signature period while ranks exchange
-// point-to-point messages or take steps of collectives (late senders, the
-// change point).
+// point-to-point messages, or collective-only CPU ranks go on with their
+// collectives (late senders, the change point).
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -74,12 +74,10 @@ class Stragglers final : public Participant {
     if (stands_out(t.compute_hist, t.max_compute_s, guard(compute_.last_guard()), ctx_.tun.straggler_factor) ||
         stands_out(t.comm_hist, t.max_comm_s, guard(comm_.last_guard()), ctx_.tun.straggler_factor))
       trouble = true;
-    // Point-to-point traffic: late senders are compared every outsig period;
-    // so are ranks with steps of collectives (the change-point rule compares
-    // each rank with its own past in windows: collective-only codes too).
-    std::uint64_t with_steps = 0;
-    for (int b = 0; b < kComputeBins; ++b) with_steps += t.compute_hist[b];
-    if ((t.p2p_active > 0 || with_steps >= 2) && ctx_.now() - last_p2p_gather_s_ >= ctx_.tun.outsig_period_s / 2) {
+    // Exchanges moved (point-to-point messages, or a collective-only CPU
+    // rank's collectives): late senders and the change point compare them
+    // every half outsig period.
+    if (t.p2p_active > 0 && ctx_.now() - last_p2p_gather_s_ >= ctx_.tun.outsig_period_s / 2) {
       last_p2p_gather_s_ = ctx_.now();
       trouble = true;
     }

@@ -78,7 +78,7 @@ struct Trigger {
   std::uint32_t learn_above;     // ... and was above the threshold
   std::uint32_t book_behind;     // observers whose incident book missed events
   std::uint32_t suspects;        // ranks with direct evidence: stopped/D/zombie for the threshold, or ended
-  std::uint32_t p2p_active;      // ranks that moved point-to-point messages since the last period
+  std::uint32_t p2p_active;      // ranks whose exchanges moved since the last period (messages, or a collective-only CPU rank's collectives)
   std::uint32_t tune_pending;    // observers holding scoutctl set requests
   // The observers' incident books (IncidentBook::Digest: verdicts, resolved,
   // hash), least and greatest: the deciding observer sees at once whether
