@@ -27,7 +27,6 @@ p2p_tag deadlock
 p2p_comm deadlock
 p2p_ring_recv deadlock
 p2p_recv_finalized hang
-exit_no_finalize crash
 coll_ok none
 coll_args_ok none
 p2p_ok none"

@@ -1,11 +1,9 @@
-// Job-ending events (see probe_state.hpp): MPI_Abort, fatal signals and an
-// exit without MPI_Finalize are
+// Job-ending events (see probe_state.hpp): MPI_Abort and fatal signals are
 // written into the record's end event before the rank goes, so scoutd names
 // the first rank that failed and why even when the launcher kills the
 // others milliseconds later. The signal path is async-signal-safe: atomic
 // stores into the mapped record, sigaction and raise only.
 #include <signal.h>
-#include <stdlib.h>
 #include <unistd.h>
 
 #include "probe/fatal_signals.hpp"
@@ -18,8 +16,8 @@ namespace {
 void write_end(std::uint64_t kind, std::int64_t code, std::uint64_t addr, std::uint64_t comm_id) noexcept {
   c3::RankRecord* r = g_record;
   if (!r) return;
-  // Only the rank itself: a child it forked shares the mapping, its exit
-  // handlers and signal dispositions, and its end is not the rank's.
+  // Only the rank itself: a child it forked shares the mapping and its
+  // signal dispositions, and its end is not the rank's.
   if (r->pid != static_cast<std::int32_t>(getpid())) return;
   c3::RecordV6& v6 = c3::v6_of(*r);
   if (__atomic_load_n(&v6.end.tag, __ATOMIC_ACQUIRE) != 0) return;  // the first event stays
@@ -46,17 +44,6 @@ void end_abort(int errorcode, MPI_Comm comm) noexcept {
   write_end(SCOUT_END_ABORT, errorcode, 0, comm_identity(comm));
 }
 
-namespace {
-// A rank that calls exit() (or returns from main) after MPI_Init and before
-// MPI_Finalize leaves its peers waiting, and the launcher tears the job
-// down: its exit status is the event (MPI_Finalize closed the record, so a
-// normal exit writes nothing; a fatal signal or SIGKILL runs no handler).
-void on_exit_status(int status, void*) noexcept { write_end(SCOUT_END_EXIT, status & 0xff, 0, 0); }
-}  // namespace
-
-void install_fatal_handlers() noexcept {
-  install_fatal_chain(on_fatal);
-  on_exit(on_exit_status, nullptr);
-}
+void install_fatal_handlers() noexcept { install_fatal_chain(on_fatal); }
 
 }  // namespace scout::probe

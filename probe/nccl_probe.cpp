@@ -14,6 +14,8 @@
 // them, the rank and size of the first communicator. A statically linked
 // NCCL is invisible to an interposer: the probe says so at exit when the
 // process mapped no libnccl.so but issued nothing through it.
+#include <unistd.h>
+
 #include "probe/nccl_probe.hpp"
 
 namespace scout::nccl_probe {
@@ -114,6 +116,9 @@ void open_record(int comm_rank, int comm_size) {
 void on_fatal(int sig, siginfo_t* info) noexcept {
   c3::RankRecord* r = __atomic_load_n(&g_rec, __ATOMIC_ACQUIRE);
   if (!r) return;
+  // Only the rank itself: a DataLoader or other child it forked shares the
+  // mapping and the handlers, and its fault is not the rank's.
+  if (r->pid != static_cast<std::int32_t>(getpid())) return;
   c3::EndEvent& e = c3::v6_of(*r).end;
   if (__atomic_load_n(&e.tag, __ATOMIC_ACQUIRE) != 0) return;  // the first event stays
   __atomic_store_n(&e.kind, std::uint64_t{SCOUT_END_SIGNAL}, __ATOMIC_RELAXED);

@@ -46,14 +46,13 @@ struct scout_p2p_live_v6 {
   uint64_t any_comm;   /* communicator of an any-source receive (identity) */
 } __attribute__((aligned(8)));
 
-/* The event that ended the rank: MPI_Abort, a fatal signal, or an exit before MPI_Finalize. */
+/* The event that ended the rank: MPI_Abort or a fatal signal. */
 #define SCOUT_END_ABORT 1u
 #define SCOUT_END_SIGNAL 2u
-#define SCOUT_END_EXIT 3u /* exit() or a return from main after MPI_Init, before MPI_Finalize */
 struct scout_end_v6 {
   uint64_t tag;     /* 0 until the fields below are complete, then kind */
-  uint64_t kind;    /* SCOUT_END_ABORT, SCOUT_END_SIGNAL or SCOUT_END_EXIT */
-  int64_t code;     /* the abort's error code, the signal number, or the exit status */
+  uint64_t kind;    /* SCOUT_END_ABORT or SCOUT_END_SIGNAL */
+  int64_t code;     /* the abort's error code, or the signal number */
   uint64_t addr;    /* faulting address (SIGSEGV, SIGBUS, SIGFPE, SIGILL) */
   uint64_t ns;      /* CLOCK_MONOTONIC */
   uint64_t comm_id; /* MPI_Abort's communicator (identity) */

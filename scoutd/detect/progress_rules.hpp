@@ -22,12 +22,7 @@
 namespace scout::scoutd::rules {
 
 // --- the rules ---------------------------------------------------------------
-// *pending: an exit without MPI_Finalize younger than kExitConfirm_s.
-std::optional<VerdictDraft> detect_end_event(const std::vector<RankEvidence>& ranks, const DetectorOptions& opt,
-                                             bool* pending = nullptr);
-// An exit without MPI_Finalize is named once the other ranks had this long
-// to exit too (a program ending every rank with exit() is the program's).
-inline constexpr double kExitConfirm_s = 1.0;
+std::optional<VerdictDraft> detect_end_event(const std::vector<RankEvidence>& ranks, const DetectorOptions& opt);
 // pending: a GPU holds the majority's operation unbegun, its own clock still
 // under the threshold (no host rule may name it first).
 std::vector<VerdictDraft> detect_gpu(const std::vector<const RankEvidence*>& live, const DetectorOptions& opt,

@@ -1,6 +1,5 @@
-// Crashes and aborts: the end events the probe wrote (MPI_Abort, a fatal
-// signal, an exit before MPI_Finalize), and deaths a strict minority of
-// the ranks died first (see progress_detector.hpp).
+// Crashes and aborts: the end events the probe wrote, and deaths a strict
+// minority of the ranks died first (see progress_detector.hpp).
 #include <algorithm>
 #include <map>
 #include <set>
@@ -21,16 +20,14 @@ namespace rules {
 // The rank that ended the job and why, from the end events the probe wrote
 // (MPI_Abort, a fatal signal): direct evidence, so it needs no majority; the
 // launcher may kill every other rank milliseconds later.
-std::optional<VerdictDraft> detect_end_event(const std::vector<RankEvidence>& ranks, const DetectorOptions& opt,
-                                             bool* pending) {
-  // A fatal signal (or an exit) counts once its process is gone, and only
-  // if no other rank had died before it: a rank that faults while the job
-  // is being torn down (its peers killed, their shared memory gone) did not
-  // start the end.
+std::optional<VerdictDraft> detect_end_event(const std::vector<RankEvidence>& ranks, const DetectorOptions& opt) {
+  // A fatal signal counts once its process is gone, and only if no other
+  // rank had died before it: a rank that faults while the job is being torn
+  // down (its peers killed, their shared memory gone) did not start the end.
   std::vector<const RankEvidence*> ended;
   for (auto& e : ranks) {
     if (!e.attached || e.finalized || e.end_kind.empty()) continue;
-    if (e.end_kind == "signal" || e.end_kind == "exit") {
+    if (e.end_kind == "signal") {
       if (e.alive || e.death_ns == 0) continue;
       bool others_died_first = false;
       for (auto& o : ranks)
@@ -50,28 +47,10 @@ std::optional<VerdictDraft> detect_end_event(const std::vector<RankEvidence>& ra
   // in every rank at once is the program's, not one rank's.
   bool abort = false;
   for (auto* e : early) abort |= e->end_kind == "abort";
-  std::size_t observed = 0, exited = 0;
-  for (auto& e : ranks) {
+  std::size_t observed = 0;
+  for (auto& e : ranks)
     if (e.attached) ++observed;
-    if (e.attached && e.end_kind == "exit") ++exited;
-  }
-  // Exits before MPI_Finalize: the rank chose to leave (a return from main
-  // on one rank, exit() on an error path) and the others were left waiting;
-  // named, a strict minority or not (one rank of two), once the others had
-  // kExitConfirm_s to exit too: every rank exiting is the program's end.
-  bool exits = !abort;
-  for (auto* e : early) exits = exits && e->end_kind == "exit";
-  if (exits) {
-    double oldest = 0;
-    for (auto* e : early) oldest = std::max(oldest, e->dead_s);
-    if (oldest < kExitConfirm_s) {
-      if (pending) *pending = true;
-      return std::nullopt;
-    }
-    if (exited >= observed) return std::nullopt;
-  } else if (!abort && !c3::strict_minority(early.size(), observed)) {
-    return std::nullopt;
-  }
+  if (!abort && !c3::strict_minority(early.size(), observed)) return std::nullopt;
   if (abort) {
     std::vector<const RankEvidence*> aborted;
     for (auto* e : early)
@@ -85,8 +64,6 @@ std::optional<VerdictDraft> detect_end_event(const std::vector<RankEvidence>& ra
     c["end"] = e->end_kind;
     if (abort) {
       c["error_code"] = e->end_code;
-    } else if (exits) {
-      c["exit_status"] = e->end_code;
     } else {
       c["signal"] = signal_name(e->end_code);
       c["signal_number"] = e->end_code;
@@ -100,13 +77,9 @@ std::optional<VerdictDraft> detect_end_event(const std::vector<RankEvidence>& ra
     if (e->end_ns > first + margin) later.push_back({{"rank", e->rank}, {"after_s", (e->end_ns - first) / 1e9}});
   const RankEvidence& f = *early.front();
   d.evidence = {{"rule", abort ? "called MPI_Abort first: the application ended the job"
-                         : exits ? "left without MPI_Finalize (exit() or a return from main) while the other ranks "
-                                   "went on: the launcher then ended the job"
-                                 : "the first rank killed by a fatal signal"},
+                               : "the first rank killed by a fatal signal"},
                 {"summary", abort ? fmt::format("rank {} called MPI_Abort with error code {}", f.rank, f.end_code)
-                            : exits ? fmt::format("rank {} exited (status {}) without calling MPI_Finalize", f.rank,
-                                                  f.end_code)
-                            : f.end_code == 6 ? fmt::format("rank {} got SIGABRT (abort)", f.rank)
+                                  : f.end_code == 6 ? fmt::format("rank {} got SIGABRT (abort)", f.rank)
                                                     : fmt::format("rank {} got {} at address 0x{:x}", f.rank,
                                                                   signal_name(f.end_code), f.end_addr)},
                 {"culprits", culprits},
@@ -121,12 +94,7 @@ std::optional<VerdictDraft> detect_end_event(const std::vector<RankEvidence>& ra
 std::optional<VerdictDraft> detect_crash(const std::vector<RankEvidence>& ranks, const DetectorOptions& opt,
                                          bool* pending) {
   using namespace rules;
-  bool exit_pending = false;
-  if (auto d = detect_end_event(ranks, opt, &exit_pending)) return d;
-  if (exit_pending) {  // its exit event decides, not the death rule
-    if (pending) *pending = true;
-    return std::nullopt;
-  }
+  if (auto d = detect_end_event(ranks, opt)) return d;
   std::vector<const RankEvidence*> dead;
   for (auto& e : ranks)
     if (e.attached && !e.alive && !e.finalized && e.death_ns > 0) dead.push_back(&e);

@@ -157,7 +157,7 @@ std::vector<RankEvidence> RankWatcher::evidence(bool for_gather) const {
         }
       }
       if (s.have_end) {
-        e.end_kind = s.end.kind == SCOUT_END_ABORT ? "abort" : s.end.kind == SCOUT_END_EXIT ? "exit" : "signal";
+        e.end_kind = s.end.kind == SCOUT_END_ABORT ? "abort" : "signal";
         e.end_code = s.end.code;
         e.end_addr = s.end.addr;
         e.end_ns = static_cast<std::int64_t>(s.end.ns);

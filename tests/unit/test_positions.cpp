@@ -165,39 +165,3 @@ TEST_CASE("a master gone on to gather while its workers compute is no hang of th
   for (int r : {1, 2, 3}) v[r].state = 'R';
   CHECK(detect_progress(v, opt()).empty());
 }
-
-TEST_CASE("an exit before MPI_Finalize names its rank, one of two included, once the other had a second to exit too") {
-  auto v = job(2, 50, true, 0.5);
-  v[1].alive = false;
-  v[1].death_ns = 1000;
-  v[1].dead_s = 0.4;
-  v[1].end_kind = "exit";
-  v[1].end_code = 0;
-  v[1].end_ns = 990;
-  bool pending = false;
-  CHECK_FALSE(detect_crash(v, opt(), &pending));  // too young: the other may exit too
-  CHECK(pending);
-  v[1].dead_s = 1.2;
-  pending = false;
-  auto d = detect_crash(v, opt(), &pending);
-  REQUIRE(d);
-  CHECK_FALSE(pending);
-  CHECK(d->kind == c3::VerdictKind::kCrash);
-  CHECK(d->ranks == std::vector<int>{1});
-  CHECK(d->evidence["summary"] == "rank 1 exited (status 0) without calling MPI_Finalize");
-  CHECK(d->evidence["culprits"][0]["exit_status"] == 0);
-  // The other rank killed by the launcher afterwards: still rank 1.
-  v[0].alive = false;
-  v[0].death_ns = 1500;
-  v[0].dead_s = 0.7;
-  REQUIRE(detect_crash(v, opt()));
-  // Every rank exited (a usage error on all of them): the program's, nobody named.
-  v[0].end_kind = "exit";
-  v[0].end_code = 2;
-  v[0].end_ns = 1400;
-  CHECK_FALSE(detect_crash(v, opt()));
-  // An exit after another rank had died: the job was being torn down.
-  v[0].end_kind.clear();
-  v[0].death_ns = 900;
-  CHECK_FALSE(detect_crash(v, opt()));
-}
