@@ -200,6 +200,11 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
   for (auto& [s, x] : now)
     if (x.compared) drops.push_back(x.drop);
   std::sort(drops.begin(), drops.end());
+  // And their run-queue rises: a shortage of CPU the whole job shares.
+  std::vector<double> runq_rises;
+  for (auto& [s, x] : now)
+    if (x.compared && x.s.runq >= 0 && x.base_runq >= 0) runq_rises.push_back(x.s.runq - x.base_runq);
+  std::sort(runq_rises.begin(), runq_rises.end());
   for (auto& [s, x] : now) {
     if (!x.compared) continue;
     // The others' drop: a change of the whole job (a phase, a busier node) is
@@ -232,10 +237,18 @@ ChangePointTracker::Result ChangePointTracker::update(const std::vector<RankEvid
     const bool io_phase = x.s.coll >= 0 && io_rate.count(s) && io_rate.at(s) >= kIoPhaseBytes &&
                           !(x.s.runq >= 0 && x.base_runq >= 0 &&
                             x.s.runq - x.base_runq >= std::max(0.5 * x.drop, kRunqFloor));
-    if (x.drop > x.drop_min && others_drop < x.drop / 2 && critical && !sped_up && !waits_more && !io_phase)
+    // Runnable and waiting for a CPU while the other ranks wait on their run
+    // queues about as much more: the host is short of CPU for everyone (other
+    // work on the node), not this rank's core; nobody's. A hog on its core or
+    // a quota on it raises its own wait alone.
+    const double runq_rise = x.s.runq >= 0 && x.base_runq >= 0 ? x.s.runq - x.base_runq : 0;
+    const bool host_short = runq_rise >= std::max(0.5 * x.drop, kRunqFloor) && runq_rises.size() >= 3 &&
+                            median_without(runq_rises, runq_rise) >= runq_rise / 2;
+    if (x.drop > x.drop_min && others_drop < x.drop / 2 && critical && !sped_up && !waits_more && !io_phase &&
+        !host_short)
       flagged.insert(s);
-    log::debug("change point: rank {} {} (critical {}, sped up {}, waits more {}, I/O phase {})", s,
-               flagged.count(s) ? "flagged" : "not flagged", critical, sped_up, waits_more, io_phase);
+    log::debug("change point: rank {} {} (critical {}, sped up {}, waits more {}, I/O phase {}, host short {})", s,
+               flagged.count(s) ? "flagged" : "not flagged", critical, sped_up, waits_more, io_phase, host_short);
     x.unexplained = !critical || sped_up;
   }
   // Its own evidence, not the delay it passes on: a flagged rank that waits

@@ -389,3 +389,20 @@ TEST_CASE("change point: a run-queue delay that moved by its noise is not said t
   CHECK(named[0].ranks == std::vector<int>{1});
   CHECK(named[0].evidence["cause"].get<std::string>().rfind("not runnable", 0) == 0);
 }
+
+TEST_CASE("change point: a CPU shortage every rank waits for on its run queue is nobody's") {
+  // The host is busy with other work: every rank waits on its run queue
+  // about 40% more of the window; rank 2 happens to lose the most CPU and
+  // its receiver waits for it. Not named (a hog on its core raises its
+  // wait alone: the run-queue case above).
+  Job job;
+  ChangePointTracker t;
+  warm_up(t, job);
+  job.runq = [](int r) { return r == 2 ? 0.5 : 0.4; };
+  auto slow_caused = [](int s) { return s == 2 ? 0.5 : s == 0 ? 0.45 : 0.1; };
+  auto slow_cpu = [](int r) { return r == 2 ? 0.3 : role_cpu(r) - 0.05; };
+  for (int w = 0; w < 6; ++w) {
+    job.window(slow_caused, slow_cpu);
+    CHECK(run(t, job).empty());
+  }
+}
