@@ -78,7 +78,8 @@ poll_until_verdict telemetry_anomaly 120
 v=$(verdicts_json)
 stop_run
 expect_eq "verdicts (loaded warm-up)" "$(echo "$v" | jq -c '[.[] | [.kind, .ranks]]')" '[["telemetry_anomaly",[2]]]'
-# The deciding server's rounds: the threshold frozen by the warm-up, and
+# The deciding server's rounds (thresholds printed to 4 significant digits,
+# so the one at the verdict is compared within 0.1%): the threshold frozen by the warm-up, and
 # the one it came down to ("(lowered)").
 low=$(awk '/learn round:/ && match($0, /threshold [0-9.e+-]+/) {
   t = substr($0, RSTART + 10, RLENGTH - 10)
@@ -87,6 +88,6 @@ low=$(awk '/learn round:/ && match($0, /threshold [0-9.e+-]+/) {
 [ -n "$low" ] || fail "the threshold of a loaded warm-up never came down: $(grep 'learn round:' "$T/run.log" | head -14)"
 at=$(echo "$v" | jq '.[0].evidence.threshold')
 echo "threshold after the loaded warm-up, lowered to, at the verdict: $low $at"
-echo "$low $at" | awk '{ exit !($2 < $1 && $3 <= $2 * 1.0001) }' ||
+echo "$low $at" | awk '{ exit !($2 < $1 && $3 <= $2 * 1.001) }' ||
   fail "thresholds (warm-up, lowered, at the verdict): $low $at"
 pass "telemetry: CPU hog in rank 2 -> advisory telemetry_anomaly; same model on every node; healthy run clean; a warm-up under load lowered, then rank 2 named"

@@ -13,7 +13,7 @@ n=0
 until grep -q "n1: learn round 14 applied" "$T/run.log" 2>/dev/null; do
   n=$((n + 1)); [ $n -lt 600 ] || fail "the learner never got past its warm-up: $(tail -5 "$T/run.log")"; sleep 0.1
 done
-expect_eq "verdicts before the fault" "$(verdicts_json | jq length)" 0
+expect_eq "verdicts before the fault" "$(verdicts_json | jq -c '[.[] | [.kind, .status, .ranks, .evidence.source // .evidence.rule]]')" "[]"
 st=$("$SCOUTCTL" status "$JOB" --json)
 expect_eq "learners (one per scoutd)" "$(echo "$st" | jq '.learners | length')" 2
 echo "$st" | jq -e '.learners | all(.aggregation == "personalised" and .personal_memory == true and .scoring == true)' >/dev/null ||
