@@ -16,32 +16,32 @@ q() { "$B/cli/scoutctl" query "$JOB" --json 2>/dev/null || echo '[]'; }
 start() { JOB=$((JOB + 1)); "$B/cli/scout-run" --job-id "$JOB" "$@" </dev/null >"$L/run.log" 2>&1 & P=$!; }
 stop() { kill -INT "$P" 2>/dev/null || true; sleep 1; kill -INT "$P" 2>/dev/null || true; wait "$P" 2>/dev/null || true; }
 
-# program, the kind its bug must give (or "none" for a correct program)
-SUITE="coll_order divergence
-coll_comm divergence
-coll_root divergence
-p2p_recv_recv deadlock
-p2p_ssend_ssend deadlock
-p2p_irecv_wait deadlock
-p2p_tag deadlock
-p2p_comm deadlock
-p2p_ring_recv deadlock
-p2p_recv_finalized hang
-coll_ok none
-coll_args_ok none
-p2p_ok none"
+# program, the kind its bug must give (or "none" for a correct program),
+# from each program's header ("scout-expect: KIND"; "scout-steps: N" for
+# the healthy steps before the bug, default 20, and 100 for a correct one).
+# BENCH_BUGS narrows the programs (names, space-separated).
+SRC=${top_srcdir:-$(dirname "$0")/..}/tests/mpi_bugs
+SUITE=$(for f in "$SRC"/*.c; do
+  p=$(basename "$f" .c)
+  [ -z "${BENCH_BUGS:-}" ] || case " $BENCH_BUGS " in *" $p "*) ;; *) continue ;; esac
+  k=$(sed -n 's/^ \* scout-expect: *\([a-z]*\).*/\1/p' "$f" | head -1)
+  [ -n "$k" ] || { echo "mpi-bugs: $f has no 'scout-expect:' line" >&2; exit 1; }
+  st=$(sed -n 's/^ \* scout-steps: *\([0-9]*\).*/\1/p' "$f" | head -1)
+  [ -n "$st" ] || { [ "$k" = none ] && st=100 || st=20; }
+  echo "$p $k $st"
+done)
 
-printf '%-20s %5s %-10s %-12s %-13s %-10s %-6s %s\n' program ranks expected kind status ranks lines seconds
+printf '%-24s %5s %-10s %-12s %-13s %-10s %-6s %s\n' program ranks expected kind status ranks lines seconds
 for n in ${BENCH_BUGS_RANKS:-2 3 4 8}; do
-  while read -r prog want; do
-    steps=20
-    [ "$prog" = p2p_recv_finalized ] && steps=500
-    [ "$want" = none ] && steps=100
+  while read -r prog want steps; do
     t0=$(date +%s.%N)
     start -n "$n" --nodes $(( n < 4 ? 2 : n / 2 )) --stall-threshold 2 -- "$B/tests/mpi_bugs/$prog" "$steps"
     got=none secs=-
     if [ "$want" = none ]; then
-      wait "$P" 2>/dev/null || true
+      # A correct program ends by itself (a minute at most, or it is stopped).
+      i=0
+      while kill -0 "$P" 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+      stop
       got=$(q | jq -r 'if length == 0 then "none" else .[0].kind end')
     else
       i=0
@@ -60,7 +60,7 @@ for n in ${BENCH_BUGS_RANKS:-2 3 4 8}; do
     # Every group inside MPI names its call site (a line in the program).
     lines=$(echo "$v" | jq -r '.[0].evidence.groups // [] | map(select(.state != "outside")) |
       if length == 0 then "-" elif all(.site != null) then "yes" else "no" end')
-    printf '%-20s %5s %-10s %-12s %-13s %-10s %-6s %s\n' "$prog" "$n" "$want" "$got" "$status" "$ranks" "$lines" "$secs"
+    printf '%-24s %5s %-10s %-12s %-13s %-10s %-6s %s\n' "$prog" "$n" "$want" "$got" "$status" "$ranks" "$lines" "$secs"
     echo "$want $got $lines" >> "$L/tally"
   done <<EOF
 $SUITE

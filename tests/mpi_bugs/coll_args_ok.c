@@ -7,6 +7,7 @@
  * (the same type signature). Must stay silent.
  *
  * expect: no verdict.
+ * scout-expect: none
  */
 #include <mpi.h>
 #include <stdio.h>

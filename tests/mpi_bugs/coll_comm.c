@@ -6,6 +6,7 @@
  *         MPI_Barrier at line WORLD and rank 1 in MPI_Barrier at line DUP:
  *         "the ranks call barrier on different communicators".
  * expect: 3 or more ranks: divergence attributed to the last rank.
+ * scout-expect: divergence
  */
 #include <mpi.h>
 #include <stdio.h>

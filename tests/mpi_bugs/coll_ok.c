@@ -3,6 +3,7 @@
  * MPI_COMM_WORLD and on a duplicate. Must stay silent.
  *
  * expect: no verdict.
+ * scout-expect: none
  */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>

@@ -9,6 +9,7 @@
  * expect: 3 or more ranks: divergence attributed to the last rank, same
  *         summary words.
  * Before the bug each rank runs `steps` healthy steps (argv[1], default 50).
+ * scout-expect: divergence
  */
 #include <mpi.h>
 #include <stdio.h>

@@ -8,6 +8,7 @@
  *
  * expect: divergence; two ranks: inconclusive, both groups stated; more: the
  * last rank named; "the ranks call bcast with different roots".
+ * scout-expect: divergence
  */
 #include <mpi.h>
 #include <stdio.h>

@@ -5,6 +5,7 @@
  *
  * expect: deadlock of ranks 0 and 1; "no receive matches the send (sent on
  * another communicator than the receive waits on)".
+ * scout-expect: deadlock
  */
 #include <mpi.h>
 #include <stdio.h>

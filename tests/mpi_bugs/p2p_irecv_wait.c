@@ -4,6 +4,7 @@
  * expect: deadlock attributed to ranks 0 and 1; the summary names rank 0 in
  *         MPI_Wait at line WAIT0 for rank 1 and rank 1 in MPI_Wait at line
  *         WAIT1 for rank 0.
+ * scout-expect: deadlock
  */
 #include <mpi.h>
 #include <stdio.h>

@@ -3,6 +3,7 @@
  * posted receive. Must stay silent.
  *
  * expect: no verdict.
+ * scout-expect: none
  */
 #include <mpi.h>
 #include <stdio.h>

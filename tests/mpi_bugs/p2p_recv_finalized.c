@@ -7,6 +7,8 @@
  *         ranks it waits for called MPI_Finalize without sending what it
  *         waits for".
  * Before the bug, `steps` healthy steps of 2 ms (argv[1], default 500).
+ * scout-expect: hang
+ * scout-steps: 500
  */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>

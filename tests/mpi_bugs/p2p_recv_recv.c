@@ -4,6 +4,7 @@
  * expect: deadlock attributed to ranks 0 and 1; the summary names rank 0 in
  *         MPI_Recv at line RECV0 for rank 1 and rank 1 in MPI_Recv at line
  *         RECV1 for rank 0: "(both sides receiving)".
+ * scout-expect: deadlock
  */
 #include <mpi.h>
 #include <stdio.h>

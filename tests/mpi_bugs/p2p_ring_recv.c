@@ -2,6 +2,7 @@
  * right one: a cycle of receives through all ranks.
  *
  * expect: deadlock of every rank; "both sides receiving".
+ * scout-expect: deadlock
  */
 #include <mpi.h>
 #include <stdio.h>

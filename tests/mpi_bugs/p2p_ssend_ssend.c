@@ -6,6 +6,7 @@
  *         MPI_Ssend at line SEND0 for rank 1 and rank 1 in MPI_Ssend at line
  *         SEND1 for rank 0: "(both sides sending: synchronous, or too large
  *         to buffer)".
+ * scout-expect: deadlock
  */
 #include <mpi.h>
 #include <stdio.h>

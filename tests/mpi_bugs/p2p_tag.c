@@ -5,6 +5,7 @@
  *
  * expect: deadlock of ranks 0 and 1; "no receive matches the send (tag 1
  * sent, tag 2 awaited)".
+ * scout-expect: deadlock
  */
 #include <mpi.h>
 #include <stdio.h>
