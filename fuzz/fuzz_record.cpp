@@ -43,7 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (n > kOutSigRing) __builtin_trap();
   (void)coll_name(static_cast<std::uint32_t>(rec->live.kind));
   // The point-to-point part: its live copy, the end event, the call names.
-  P2PLive p2p;
+  P2PLive p2p{};
   if (p2p_read(*v6, p2p, 4)) {
     const std::string why = p2p_check_live(p2p, rec->world_size);
     if (why.empty() && (p2p.npeers > kBlockedPeers || p2p.call >= SCOUT_P2P_CALL_COUNT)) __builtin_trap();
@@ -68,5 +68,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (threads_read(*v8, v8->v6.v5.world_size, threads).empty())
     for (auto& t : threads)
       if (t.p2p.npeers > kBlockedPeers || t.tid == 0 || threads.size() > kThreadSlots) __builtin_trap();
+  // The requests' directions (version 9), from the same bytes read as one.
+  auto v9 = std::make_unique<RecordV9>();
+  std::memset(v9.get(), 0, sizeof *v9);
+  std::memcpy(v9.get(), data, std::min(size, sizeof *v9));
+  P2PDirs dirs;
+  if (dirs_read(*v9, dirs, 4) && dirs_check(dirs, p2p.npeers).empty() &&
+      ((dirs.recv_mask | dirs.send_mask) >> (p2p.npeers < kBlockedPeers ? p2p.npeers : kBlockedPeers)) != 0)
+    __builtin_trap();
   return 0;
 }

@@ -183,8 +183,8 @@ std::string record_check_header(const RankRecord& r, std::size_t mapped_bytes) {
                     static_cast<unsigned long long>(r.magic), static_cast<unsigned long long>(kRecordMagic));
   const std::size_t want = record_size_of(r.version);
   if (want == 0)
-    return format_c("record version %u; expected version %u, %u, %u or %u", r.version, kRecordVersionOld,
-                    kRecordVersion, kRecordVersionGpu, kRecordVersionMt);
+    return format_c("record version %u; expected version %u, %u, %u, %u or %u", r.version, kRecordVersionOld,
+                    kRecordVersion, kRecordVersionGpu, kRecordVersionMt, kRecordVersionDirs);
   if (r.size != want) return format_c("record size field %u; expected %zu for version %u", r.size, want, r.version);
   if (mapped_bytes < want)
     return format_c("record is %zu bytes; expected at least %zu for version %u", mapped_bytes, want, r.version);
@@ -199,6 +199,7 @@ std::size_t record_size_of(std::uint32_t version) noexcept {
     case SCOUT_RECORD_VERSION_6: return sizeof(RecordV6);
     case SCOUT_RECORD_VERSION_7: return sizeof(RecordV7);
     case SCOUT_RECORD_VERSION_8: return sizeof(RecordV8);
+    case SCOUT_RECORD_VERSION_9: return sizeof(RecordV9);
     default: return 0;
   }
 }
@@ -292,6 +293,20 @@ const char* p2p_call_name(std::uint64_t call) noexcept {
       "MPI_Waitany", "MPI_Waitsome", "MPI_Test", "MPI_Testall", "MPI_Testany", "MPI_Testsome", "MPI_Iprobe",
       "ncclSend", "ncclRecv"};
   return call < SCOUT_P2P_CALL_COUNT ? kNames[call] : "unknown";
+}
+
+bool dirs_read(const RecordV9& r, P2PDirs& out, int tries) noexcept {
+  return seqlock_copy(r.dirs_lock, r.dirs, out, tries);
+}
+
+std::string dirs_check(const P2PDirs& d, std::uint64_t npeers) {
+  const std::uint64_t n = npeers < kBlockedPeers ? npeers : kBlockedPeers;
+  const std::uint64_t all = n >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << n) - 1;
+  if ((d.recv_mask | d.send_mask) & ~all)
+    return format_c("dirs names peer slots beyond the %llu listed (receive mask %#llx, send mask %#llx)",
+                    static_cast<unsigned long long>(n), static_cast<unsigned long long>(d.recv_mask),
+                    static_cast<unsigned long long>(d.send_mask));
+  return {};
 }
 
 bool p2p_read(const RecordV6& r, P2PLive& out, int tries) noexcept {

@@ -15,6 +15,7 @@
 
 #include "libc3/abi/scout_record_v7.h"
 #include "libc3/abi/scout_record_v8.h"
+#include "libc3/abi/scout_record_v9.h"
 
 namespace scout::c3 {
 
@@ -23,6 +24,7 @@ inline constexpr std::uint32_t kRecordVersion = SCOUT_RECORD_VERSION_6;  // the 
 inline constexpr std::uint32_t kRecordVersionOld = SCOUT_RECORD_VERSION_5;  // still read
 inline constexpr std::uint32_t kRecordVersionGpu = SCOUT_RECORD_VERSION_7;  // written by libscout_nccl.so
 inline constexpr std::uint32_t kRecordVersionMt = SCOUT_RECORD_VERSION_8;   // libscout_probe.so, threads apart
+inline constexpr std::uint32_t kRecordVersionDirs = SCOUT_RECORD_VERSION_9; // libscout_probe.so, request directions
 inline constexpr std::uint64_t kRingSize = SCOUT_RECORD_V5_RING;  // recent collectives kept per rank
 inline constexpr std::size_t kCommTable = SCOUT_RECORD_V5_COMMS;    // communicators published
 inline constexpr std::size_t kCommMembers = SCOUT_RECORD_V5_MEMBERS;  // members stored per communicator
@@ -134,6 +136,23 @@ inline const RecordV8* as_v8(const RankRecord& r, std::uint32_t version) noexcep
   return version == SCOUT_RECORD_VERSION_8 ? reinterpret_cast<const RecordV8*>(&r) : nullptr;
 }
 inline RecordV8& v8_of(RankRecord& r) noexcept { return *reinterpret_cast<RecordV8*>(&r); }
+
+// Version 9: version 6 at the front, then which way each request a
+// completion call waits for goes (the MPI probe, unthreaded programs).
+using RecordV9 = scout_record_v9;
+using P2PDirs = scout_p2p_dirs_v9;
+static_assert(std::is_trivially_copyable_v<P2PDirs> && sizeof(P2PDirs) % 8 == 0);
+static_assert(offsetof(RecordV9, v6) == 0 && offsetof(RecordV9, source) == sizeof(RecordV6) &&
+                  offsetof(RecordV9, dirs_lock) % 64 == 0 && sizeof(RecordV9) == 24576,
+              "record v9 layout changed: write abi/scout_record_v10.h instead");
+inline const RecordV9* as_v9(const RankRecord& r, std::uint32_t version) noexcept {
+  return version == SCOUT_RECORD_VERSION_9 ? reinterpret_cast<const RecordV9*>(&r) : nullptr;
+}
+inline RecordV9& v9_of(RankRecord& r) noexcept { return *reinterpret_cast<RecordV9*>(&r); }
+// Reader side: a consistent copy of the directions; empty when sane (each
+// mask within the peers listed, npeers of the p2p part), otherwise why not.
+bool dirs_read(const RecordV9& r, P2PDirs& out, int tries = 1000) noexcept;
+std::string dirs_check(const P2PDirs& d, std::uint64_t npeers);
 // Reader side: consistent copies of the communicators' progress entries in
 // use and of the thread slots in use (tid != 0), each range-checked; empty
 // when sane, otherwise why not. An entry or slot whose writer stayed inside

@@ -29,6 +29,7 @@ struct ReqSlot {
   const CommSlot* comm;
   std::uint64_t bytes;
   std::int32_t peer;  // world rank; kPeerAny; -3 unknown; -2 none (MPI_PROC_NULL)
+  std::int32_t tag;   // -1 any (MPI_ANY_TAG)
   std::uint8_t used;  // 0 free, 1 used, 2 removed
   std::uint8_t recv;
   std::uint8_t persistent;
@@ -109,9 +110,21 @@ void count_recvd(c3::RecordV6& v6, int world, std::uint64_t bytes, std::uint64_t
   }
 }
 
+// `dirs` (a completion call's requests: which way each listed peer's go) is
+// written first, in a version-9 record, so that a reader that sees this
+// wait's p2p part finds its directions beside it (paired by entry time).
 void publish_wait(std::uint64_t call, std::uint64_t t, std::uint64_t comm_id, std::int64_t tag,
-                  const std::int64_t* peers, int n, bool more, std::uint64_t any_comm) noexcept {
+                  const std::int64_t* peers, int n, bool more, std::uint64_t any_comm,
+                  const std::uint64_t* dirs = nullptr) noexcept {
   c3::RecordV6& v6 = c3::v6_of(*g_record);
+  if (dirs && g_record->version == c3::kRecordVersionDirs) {
+    c3::RecordV9& v9 = c3::v9_of(*g_record);
+    seq_begin(v9.dirs_lock);
+    c3::rec_store(v9.dirs.entry_ns, t);
+    c3::rec_store(v9.dirs.recv_mask, dirs[0]);
+    c3::rec_store(v9.dirs.send_mask, dirs[1]);
+    seq_end(v9.dirs_lock);
+  }
   seq_begin(v6.p2p_lock);
   c3::rec_store(v6.p2p.call, call);
   c3::rec_store(v6.p2p.entry_ns, t);
@@ -219,7 +232,7 @@ void P2PBlock::end(int dest, std::uint64_t sent_bytes, int source, std::uint64_t
   publish_done();
 }
 
-void p2p_started(MPI_Request req, bool recv, MPI_Comm mc, int peer, int /*tag*/, std::uint64_t bytes,
+void p2p_started(MPI_Request req, bool recv, MPI_Comm mc, int peer, int tag, std::uint64_t bytes,
                  bool persistent) noexcept {
   if (!g_record || req == MPI_REQUEST_NULL) return;
   const CommSlot* c = comm_lookup(mc);
@@ -237,7 +250,8 @@ void p2p_started(MPI_Request req, bool recv, MPI_Comm mc, int peer, int /*tag*/,
   }
   if (free_slot < 0) return;  // a crowded neighbourhood: this request is not tracked
   ReqSlot& r = g_reqs[free_slot];
-  r = {req, c, bytes, w, 1, static_cast<std::uint8_t>(recv), static_cast<std::uint8_t>(persistent)};
+  r = {req, c, bytes, w, tag == MPI_ANY_TAG || tag < 0 ? -1 : tag, 1, static_cast<std::uint8_t>(recv),
+       static_cast<std::uint8_t>(persistent)};
   if (!recv && !persistent && w >= 0) {  // a send counts when it is posted
     count_sent(c3::v6_of(*g_record), w, bytes);
   }
@@ -265,7 +279,8 @@ P2PWait::P2PWait(std::uint64_t c, const MPI_Request* reqs, int count, bool is_bl
   if (!g_record || !reqs || count <= 0) return;
   n = count < kMax ? count : kMax;
   int tracked = 0;
-  std::int32_t peer_of[kMax];
+  std::int32_t peer_of[kMax], tag_of[kMax];
+  std::uint8_t recv_of[kMax];
   std::uint64_t comm_of[kMax];
   {
     // The table is read under its guard; no MPI call is made while it is held
@@ -276,6 +291,8 @@ P2PWait::P2PWait(std::uint64_t c, const MPI_Request* reqs, int count, bool is_bl
       if (slot[i] < 0) continue;
       const ReqSlot& r = g_reqs[slot[i]];
       peer_of[i] = r.peer;
+      tag_of[i] = r.tag;
+      recv_of[i] = r.recv;
       comm_of[i] = r.comm ? r.comm->id : 0;
       if (r.peer != -2) ++tracked;  // MPI_PROC_NULL: nothing to wait for
     }
@@ -305,12 +322,19 @@ P2PWait::P2PWait(std::uint64_t c, const MPI_Request* reqs, int count, bool is_bl
     const std::uint64_t id = comm_of[i];
     comm_id = (comm_id == 0 || comm_id == id) ? id : ~std::uint64_t{0};
     if (peer_of[i] == c3::kPeerAny) any_comm = id;
-    if (peer_of[i] >= 0 || peer_of[i] == c3::kPeerAny) add_peer(peers, npeers, more, peer_of[i]);
+    if (peer_of[i] >= 0 || peer_of[i] == c3::kPeerAny) {
+      add_peer(peers, npeers, more, peer_of[i]);
+      for (int k = 0; k < npeers; ++k)  // which way it goes, by the peer's place in the list
+        if (peers[k] == peer_of[i]) dirs[recv_of[i] ? 0 : 1] |= std::uint64_t{1} << k;
+    }
+    // One tag for all the awaited requests, or -1.
+    tag = tag == -2 ? tag_of[i] : tag == tag_of[i] ? tag : -1;
   }
   if (count > kMax) more = true;
   if (comm_id == ~std::uint64_t{0}) comm_id = 0;
+  if (tag < 0) tag = -1;
   t0 = now_ns();
-  if (blocking) publish_wait(call, t0, comm_id, -1, peers, npeers, more, any_comm);
+  if (blocking) publish_wait(call, t0, comm_id, tag, peers, npeers, more, any_comm, dirs);
 }
 
 namespace {
@@ -377,7 +401,7 @@ void P2PWait::completed_some(int outcount, const int* indices, const MPI_Status*
 
 void P2PWait::none_completed() noexcept {
   if (!any || polling_now()) return;  // still polling: the wait began at the first Test
-  publish_wait(call, now_ns(), comm_id, -1, peers, npeers, more, any_comm);
+  publish_wait(call, now_ns(), comm_id, tag, peers, npeers, more, any_comm, dirs);
   polling_began();
 }
 

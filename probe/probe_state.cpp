@@ -280,16 +280,18 @@ void probe_init() noexcept {
   clock_calibrate();
   faults::parse(rank);
   parse_outsig(rank);
-  // A threaded program's record is version 8 (progress per communicator and
-  // per thread); the others keep version 6, byte for byte.
-  g_record_bytes = g_threaded ? sizeof(c3::RecordV8) : sizeof(c3::RecordV6);
+  // Version 8 for a threaded program (progress per communicator and thread),
+  // else 9 (version 6 and which way a completion call's requests go).
+  g_record_bytes = g_threaded ? sizeof(c3::RecordV8) : sizeof(c3::RecordV9);
   c3::RankRecord* r = record_create("scout-probe", job, step, rank, size,
-                                    g_threaded ? c3::kRecordVersionMt : c3::kRecordVersion, g_record_bytes,
+                                    g_threaded ? c3::kRecordVersionMt : c3::kRecordVersionDirs, g_record_bytes,
                                     g_shm_name, sizeof g_shm_name);
   if (!r) return;
   if (g_threaded) {
     c3::v8_of(*r).source = SCOUT_SOURCE_MPI;
     c3::v8_of(*r).threaded = 1;
+  } else {
+    c3::v9_of(*r).source = SCOUT_SOURCE_MPI;
   }
   r->start_ns = now_ns();
   record_publish(*r);

@@ -194,6 +194,8 @@ struct P2PWait {
   bool more = false;
   std::uint64_t comm_id = 0;  // of the tracked requests, 0 when several
   std::uint64_t any_comm = 0;
+  std::int64_t tag = -2;                  // the awaited requests' one tag; -1 several or any
+  std::uint64_t dirs[2] = {};             // bit k: a receive from / a send to peers[k] awaited
   std::uint64_t arrived[kMax / 64] = {};  // complete already when a blocking wait began
   bool uncharged = false;                 // several requests, not sampled: no wait is charged
   bool was_there(int i) const noexcept { return (arrived[i / 64] >> (i % 64)) & 1; }

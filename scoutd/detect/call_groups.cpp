@@ -205,9 +205,13 @@ json state_groups(const std::vector<RankEvidence>& ranks, std::size_t* dropped) 
     } else {
       const std::uint64_t comm = e.p2p_any_comm ? e.p2p_any_comm : e.p2p_comm;
       std::vector<int> peers(e.p2p_peers.begin(), e.p2p_peers.begin() + static_cast<long>(std::min<std::size_t>(e.p2p_peers.size(), 8)));
-      key = fmt::format("p|{}|{}|{}|{}|{}", e.p2p_call, comm, fmt::join(peers, ","), e.p2p_tag, process);
+      const std::string dirs = e.p2p_dirs.substr(0, peers.size());
+      key = fmt::format("p|{}|{}|{}|{}|{}|{}", e.p2p_call, comm, fmt::join(peers, ","), e.p2p_tag, process, dirs);
       facts = {{"state", "p2p"}, {"call", e.p2p_call}, {"peers", peers}, {"communicator", hex(comm)}};
       if (e.p2p_tag >= 0) facts["tag"] = e.p2p_tag;
+      // A completion call's requests: which way each peer's go ("r" a
+      // receive, "s" a send, "b" both, "?" unknown), as the peers are listed.
+      if (!dirs.empty()) facts["dirs"] = dirs;
       if (e.p2p_more || e.p2p_peers.size() > peers.size()) facts["more_peers"] = true;
     }
     if (!gone && !process.empty() && facts["state"] != "outside") facts["process"] = process;

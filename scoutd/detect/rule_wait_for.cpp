@@ -201,22 +201,35 @@ std::vector<VerdictDraft> detect_wait_for(const std::vector<const RankEvidence*>
       if (cyc.size() >= 2) cycles.push_back(cyc);
     }
     if (group.size() < 2) return out;
-    // Every rank in one cycle through Wait/Test calls: their requests may be
-    // satisfied already, or be a send and its matching receive (the record
-    // does not say which way a request goes), so it may as well be a
-    // communication hang. Only a cycle of calls that must each receive or
-    // send (or a strict part of the job) is named a deadlock.
+    // Which way each rank's wait goes: 'r' it can only receive, 's' only
+    // send, '?' both or unknown. A completion call's requests go the way the
+    // probe recorded (record version 9: `p2p_dirs`); without that, a Wait
+    // or Test is unknown.
+    auto dir_of = [](const RankEvidence* e) -> char {
+      const std::string& c = e->p2p_call;
+      if (c == "MPI_Recv" || c == "MPI_Probe" || c == "MPI_Mprobe") return 'r';
+      if (c == "MPI_Send" || c == "MPI_Ssend" || c == "MPI_Rsend" || c == "MPI_Bsend") return 's';
+      const std::string& d = e->p2p_dirs;
+      if (d.empty() || d.size() != e->p2p_peers.size() || e->p2p_more) return '?';
+      if (d.find_first_not_of('r') == std::string::npos) return 'r';
+      if (d.find_first_not_of('s') == std::string::npos) return 's';
+      return '?';
+    };
+    // Every rank in one cycle through Wait/Test calls whose requests'
+    // directions are unknown: they may be satisfied already, or be a send
+    // and its matching receive, so it may as well be a communication hang.
+    // Only a cycle of waits that must each receive or send (or a strict part
+    // of the job) is named a deadlock.
     bool through_requests = false;
-    for (auto* e : group) through_requests |= e->p2p_call.rfind("MPI_Wait", 0) == 0 || e->p2p_call.rfind("MPI_Test", 0) == 0;
+    for (auto* e : group)
+      through_requests |= (e->p2p_call.rfind("MPI_Wait", 0) == 0 || e->p2p_call.rfind("MPI_Test", 0) == 0) &&
+                          dir_of(e) == '?';
     // Two ranks, one blocked sending to the other, the other receiving from
     // it: a transfer that does not complete (a stuck link, or a tag or
-    // communicator that does not match: the record holds neither), not a
-    // cycle of waits.
-    auto sending = [](const RankEvidence* e) {
-      return e->p2p_call == "MPI_Send" || e->p2p_call == "MPI_Ssend" || e->p2p_call == "MPI_Rsend";
-    };
-    const bool one_transfer = group.size() == 2 && sending(group[0]) != sending(group[1]) &&
-                              (group[0]->p2p_call == "MPI_Recv" || group[1]->p2p_call == "MPI_Recv");
+    // communicator that does not match), not a cycle of waits.
+    auto sending = [&](const RankEvidence* e) { return dir_of(e) == 's'; };
+    const bool one_transfer = group.size() == 2 && dir_of(group[0]) != '?' && dir_of(group[1]) != '?' &&
+                              dir_of(group[0]) != dir_of(group[1]);
     if (one_transfer) {
       // Their tags and communicators, where the record holds them: a send
       // that no posted receive matches is a deadlock of the two.
@@ -266,9 +279,8 @@ std::vector<VerdictDraft> detect_wait_for(const std::vector<const RankEvidence*>
     // Why, in words, from the calls they block in.
     std::size_t recvs = 0, sends = 0;
     for (auto* e : group) {
-      const std::string& c = e->p2p_call;
-      recvs += c == "MPI_Recv" || c == "MPI_Probe" || c == "MPI_Mprobe";
-      sends += c == "MPI_Send" || c == "MPI_Ssend" || c == "MPI_Bsend" || c == "MPI_Rsend";
+      recvs += dir_of(e) == 'r';
+      sends += dir_of(e) == 's';
     }
     d.evidence["mismatch"] =
         recvs == group.size() ? "each rank waits to receive from the next before it sends (both sides receiving)"

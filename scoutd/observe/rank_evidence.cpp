@@ -79,6 +79,7 @@ void to_json(json& j, const RankEvidence& e) {
                 {"more", e.p2p_more}, {"comm", fmt::format("{:016x}", e.p2p_comm)},
                 {"any_comm", fmt::format("{:016x}", e.p2p_any_comm)}};
     if (e.p2p_tag >= 0) j["p2p"]["tag"] = e.p2p_tag;
+    if (!e.p2p_dirs.empty()) j["p2p"]["dirs"] = e.p2p_dirs;
     if (e.p2p_any_comm && e.comm_members.count(e.p2p_any_comm))
       j["comm_members"][fmt::format("{:016x}", e.p2p_any_comm)] = e.comm_members.at(e.p2p_any_comm);
   }
@@ -224,6 +225,12 @@ void from_json(const json& j, RankEvidence& e) {
           p["tag"].get<std::int64_t>() > 0x7fffffff)
         throw std::invalid_argument("p2p.tag: expected an MPI tag (0 to 2147483647)");
       e.p2p_tag = p["tag"].get<std::int64_t>();
+    }
+    if (p.contains("dirs")) {
+      const std::string d = p["dirs"].is_string() ? p["dirs"].get<std::string>() : std::string("\x01");
+      if (d.size() > e.p2p_peers.size() || d.find_first_not_of("rsb?") != std::string::npos)
+        throw std::invalid_argument("p2p.dirs: expected one of r, s, b or ? per listed peer");
+      e.p2p_dirs = d;
     }
   }
   if (j.contains("end") && j["end"].is_object()) {

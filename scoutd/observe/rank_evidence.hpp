@@ -92,6 +92,9 @@ struct RankEvidence {
   bool p2p_more = false;          // waits for more peers than listed
   std::uint64_t p2p_comm = 0, p2p_any_comm = 0;
   std::int64_t p2p_tag = -1;      // a blocking call's tag (its receive side's); -1 any or several
+  // A completion call's requests (record version 9): per listed peer, 'r' a
+  // receive awaited, 's' a send, 'b' both, '?' unknown; empty when unknown.
+  std::string p2p_dirs;
   // The event that ended the rank: "abort" (MPI_Abort) or "signal".
   std::string end_kind;
   long long end_code = 0;         // abort error code, or signal number

@@ -145,12 +145,14 @@ void RankWatcher::try_attach(Slot& s) {
     close(fd);
     return;  // being created
   }
-  // Versions 6, 7 and 8 are longer than version 5; the header says which
+  // Versions 6 to 9 are longer than version 5; the header says which
   // this is (the mapping covers the longest the file holds).
-  static_assert(sizeof(c3::RecordV8) > sizeof(c3::RecordV7) && sizeof(c3::RecordV7) > sizeof(c3::RecordV6));
+  static_assert(sizeof(c3::RecordV8) > sizeof(c3::RecordV7) && sizeof(c3::RecordV7) > sizeof(c3::RecordV9) &&
+                sizeof(c3::RecordV9) > sizeof(c3::RecordV6));
   const std::size_t fsize = static_cast<std::size_t>(st.st_size);
   const std::size_t map_len = fsize >= sizeof(c3::RecordV8)   ? sizeof(c3::RecordV8)
                               : fsize >= sizeof(c3::RecordV7) ? sizeof(c3::RecordV7)
+                              : fsize >= sizeof(c3::RecordV9) ? sizeof(c3::RecordV9)
                               : fsize >= sizeof(c3::RecordV6) ? sizeof(c3::RecordV6)
                                                               : sizeof(c3::RankRecord);
   void* p = mmap(nullptr, map_len, PROT_READ, MAP_SHARED, fd, 0);
@@ -336,12 +338,17 @@ bool RankWatcher::read_v6(Slot& s, std::int64_t /*now*/, bool counters) {
   if (!v6) return true;
   c3::P2PLive p2p;
   bool consistent = false;
+  const c3::RecordV9* v9 = c3::as_v9(*s.rec, s.version);
+  c3::P2PDirs dirs{};
+  bool have_dirs = false;
   c3::EndEvent end{};
   bool have_end = false;
   std::string end_why;
   c3::PeerSlot peers[c3::kPeerSlots];
   if (!guarded([&] {
         consistent = c3::p2p_read(*v6, p2p);
+        // After the p2p part: the probe writes a wait's directions before it.
+        if (v9 && consistent) have_dirs = c3::dirs_read(*v9, dirs);
         if (!s.have_end) have_end = c3::end_read(*v6, end, &end_why);
         if (counters) std::memcpy(static_cast<void*>(peers), v6->peers, sizeof peers);
       })) {
@@ -359,6 +366,15 @@ bool RankWatcher::read_v6(Slot& s, std::int64_t /*now*/, bool counters) {
     }
     s.p2p = p2p;
     s.have_p2p = true;
+    s.have_dirs = false;
+    if (have_dirs && dirs.entry_ns == p2p.entry_ns && p2p.call != 0) {
+      if (std::string why = c3::dirs_check(dirs, p2p.npeers); !why.empty()) {
+        invalidate(s, why);
+        return false;
+      }
+      s.dirs = dirs;
+      s.have_dirs = true;
+    }
   }
   if (have_end) {
     s.end = end;

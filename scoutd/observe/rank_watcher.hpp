@@ -131,6 +131,8 @@ class RankWatcher final : public RankSource {
     std::int32_t world_size = 0;
     c3::P2PLive p2p{};              // version 6: the point-to-point part
     bool have_p2p = false;
+    c3::P2PDirs dirs{};             // version 9: which way a completion call's requests go
+    bool have_dirs = false;
     c3::EndEvent end{};             // its end event, once written
     bool have_end = false;
     mutable std::uint64_t ops_summarised = 0;  // p2p.ops at the previous summary

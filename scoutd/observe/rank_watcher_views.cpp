@@ -154,6 +154,11 @@ std::vector<RankEvidence> RankWatcher::evidence(bool for_gather) const {
           e.p2p_comm = s.p2p.comm_id;
           e.p2p_any_comm = s.p2p.any_comm;
           e.p2p_tag = s.p2p.tag >= 0 && s.p2p.tag <= 0x7fffffff ? s.p2p.tag : -1;
+          if (s.have_dirs)  // which way each listed peer's requests go
+            for (std::size_t k = 0; k < e.p2p_peers.size(); ++k) {
+              const bool r = (s.dirs.recv_mask >> k) & 1, w = (s.dirs.send_mask >> k) & 1;
+              e.p2p_dirs.push_back(r && w ? 'b' : r ? 'r' : w ? 's' : '?');
+            }
         }
       }
       if (s.have_end) {

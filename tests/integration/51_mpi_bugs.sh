@@ -105,16 +105,21 @@ case "$SUMMARY" in
   "rank 0 in MPI_Ssend (p2p_ssend_ssend.c:$(line SEND0 p2p_ssend_ssend.c)) for rank 1, rank 1 in MPI_Ssend (p2p_ssend_ssend.c:$(line SEND1 p2p_ssend_ssend.c)) for rank 0:"*) ;;
   *) fail "p2p_ssend_ssend on 2: summary: $SUMMARY" ;;
 esac
-# Through MPI_Irecv and MPI_Wait: with the whole job in the cycle the record
-# cannot tell a deadlock from a send and its receive stuck on a link (a
-# request's direction is not recorded): inconclusive, both calls stated; with
-# bystanders the cycle is a strict part of the job: a deadlock.
-bug 2 p2p_irecv_wait hang inconclusive "[]" ""
+# Through MPI_Irecv and MPI_Wait: the probe records which way each awaited
+# request goes, so a cycle of waits for receives is a deadlock with the whole
+# job in it too, and a wait for a receive whose tag no send matches is said
+# with both tags.
+bug 2 p2p_irecv_wait deadlock attributed "[0,1]" "each rank waits to receive from the next before it sends (both sides receiving)"
 case "$SUMMARY" in
-  "rank 0 in MPI_Wait (p2p_irecv_wait.c:$(line WAIT0 p2p_irecv_wait.c)) for rank 1, rank 1 in MPI_Wait (p2p_irecv_wait.c:$(line WAIT1 p2p_irecv_wait.c)) for rank 0") ;;
+  "rank 0 in MPI_Wait (p2p_irecv_wait.c:$(line WAIT0 p2p_irecv_wait.c)) for rank 1, rank 1 in MPI_Wait (p2p_irecv_wait.c:$(line WAIT1 p2p_irecv_wait.c)) for rank 0:"*) ;;
   *) fail "p2p_irecv_wait on 2: summary: $SUMMARY" ;;
 esac
-bug 3 p2p_irecv_wait deadlock attributed "[0,1]" "each rank waits for the next in a cycle"
+expect_eq "p2p_irecv_wait on 2: directions" "$(echo "$GROUPS_JSON" | jq -c '[.[] | .dirs]')" '["r","r"]'
+bug 2 p2p_irecv_tag deadlock attributed "[0,1]" "no receive matches the send (tag 1 sent, tag 2 awaited)"
+case "$SUMMARY" in
+  "rank 0 in MPI_Ssend (p2p_irecv_tag.c:$(line SSEND p2p_irecv_tag.c)) for rank 1 with tag 1, rank 1 in MPI_Wait (p2p_irecv_tag.c:$(line WAIT p2p_irecv_tag.c)) for rank 0 with tag 2:"*) ;;
+  *) fail "p2p_irecv_tag on 2: summary: $SUMMARY" ;;
+esac
 
 # A blocking send that no posted receive matches (another tag, another
 # communicator): both named, with the tags.

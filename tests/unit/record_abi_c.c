@@ -4,6 +4,7 @@
 
 #include "libc3/abi/scout_record_v6.h"
 #include "libc3/abi/scout_record_v8.h"
+#include "libc3/abi/scout_record_v9.h"
 
 size_t scout_test_record_v5_c_size(void) { return sizeof(struct scout_record_v5); }
 size_t scout_test_record_v5_c_offset_live(void) { return offsetof(struct scout_record_v5, live); }
@@ -14,3 +15,5 @@ size_t scout_test_record_v6_c_offset_p2p(void) { return offsetof(struct scout_re
 size_t scout_test_record_v6_c_offset_peers(void) { return offsetof(struct scout_record_v6, peers); }
 size_t scout_test_record_v8_c_size(void) { return sizeof(struct scout_record_v8); }
 size_t scout_test_record_v8_c_offset_threads(void) { return offsetof(struct scout_record_v8, threads); }
+size_t scout_test_record_v9_c_size(void) { return sizeof(struct scout_record_v9); }
+size_t scout_test_record_v9_c_offset_dirs(void) { return offsetof(struct scout_record_v9, dirs); }

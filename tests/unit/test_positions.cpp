@@ -30,6 +30,22 @@ TEST_CASE("evidence: a collective's arguments and a stalled rank's recent finger
   v.p2p_tag = 5;
   j = v;
   CHECK(j.get<RankEvidence>().p2p_tag == 5);
+  // Which way a completion call's requests go: one letter per listed peer.
+  v.p2p_call = "MPI_Waitall";
+  v.p2p_peers = {1, 2};
+  v.p2p_dirs = "rs";
+  CHECK(nlohmann::json(v).get<RankEvidence>().p2p_dirs == "rs");
+  for (const char* bad : {"rsr", "rx", "R"}) {
+    nlohmann::json b = v;
+    b["p2p"]["dirs"] = bad;
+    CHECK_THROWS_WITH_AS(b.get<RankEvidence>(), doctest::Contains("p2p.dirs: expected one of r, s, b or ?"),
+                         std::invalid_argument);
+  }
+  {
+    nlohmann::json b = v;
+    b["p2p"]["dirs"] = 7;
+    CHECK_THROWS_AS(b.get<RankEvidence>(), std::invalid_argument);
+  }
   for (long long bad : {-2LL, 0x80000000LL}) {
     auto b = j;
     b["p2p"]["tag"] = bad;

@@ -218,6 +218,29 @@ TEST_CASE("wait-for graph: a cycle with no rank outside MPI is a deadlock naming
     // the whole job in one cycle is not told.
     for (auto& e : b) e.p2p_call = "MPI_Wait";
     CHECK(detect_progress(b, opt())[0].status == c3::VerdictStatus::kInconclusive);
+    // Unless the probe recorded which way the requests go (record version
+    // 9): a wait for a send each is a deadlock of sends, a wait for a
+    // receive each a deadlock of receives; one rank whose requests go both
+    // ways (or unknown) leaves it a possible stuck transfer.
+    for (auto& e : b) e.p2p_dirs = "s";
+    all = detect_progress(b, opt());
+    REQUIRE(all.size() == 1);
+    CHECK(all[0].kind == c3::VerdictKind::kDeadlock);
+    CHECK(all[0].ranks.size() == 6);
+    CHECK(all[0].evidence["mismatch"].get<std::string>().find("(both sides sending") != std::string::npos);
+    for (auto& e : b) e.p2p_dirs = "r";
+    all = detect_progress(b, opt());
+    REQUIRE(all.size() == 1);
+    CHECK(all[0].kind == c3::VerdictKind::kDeadlock);
+    CHECK(all[0].evidence["mismatch"] == "each rank waits to receive from the next before it sends (both sides receiving)");
+    b[3].p2p_dirs = "b";
+    CHECK(detect_progress(b, opt())[0].status == c3::VerdictStatus::kInconclusive);
+    b[3].p2p_dirs = "";
+    CHECK(detect_progress(b, opt())[0].status == c3::VerdictStatus::kInconclusive);
+    // A wait for receives from two peers, the second unknown: unknown.
+    b[3].p2p_peers = {4, 2};
+    b[3].p2p_dirs = "r?";
+    CHECK(detect_progress(b, opt())[0].status == c3::VerdictStatus::kInconclusive);
     // A blocking send and the receive from its sender, stuck: a transfer
     // that does not complete (or tags that do not match), not a deadlock.
     auto t = job(2, 5, false, 3.0);
@@ -255,6 +278,19 @@ TEST_CASE("wait-for graph: a cycle with no rank outside MPI is a deadlock naming
     CHECK(all[0].kind == c3::VerdictKind::kDeadlock);
     CHECK(all[0].evidence["mismatch"] ==
           "no receive matches the send (sent on another communicator than the receive waits on)");
+    // The receive through a request (MPI_Irecv, then MPI_Wait), its tag
+    // the request's: the same two facts.
+    t[0].p2p_comm = t[1].p2p_comm = 0xC0;
+    t[1].p2p_call = "MPI_Wait";
+    t[1].p2p_tag = 2;
+    CHECK(detect_progress(t, opt())[0].status == c3::VerdictStatus::kInconclusive);  // direction unknown
+    t[1].p2p_dirs = "r";
+    all = detect_progress(t, opt());
+    REQUIRE(all.size() == 1);
+    CHECK(all[0].kind == c3::VerdictKind::kDeadlock);
+    CHECK(all[0].evidence["mismatch"] == "no receive matches the send (tag 1 sent, tag 2 awaited)");
+    t[1].p2p_tag = 1;
+    CHECK(detect_progress(t, opt())[0].key.rfind("hang-transfer", 0) == 0);
   }
   // Ranks 2 and 3 wait in MPI_Recv for each other; the rest wait for them.
   v[2].p2p_call = v[3].p2p_call = "MPI_Recv";

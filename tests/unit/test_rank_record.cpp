@@ -113,8 +113,8 @@ TEST_CASE("version 7: the NCCL probe's GPU part, its size and range checks") {
   CHECK(record_check_header(r, sizeof(RecordV6)).find("expected at least 25152 for version 7") != std::string::npos);
   r.size = sizeof(RecordV6);  // a version-6 size under a version-7 header
   CHECK(record_check_header(r, sizeof(RecordV7)).find("size field") != std::string::npos);
-  r.version = 9;
-  CHECK(record_check_header(r, sizeof(RecordV7)).find("expected version 5, 6, 7 or 8") != std::string::npos);
+  r.version = 10;
+  CHECK(record_check_header(r, sizeof(RecordV7)).find("expected version 5, 6, 7, 8 or 9") != std::string::npos);
   CHECK(as_v7(r, kRecordVersionGpu) == v7.get());
   CHECK(as_v6(r, kRecordVersionGpu) == &v7->v6);  // version 7 holds version 6
   CHECK(as_v7(r, kRecordVersion) == nullptr);
@@ -332,4 +332,29 @@ TEST_CASE("record v8: the threaded part is read per communicator and per thread,
   CHECK(threads[1].p2p.peers[0] == 2);
   v8->threads[3].p2p.peers[0] = 9;  // not a rank of this 4-rank job
   CHECK(threads_read(*v8, 4, threads).find("thread slot 3: awaited peer 9") != std::string::npos);
+}
+
+// Version 9 (the MPI probe, unthreaded): version 6 at the front, then which
+// way a completion call's requests go, under its own seqlock.
+extern "C" size_t scout_test_record_v9_c_size(void);
+extern "C" size_t scout_test_record_v9_c_offset_dirs(void);
+TEST_CASE("record v9: the requests' directions are read under their seqlock, and bits beyond the peers refused") {
+  CHECK(scout_test_record_v9_c_size() == sizeof(RecordV9));
+  CHECK(scout_test_record_v9_c_offset_dirs() == offsetof(RecordV9, dirs));
+  auto v9 = std::make_unique<RecordV9>();
+  RankRecord& r = header(v9->v6.v5, kRecordVersionDirs, sizeof(RecordV9), 1, 4);
+  CHECK(record_check_header(r, sizeof(RecordV9)).empty());
+  CHECK(record_check_header(r, sizeof(RecordV6)).find("expected at least 24576 for version 9") != std::string::npos);
+  CHECK(as_v9(r, kRecordVersionDirs) == v9.get());
+  CHECK(as_v6(r, kRecordVersionDirs) == &v9->v6);  // version 9 holds version 6
+  CHECK(as_v8(r, kRecordVersionDirs) == nullptr);
+  CHECK(as_v9(r, kRecordVersionMt) == nullptr);
+  v9->dirs = {1234, 0b01, 0b10, 0};
+  P2PDirs d{};
+  CHECK(dirs_read(*v9, d));
+  CHECK(d.entry_ns == 1234);
+  CHECK(dirs_check(d, 2).empty());
+  CHECK(dirs_check(d, 1).find("beyond the 1 listed") != std::string::npos);
+  v9->dirs_lock = 1;  // a writer inside for every try: no copy
+  CHECK_FALSE(dirs_read(*v9, d, 3));
 }

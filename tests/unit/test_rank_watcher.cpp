@@ -29,17 +29,20 @@ struct ShmRecord {
   std::size_t len = 0;
   c3::RankRecord* rec = nullptr;
   c3::RecordV6* v6 = nullptr;
-  ShmRecord(const std::string& job, int rank, int size, bool old = false, bool threaded = false) {
+  ShmRecord(const std::string& job, int rank, int size, bool old = false, bool threaded = false, bool dirs = false) {
     name = c3::record_shm_name(job, "0", rank);
     shm_unlink(name.c_str());
     fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
     REQUIRE(fd >= 0);
-    len = old ? sizeof(c3::RankRecord) : threaded ? sizeof(c3::RecordV8) : sizeof(c3::RecordV6);
+    len = old ? sizeof(c3::RankRecord) : threaded ? sizeof(c3::RecordV8) : dirs ? sizeof(c3::RecordV9) : sizeof(c3::RecordV6);
     REQUIRE(ftruncate(fd, static_cast<off_t>(len)) == 0);
     rec = static_cast<c3::RankRecord*>(mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
     REQUIRE(rec != MAP_FAILED);
     if (!old) v6 = &c3::v6_of(*rec);
-    rec->version = old ? c3::kRecordVersionOld : threaded ? c3::kRecordVersionMt : c3::kRecordVersion;
+    rec->version = old        ? c3::kRecordVersionOld
+                   : threaded ? c3::kRecordVersionMt
+                   : dirs     ? c3::kRecordVersionDirs
+                              : c3::kRecordVersion;
     if (threaded) {
       c3::v8_of(*rec).source = SCOUT_SOURCE_MPI;
       c3::v8_of(*rec).threaded = 1;
@@ -216,6 +219,44 @@ TEST_CASE("version 5 and version 6 records side by side; the point-to-point part
   c3::rec_store(r2.v6->p2p.ops, std::uint64_t{4});
   c3::p2p_write_end(*r2.v6);
   CHECK(wait_invalid(w, 2).find("message count went back") != std::string::npos);
+  w.stop();
+}
+
+// Version 9: which way a completion call's requests go reaches the
+// evidence while its entry time is the point-to-point part's; directions of
+// another wait are not taken, and bits beyond the listed peers are refused.
+TEST_CASE("version 9 records: a completion call's directions are read with its wait") {
+  const std::string job = std::to_string(940000 + getpid() % 1000);
+  ShmRecord r0(job, 0, 3, false, false, /*dirs=*/true), r1(job, 1, 3, false, false, true);
+  c3::RecordV9& v9 = c3::v9_of(*r0.rec);
+  auto wait = [&](std::uint64_t entry, std::uint64_t dirs_entry, std::uint64_t recv, std::uint64_t send) {
+    v9.dirs = {dirs_entry, recv, send, 0};
+    c3::p2p_write_begin(*r0.v6);
+    c3::rec_store(r0.v6->p2p.call, std::uint64_t{SCOUT_P2P_WAITALL});
+    c3::rec_store(r0.v6->p2p.entry_ns, entry);
+    c3::rec_store(r0.v6->p2p.peers[0], std::int64_t{1});
+    c3::rec_store(r0.v6->p2p.peers[1], std::int64_t{2});
+    c3::rec_store(r0.v6->p2p.npeers, std::uint64_t{2});
+    c3::p2p_write_end(*r0.v6);
+  };
+  auto dirs_of = [](scoutd::RankWatcher& w) {
+    for (int i = 0; i < 100; ++i) {
+      for (auto& e : w.evidence(false))
+        if (e.rank == 0 && e.p2p_call == "MPI_Waitall") return e.p2p_dirs;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return std::string("(no wait)");
+  };
+  wait(5, 5, 0b01, 0b10);  // a receive from rank 1, a send to rank 2
+  scoutd::RankWatcher w(job, "0", 0, 2, "n1", 0.02);
+  w.start();
+  REQUIRE(attached(w, 0));
+  CHECK(dirs_of(w) == "rs");
+  wait(9, 5, 0b11, 0b00);  // the directions of an earlier wait: unknown
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  CHECK(dirs_of(w) == "");
+  wait(11, 11, 0b100, 0);  // a bit for a third peer of a wait that lists two
+  CHECK(wait_invalid(w, 0).find("beyond the 2 listed") != std::string::npos);
   w.stop();
 }
 
