@@ -107,13 +107,33 @@ void record_publish(c3::RankRecord& r) noexcept {
   __atomic_store_n(&r.magic, c3::kRecordMagic, __ATOMIC_RELEASE);  // publish last
 }
 
+namespace {
+// The name of a record closed by this process, removed when it exits.
+char g_closed_name[256];
+pid_t g_closed_pid = 0;
+void unlink_closed() noexcept {
+  if (g_closed_name[0] && g_closed_pid == getpid()) shm_unlink(g_closed_name);
+  g_closed_name[0] = '\0';
+}
+// At exit (after main returns or exit()), once per loaded probe library.
+__attribute__((destructor)) void unlink_closed_at_exit() { unlink_closed(); }
+}  // namespace
+
 void record_close(c3::RankRecord* r, const char* name, std::size_t bytes) noexcept {
   if (!r) return;
   c3::record_write_begin(*r);
   c3::rec_store(r->live.state, std::uint64_t{c3::kStateInitialized | c3::kStateFinalized});
   c3::record_write_end(*r);
-  // The observer keeps its own mapping; the name goes now so nothing is left.
-  shm_unlink(name);
+  // The observer keeps its own mapping; the name stays until this process
+  // exits, so that an observer that had not attached yet still sees it
+  // finalized (its peers may wait for it).
+  if (std::strlen(name) < sizeof g_closed_name) {
+    unlink_closed();  // an earlier record of this process (MPI_Init after a finalize cannot happen; a restart)
+    std::strcpy(g_closed_name, name);
+    g_closed_pid = getpid();
+  } else {
+    shm_unlink(name);
+  }
   munmap(r, bytes);
 }
 

@@ -39,7 +39,12 @@ c3::RankRecord* record_create(const char* who, const char* job, const char* step
                               std::uint32_t version, std::size_t bytes, char* name, std::size_t name_cap) noexcept;
 // Marks it initialised and publishes it (the magic, last).
 void record_publish(c3::RankRecord& r) noexcept;
-// Marks it finalised, removes the name and unmaps it.
+// Marks it finalised and unmaps it. The name stays while the process lives
+// (removed when it exits, by this process only, not by a forked child): a
+// rank that finalizes before its observer attaches is still seen finalized
+// while its peers wait for it (a rank stuck in MPI_Finalize's fence too).
+// scoutd and scout-run remove their job's names at its end (a rank killed
+// in MPI_Finalize leaves its name to them).
 void record_close(c3::RankRecord* r, const char* name, std::size_t bytes) noexcept;
 
 }  // namespace scout::probe

@@ -256,6 +256,14 @@ LateSenderTracker::Result LateSenderTracker::update(const std::vector<RankEviden
     if (!outliers.count(s)) {
       if (!class_size.count(s)) continue;  // not compared this window: neither way
       confirm_.erase(s);
+      // Late still, but excused this window (it waited itself: on a loaded
+      // host every rank does now and then): not a clean window, so it does
+      // not count towards resolving its incident, and the clean ones start
+      // again.
+      if (late_ranks.count(s)) {
+        healthy_.erase(s);
+        continue;
+      }
       if (open.count(key) && ++healthy_[s] >= opt_.confirmations) {
         res.resolved.push_back(key);
         healthy_.erase(s);

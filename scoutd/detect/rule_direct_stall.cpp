@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "libc3/rank_record.hpp"
+#include "libc3/signature.hpp"
 #include "libc3/verdict_rules.hpp"
 #include "scoutd/detect/progress_rules.hpp"
 #include "common/proc_info.hpp"
@@ -55,6 +56,85 @@ void add_direct_stalls(const std::vector<const RankEvidence*>& live, const Detec
   out.push_back(std::move(d));
 }
 
+namespace {
+// A blocking call whose only peer is the rank itself, for the threshold: a
+// synchronous (or too large to buffer) send to its own rank completes only
+// when a receive is posted, and a receive from itself only when a send is:
+// the same thread can do neither while it waits. A deadlock of one rank.
+std::vector<VerdictDraft> self_wait(const std::vector<const RankEvidence*>& live, const DetectorOptions& opt) {
+  std::vector<VerdictDraft> out;
+  std::vector<const RankEvidence*> stuck;
+  bool sends = false;
+  for (auto* e : live) {
+    const std::string& c = e->p2p_call;
+    const bool send = c == "MPI_Send" || c == "MPI_Ssend" || c == "MPI_Rsend";
+    const bool recv = c == "MPI_Recv" || c == "MPI_Probe" || c == "MPI_Mprobe";
+    if ((!send && !recv) || e->p2p_more || e->p2p_peers != std::vector<int>{e->rank} ||
+        e->p2p_wait_s < opt.stall_threshold_s)
+      continue;
+    stuck.push_back(e);
+    sends |= send;
+  }
+  if (stuck.empty()) return out;
+  VerdictDraft d = draft(c3::VerdictKind::kDeadlock, c3::VerdictStatus::kAttributed, stuck);
+  std::vector<std::pair<bool, std::string>> lines;
+  for (auto* e : stuck) lines.push_back({true, wait_line(*e)});
+  d.evidence = {{"rule", "a blocking call whose only peer is its own rank: an application deadlock of one rank"},
+                {"mismatch", sends ? "the rank sends to itself and cannot post the receive while it waits (a send "
+                                     "to its own rank: synchronous, or too large to buffer)"
+                                   : "the rank waits to receive from itself and cannot send while it waits"}};
+  put_lines(d.evidence, "chain", lines);
+  d.key = key_of("deadlock-self", d.ranks, 0);
+  out.push_back(std::move(d));
+  return out;
+}
+
+// A collective that cannot complete: ranks inside it for the threshold on a
+// communicator some of whose members have finalized (they left MPI without
+// the collective the others wait in). Those that left are named, majority
+// or not: with two ranks there is none, and the fact is plain.
+std::vector<VerdictDraft> left_collective(const std::vector<RankEvidence>& ranks,
+                                          const std::vector<const RankEvidence*>& live,
+                                          const std::map<int, const RankEvidence*>& by_rank,
+                                          const DetectorOptions& opt) {
+  std::vector<VerdictDraft> out;
+  int world = 0;
+  for (auto& e : ranks) world = std::max(world, e.rank + 1);
+  const std::uint64_t world_id = c3::mpi_world_identity(world);
+  std::vector<const RankEvidence*> waiting, gone;
+  std::set<int> gone_ranks;
+  for (auto* e : live) {
+    if (!e->in_collective || e->stalled_s < opt.stall_threshold_s) continue;
+    std::vector<int> members;
+    if (auto m = e->comm_members.find(e->comm_id); m != e->comm_members.end()) {
+      members = m->second;
+    } else if (e->comm_id == world_id) {  // too large to list: the world's identity says it
+      for (int r = 0; r < world; ++r) members.push_back(r);
+    }
+    bool any = false;
+    for (int r : members)
+      if (auto it = by_rank.find(r); it != by_rank.end() && it->second->finalized) {
+        any = true;
+        if (gone_ranks.insert(r).second) gone.push_back(it->second);
+      }
+    if (any) waiting.push_back(e);
+  }
+  if (waiting.empty()) return out;
+  VerdictDraft d = draft(c3::VerdictKind::kHang, c3::VerdictStatus::kAttributed, gone);
+  std::vector<std::pair<bool, std::string>> lines;
+  for (auto* e : waiting) lines.push_back({false, wait_line(*e)});
+  d.evidence = {{"rule", "ranks wait in a collective on a communicator some of whose members have finalized: it "
+                         "cannot complete"},
+                {"mismatch", "ranks called MPI_Finalize while the others wait in a collective on a communicator "
+                             "they belong to"}};
+  put_lines(d.evidence, "chain", lines);
+  put_list(d.evidence, "finalized", std::vector<int>(gone_ranks.begin(), gone_ranks.end()));
+  d.key = key_of("hang-left-collective", d.ranks, 0);
+  out.push_back(std::move(d));
+  return out;
+}
+}  // namespace
+
 std::vector<VerdictDraft> detect_left_peers(const std::vector<RankEvidence>& ranks,
                                             const std::vector<const RankEvidence*>& live, const DetectorOptions& opt) {
   std::vector<VerdictDraft> out;
@@ -77,7 +157,10 @@ std::vector<VerdictDraft> detect_left_peers(const std::vector<RankEvidence>& ran
     stuck.push_back(e);
     left.insert(peers.begin(), peers.end());
   }
-  if (stuck.empty()) return out;
+  if (stuck.empty()) {
+    out = self_wait(live, opt);
+    return out.empty() ? left_collective(ranks, live, by_rank, opt) : out;
+  }
   VerdictDraft d = draft(c3::VerdictKind::kHang, c3::VerdictStatus::kAttributed, stuck);
   std::vector<std::pair<bool, std::string>> lines;
   for (auto* e : stuck) lines.push_back({true, wait_line(*e)});

@@ -2,8 +2,8 @@
  * debugger attach or a suspended terminal job would) between two
  * collectives; the others wait for it in MPI_Allreduce.
  *
- * expect: hang naming the last rank, outside MPI (stopped).
- * scout-expect: hang
+ * expect: stall naming the last rank, outside MPI (stopped).
+ * scout-expect: stall
  */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
