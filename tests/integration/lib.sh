@@ -37,6 +37,12 @@ fail() {
   if [ -f "$T/run.log" ]; then
     echo "--- run log" >&2
     grep -v '^\[' "$T/run.log" | grep -Ev '^step [0-9]+ loss ' | tail -40 >&2
+    # The verdicts with their evidence (which rule named whom, and why).
+    echo "--- verdicts of job $JOB" >&2
+    "$B/cli/scoutctl" query "$JOB" --json 2>/dev/null | head -c 6000 >&2 || true
+    echo >&2
+    # SCOUT_KEEP_LOG=FILE keeps the whole run log (a debug run's reasons).
+    [ -z "${SCOUT_KEEP_LOG:-}" ] || cp "$T/run.log" "$SCOUT_KEEP_LOG" || true
     echo "FAIL: $*" >&2
   fi
   exit 1
