@@ -287,8 +287,16 @@ void describe_groups(json& evidence, const StackTree* stacks, std::uint64_t worl
         const std::string& caller = where->frames[1];
         g["caller"] = caller;
         site = site_suffix(caller);
-        if (site.empty()) site = "(from " + frame_function(caller) + ")";
-        else g["site"] = site.substr(1, site.size() - 2);
+        if (site.empty()) {
+          site = "(from " + frame_function(caller) + ")";
+          // What is missing, for the reader: no line tables (built without
+          // -g), or no symbols either (stripped: module+offset).
+          g["site_missing"] = caller.find("+0x") != std::string::npos
+                                  ? "no symbols or line tables for the caller (a stripped binary): its module and offset"
+                                  : "no line tables for the caller (built without -g): its function only";
+        } else {
+          g["site"] = site.substr(1, site.size() - 2);
+        }
       }
     } else {
       g["stack_error"] = where->folded ? "its stack's inner frames were dropped (the tree's bound)"

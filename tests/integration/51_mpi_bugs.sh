@@ -8,7 +8,7 @@
 # sentence; point-to-point deadlocks (both sides receiving, both sending
 # synchronously, through MPI_Irecv and MPI_Wait) name both calls and lines;
 # the correct programs stay silent.
-# Duration: about 170 s: twenty small jobs, most waiting for their threshold.
+# Duration: about 175 s: twenty-one small jobs, most waiting for their threshold.
 . "$top_srcdir/tests/integration/lib.sh"
 BUGS=$B/tests/mpi_bugs
 SRC=$top_srcdir/tests/mpi_bugs
@@ -151,6 +151,19 @@ case "$SUMMARY" in
   *"rank 0 in MPI_Ssend (p2p_ssend_self.c:$(line SSEND p2p_ssend_self.c)) for rank 0"*"the rank sends to itself"*) ;;
   *) fail "p2p_ssend_self on 3: summary: $SUMMARY" ;;
 esac
+
+# A stripped copy of a program: the best facts left (the caller's module
+# and offset), and the groups say what is missing.
+cp "$BUGS/coll_order" "$T/coll_order" && strip "$T/coll_order"
+BUGS_SAVED=$BUGS; BUGS=$T
+bug 3 coll_order divergence attributed "[2]" "the ranks call collectives in a different order"
+BUGS=$BUGS_SAVED
+case "$SUMMARY" in
+  "ranks 0-1 in MPI_Allreduce (from coll_order+0x"*"), rank 2 in MPI_Barrier (from coll_order+0x"*) ;;
+  *) fail "stripped coll_order on 3: summary: $SUMMARY" ;;
+esac
+expect_eq "stripped coll_order: what is missing" "$(echo "$GROUPS_JSON" | jq -r '.[0].site_missing')" \
+  "no symbols or line tables for the caller (a stripped binary): its module and offset"
 
 # The correct programs: silent.
 for ok in coll_ok coll_args_ok p2p_ok; do
