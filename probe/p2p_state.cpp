@@ -35,6 +35,12 @@ struct ReqSlot {
   std::uint8_t persistent;
 };
 ReqSlot g_reqs[kReqSlots];
+// Non-persistent requests in the table (in flight), and whether one was
+// ever left untracked: a completion call's directions are published only
+// when the requests it waits for are all this rank has in flight (another
+// send on its way may be what a peer waiting to receive from it needs).
+std::int64_t g_inflight = 0;
+bool g_untracked = false;
 
 unsigned req_hash(MPI_Request r) noexcept {
   auto v = reinterpret_cast<std::uintptr_t>(r);
@@ -248,8 +254,13 @@ void p2p_started(MPI_Request req, bool recv, MPI_Comm mc, int peer, int tag, std
     if (r.used != 1 && free_slot < 0) free_slot = static_cast<int>(s);
     if (r.used == 0) break;
   }
-  if (free_slot < 0) return;  // a crowded neighbourhood: this request is not tracked
+  if (free_slot < 0) {  // a crowded neighbourhood: this request is not tracked
+    g_untracked = true;
+    return;
+  }
   ReqSlot& r = g_reqs[free_slot];
+  if (r.used == 1 && !r.persistent) --g_inflight;  // the handle's stale entry
+  if (!persistent) ++g_inflight;
   r = {req, c, bytes, w, tag == MPI_ANY_TAG || tag < 0 ? -1 : tag, 1, static_cast<std::uint8_t>(recv),
        static_cast<std::uint8_t>(persistent)};
   if (!recv && !persistent && w >= 0) {  // a send counts when it is posted
@@ -261,7 +272,10 @@ void p2p_request_free(MPI_Request req) noexcept {
   if (!g_record) return;
   TableGuard guard;
   const int s = req_find(req);
-  if (s >= 0) g_reqs[s].used = 2;
+  if (s >= 0) {
+    if (!g_reqs[s].persistent) --g_inflight;
+    g_reqs[s].used = 2;
+  }
 }
 
 void p2p_persistent_start(const MPI_Request* reqs, int n) noexcept {
@@ -282,14 +296,22 @@ P2PWait::P2PWait(std::uint64_t c, const MPI_Request* reqs, int count, bool is_bl
   std::int32_t peer_of[kMax], tag_of[kMax];
   std::uint8_t recv_of[kMax];
   std::uint64_t comm_of[kMax];
+  std::int64_t awaited_np = 0, inflight = 0;  // the non-persistent ones among them; all in flight
+  bool unknown = count > kMax;                // a request the table does not hold
   {
     // The table is read under its guard; no MPI call is made while it is held
     // (MPI_Request_get_status may run a generalized request's query function).
     TableGuard guard;
+    inflight = g_inflight;
+    unknown |= g_untracked;
     for (int i = 0; i < n; ++i) {
       slot[i] = req_find(reqs[i]);
-      if (slot[i] < 0) continue;
+      if (slot[i] < 0) {
+        unknown |= reqs[i] != MPI_REQUEST_NULL;
+        continue;
+      }
       const ReqSlot& r = g_reqs[slot[i]];
+      awaited_np += !r.persistent;
       peer_of[i] = r.peer;
       tag_of[i] = r.tag;
       recv_of[i] = r.recv;
@@ -333,8 +355,10 @@ P2PWait::P2PWait(std::uint64_t c, const MPI_Request* reqs, int count, bool is_bl
   if (count > kMax) more = true;
   if (comm_id == ~std::uint64_t{0}) comm_id = 0;
   if (tag < 0) tag = -1;
+  // Directions only when these are all the requests in flight, each known.
+  dirs_known = !unknown && awaited_np == inflight;
   t0 = now_ns();
-  if (blocking) publish_wait(call, t0, comm_id, tag, peers, npeers, more, any_comm, dirs);
+  if (blocking) publish_wait(call, t0, comm_id, tag, peers, npeers, more, any_comm, dirs_known ? dirs : nullptr);
 }
 
 namespace {
@@ -358,7 +382,10 @@ void account(int s, const MPI_Status* st, std::uint64_t waited, bool timed, std:
   } else if (r.peer != -2) {
     add_op();  // its bytes were counted when it was posted (or started)
   }
-  if (!r.persistent) r.used = 2;
+  if (!r.persistent) {
+    r.used = 2;
+    --g_inflight;
+  }
 }
 }  // namespace
 
@@ -401,7 +428,7 @@ void P2PWait::completed_some(int outcount, const int* indices, const MPI_Status*
 
 void P2PWait::none_completed() noexcept {
   if (!any || polling_now()) return;  // still polling: the wait began at the first Test
-  publish_wait(call, now_ns(), comm_id, tag, peers, npeers, more, any_comm, dirs);
+  publish_wait(call, now_ns(), comm_id, tag, peers, npeers, more, any_comm, dirs_known ? dirs : nullptr);
   polling_began();
 }
 

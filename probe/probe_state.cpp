@@ -304,7 +304,7 @@ void probe_init() noexcept {
 
 void probe_finalize() noexcept {
   c3::RankRecord* r = g_record;
-  if (!r) return;
+  if (!r || r->pid != static_cast<std::int32_t>(getpid())) return;  // a forked child's MPI_Finalize: not this rank's
   g_record = nullptr;
   record_close(r, g_shm_name, g_record_bytes);
 }

@@ -45,10 +45,16 @@ c3::RankRecord* record_create(const char* who, const char* job, const char* step
     struct stat st {};
     // Two probes in one process (MPI and NCCL) would both publish this rank:
     // the first one keeps it.
+    // A record this process finalized (its name stays until it exits) is
+    // taken again: a program that finalizes MPI and goes on with NCCL.
     std::int32_t owner = 0;
+    std::uint64_t state = 0;
     if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
         pread(fd, &owner, sizeof owner, offsetof(c3::RankRecord, pid)) == static_cast<ssize_t>(sizeof owner) &&
-        owner == static_cast<std::int32_t>(getpid())) {
+        owner == static_cast<std::int32_t>(getpid()) &&
+        !(pread(fd, &state, sizeof state, offsetof(c3::RankRecord, live) + offsetof(c3::RecordLive, state)) ==
+              static_cast<ssize_t>(sizeof state) &&
+          (state & c3::kStateFinalized))) {
       close(fd);
       return nullptr;  // already published by this process's other probe
     }
@@ -108,11 +114,28 @@ void record_publish(c3::RankRecord& r) noexcept {
 }
 
 namespace {
-// The name of a record closed by this process, removed when it exits.
+// The name of a record closed by this process, removed when it exits: only
+// while the name is still that file (its inode) and the file still says
+// this process wrote it (a rank restarted under the same name keeps its own).
 char g_closed_name[256];
 pid_t g_closed_pid = 0;
+ino_t g_closed_ino = 0;
+dev_t g_closed_dev = 0;
+bool closed_file_is_ours(ino_t* ino, dev_t* dev) noexcept {
+  const int fd = shm_open(g_closed_name, O_RDONLY | O_NOFOLLOW, 0);
+  if (fd < 0) return false;
+  struct stat st {};
+  std::int32_t owner = 0;
+  const bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+                  pread(fd, &owner, sizeof owner, offsetof(c3::RankRecord, pid)) == static_cast<ssize_t>(sizeof owner) &&
+                  owner == static_cast<std::int32_t>(getpid());
+  close(fd);
+  if (ok && ino) *ino = st.st_ino, *dev = st.st_dev;
+  return ok && (ino || (st.st_ino == g_closed_ino && st.st_dev == g_closed_dev));
+}
 void unlink_closed() noexcept {
-  if (g_closed_name[0] && g_closed_pid == getpid()) shm_unlink(g_closed_name);
+  if (g_closed_name[0] && g_closed_pid == getpid() && closed_file_is_ours(nullptr, nullptr))
+    shm_unlink(g_closed_name);
   g_closed_name[0] = '\0';
 }
 // At exit (after main returns or exit()), once per loaded probe library.
@@ -127,14 +150,15 @@ void record_close(c3::RankRecord* r, const char* name, std::size_t bytes) noexce
   // The observer keeps its own mapping; the name stays until this process
   // exits, so that an observer that had not attached yet still sees it
   // finalized (its peers may wait for it).
+  munmap(r, bytes);
   if (std::strlen(name) < sizeof g_closed_name) {
-    unlink_closed();  // an earlier record of this process (MPI_Init after a finalize cannot happen; a restart)
+    unlink_closed();  // an earlier record this process closed
     std::strcpy(g_closed_name, name);
     g_closed_pid = getpid();
+    if (!closed_file_is_ours(&g_closed_ino, &g_closed_dev)) g_closed_name[0] = '\0';  // not ours now: leave it
   } else {
     shm_unlink(name);
   }
-  munmap(r, bytes);
 }
 
 }  // namespace scout::probe

@@ -246,7 +246,9 @@ LateSenderTracker::Result LateSenderTracker::update(const std::vector<RankEviden
   if (!res.compared) return res;
   // Healthy windows make each sender's history of lateness (its jitter).
   for (auto& [s, l] : lateness) {
-    if (outliers.count(s) || confirm_.count(s)) continue;
+    // (Nor a late window that was excused, nor one of a rank whose incident
+    // is open: its history is of its healthy windows.)
+    if (outliers.count(s) || confirm_.count(s) || late_ranks.count(s) || open.count(key_for(s))) continue;
     auto& h = late_hist_[s];
     h.push_back(l);
     while (static_cast<int>(h.size()) > opt_.history) h.pop_front();

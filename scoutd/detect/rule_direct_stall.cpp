@@ -69,8 +69,10 @@ std::vector<VerdictDraft> self_wait(const std::vector<const RankEvidence*>& live
     const std::string& c = e->p2p_call;
     const bool send = c == "MPI_Send" || c == "MPI_Ssend" || c == "MPI_Rsend";
     const bool recv = c == "MPI_Recv" || c == "MPI_Probe" || c == "MPI_Mprobe";
+    // (A threaded rank's other thread may post the other side; a stopped
+    // rank is a stall.)
     if ((!send && !recv) || e->p2p_more || e->p2p_peers != std::vector<int>{e->rank} ||
-        e->p2p_wait_s < opt.stall_threshold_s)
+        e->p2p_wait_s < opt.stall_threshold_s || e->threaded || is_stalled_state(e->state))
       continue;
     stuck.push_back(e);
     sends |= send;
@@ -104,7 +106,7 @@ std::vector<VerdictDraft> left_collective(const std::vector<RankEvidence>& ranks
   std::vector<const RankEvidence*> waiting, gone;
   std::set<int> gone_ranks;
   for (auto* e : live) {
-    if (!e->in_collective || e->stalled_s < opt.stall_threshold_s) continue;
+    if (!e->in_collective || e->stalled_s < opt.stall_threshold_s || is_stalled_state(e->state)) continue;
     std::vector<int> members;
     if (auto m = e->comm_members.find(e->comm_id); m != e->comm_members.end()) {
       members = m->second;
@@ -112,8 +114,11 @@ std::vector<VerdictDraft> left_collective(const std::vector<RankEvidence>& ranks
       for (int r = 0; r < world; ++r) members.push_back(r);
     }
     bool any = false;
+    // A member that finalized behind this collective (its last position
+    // before it): one that took its part (a Bcast's root, a Reduce's
+    // sender) and left is not blamed for the others still in it.
     for (int r : members)
-      if (auto it = by_rank.find(r); it != by_rank.end() && it->second->finalized) {
+      if (auto it = by_rank.find(r); it != by_rank.end() && it->second->finalized && it->second->seq < e->seq) {
         any = true;
         if (gone_ranks.insert(r).second) gone.push_back(it->second);
       }

@@ -203,12 +203,16 @@ std::vector<VerdictDraft> detect_wait_for(const std::vector<const RankEvidence*>
     if (group.size() < 2) return out;
     // Which way each rank's wait goes: 'r' it can only receive, 's' only
     // send, '?' both or unknown. A completion call's requests go the way the
-    // probe recorded (record version 9: `p2p_dirs`); without that, a Wait
-    // or Test is unknown.
+    // probe recorded (record version 9: `p2p_dirs`, published only when they
+    // are all the requests the rank has in flight); without that, a Wait is
+    // unknown, and a Test loop always is.
     auto dir_of = [](const RankEvidence* e) -> char {
       const std::string& c = e->p2p_call;
       if (c == "MPI_Recv" || c == "MPI_Probe" || c == "MPI_Mprobe") return 'r';
-      if (c == "MPI_Send" || c == "MPI_Ssend" || c == "MPI_Rsend" || c == "MPI_Bsend") return 's';
+      if (c == "MPI_Send" || c == "MPI_Ssend" || c == "MPI_Rsend") return 's';
+      // A loop of MPI_Test* runs the program between its calls: it may
+      // still send or receive what its peer waits for.
+      if (c.rfind("MPI_Test", 0) == 0) return '?';
       const std::string& d = e->p2p_dirs;
       if (d.empty() || d.size() != e->p2p_peers.size() || e->p2p_more) return '?';
       if (d.find_first_not_of('r') == std::string::npos) return 'r';

@@ -367,7 +367,8 @@ bool RankWatcher::read_v6(Slot& s, std::int64_t /*now*/, bool counters) {
     s.p2p = p2p;
     s.have_p2p = true;
     s.have_dirs = false;
-    if (have_dirs && dirs.entry_ns == p2p.entry_ns && p2p.call != 0) {
+    // (Only a completion call's: a blocking call's direction is its own.)
+    if (have_dirs && dirs.entry_ns == p2p.entry_ns && p2p.call >= SCOUT_P2P_WAIT && p2p.call <= SCOUT_P2P_TESTSOME) {
       if (std::string why = c3::dirs_check(dirs, p2p.npeers); !why.empty()) {
         invalidate(s, why);
         return false;

@@ -242,6 +242,11 @@ TEST_CASE("wait-for graph: a cycle with no rank outside MPI is a deadlock naming
     b[3].p2p_peers = {4, 2};
     b[3].p2p_dirs = "r?";
     CHECK(detect_progress(b, opt())[0].status == c3::VerdictStatus::kInconclusive);
+    // A loop of MPI_Test runs the program between its calls: unknown.
+    b[3].p2p_peers = {4};
+    b[3].p2p_dirs = "r";
+    b[3].p2p_call = "MPI_Test";
+    CHECK(detect_progress(b, opt())[0].status == c3::VerdictStatus::kInconclusive);
     // A blocking send and the receive from its sender, stuck: a transfer
     // that does not complete (or tags that do not match), not a deadlock.
     auto t = job(2, 5, false, 3.0);
@@ -438,7 +443,12 @@ TEST_CASE("ranks waiting in a collective that a member left by finalizing: those
   for (auto& e : v) e.comm_members[0xC0] = {0, 1};
   outside(v[1], 'S');
   v[1].finalized = true;
+  // It finalized at the collective the other is in (it took its part, as a
+  // Bcast's root does, and left): not blamed.
   auto d = detect_progress(v, opt());
+  CHECK(std::none_of(d.begin(), d.end(), [](auto& x) { return x.key.rfind("hang-left-collective", 0) == 0; }));
+  v[1].seq = 20;  // behind it: it skipped the collective
+  d = detect_progress(v, opt());
   REQUIRE(d.size() == 1);
   CHECK(d[0].kind == c3::VerdictKind::kHang);
   CHECK(d[0].status == c3::VerdictStatus::kAttributed);
@@ -450,6 +460,7 @@ TEST_CASE("ranks waiting in a collective that a member left by finalizing: those
   for (auto& e : w) e.comm_id = c3::mpi_world_identity(4);
   outside(w[3], 'S');
   w[3].finalized = true;
+  w[3].seq = 20;
   d = detect_progress(w, opt());
   REQUIRE(d.size() == 1);
   CHECK(d[0].ranks == std::vector<int>{3});
@@ -457,8 +468,13 @@ TEST_CASE("ranks waiting in a collective that a member left by finalizing: those
   for (auto& e : v) e.comm_members[0xC0] = {0, 2};
   d = detect_progress(v, opt());
   CHECK(std::none_of(d.begin(), d.end(), [](auto& x) { return x.key.rfind("hang-left-collective", 0) == 0; }));
-  // Under the threshold: not yet.
+  // A waiter that is stopped is its own stall, not this rule's.
   for (auto& e : v) e.comm_members[0xC0] = {0, 1};
+  v[0].state = 'T';
+  d = detect_progress(v, opt());
+  CHECK(std::none_of(d.begin(), d.end(), [](auto& x) { return x.key.rfind("hang-left-collective", 0) == 0; }));
+  v[0].state = 'S';
+  // Under the threshold: not yet.
   v[0].stalled_s = 1.0;
   CHECK(detect_progress(v, opt()).empty());
 }
@@ -478,6 +494,11 @@ TEST_CASE("a rank blocked sending to itself, or receiving from itself, is a dead
   d = detect_progress(v, opt());
   REQUIRE(d.size() == 1);
   CHECK(d[0].evidence["mismatch"].get<std::string>().find("receive from itself") != std::string::npos);
+  // A threaded rank (another thread may send) or a stopped one: not this rule.
+  v[0].threaded = true;
+  d = detect_progress(v, opt());
+  CHECK(std::none_of(d.begin(), d.end(), [](auto& x) { return x.key.rfind("deadlock-self", 0) == 0; }));
+  v[0].threaded = false;
   // A wait on requests to itself may be a send and its receive: not this rule.
   v[0].p2p_call = "MPI_Waitall";
   d = detect_progress(v, opt());
