@@ -20,7 +20,7 @@
 namespace scout::c3 {
 
 inline constexpr std::uint64_t kRecordMagic = SCOUT_RECORD_MAGIC;  // "SOUTPRB1" LE
-inline constexpr std::uint32_t kRecordVersion = SCOUT_RECORD_VERSION_6;  // the version written
+inline constexpr std::uint32_t kRecordVersion = SCOUT_RECORD_VERSION_6;  // the MPI probe's before version 9 (still read)
 inline constexpr std::uint32_t kRecordVersionOld = SCOUT_RECORD_VERSION_5;  // still read
 inline constexpr std::uint32_t kRecordVersionGpu = SCOUT_RECORD_VERSION_7;  // written by libscout_nccl.so
 inline constexpr std::uint32_t kRecordVersionMt = SCOUT_RECORD_VERSION_8;   // libscout_probe.so, threads apart

@@ -1,7 +1,7 @@
 /* The per-rank shared-memory record, version 9: version 6 unchanged at the
  * front (its `version` field says 9 and its `size` the size of this struct),
  * then which way each awaited request goes, for the MPI probe's records of
- * programs that do not ask for MPI_THREAD_MULTIPLE (those write version 8,
+ * programs that are not given MPI_THREAD_MULTIPLE (those write version 8,
  * whose thread slots have no directions). A sibling of versions 7 and 8:
  * readers accept versions 5 to 9 and read the version-6 part of 7, 8 and 9
  * alike. Never change a struct in this file once released.

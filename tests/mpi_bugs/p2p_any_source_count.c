@@ -2,8 +2,8 @@
  * one result more than are sent (MPI_Recv from MPI_ANY_SOURCE); the
  * workers have sent theirs and wait in the barrier.
  *
- * expect: a hang or deadlock naming rank 0 in MPI_Recv at RECV (any
- * source), the workers in MPI_Barrier.
+ * expect: rank 0 in MPI_Recv at RECV (any source), the workers in
+ * MPI_Barrier: a deadlock of every rank (the barrier waits for rank 0).
  * scout-expect: deadlock
  */
 #include <mpi.h>

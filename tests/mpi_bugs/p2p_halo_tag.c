@@ -2,8 +2,10 @@
  * MPI_Waitall) where the last rank tags its left-going message as if it
  * went right, so its left neighbour's receive from it never matches.
  *
- * expect: a hang or deadlock naming the last rank's left neighbour in
- * MPI_Waitall at WAITALL (and the last rank, whose send waits too).
+ * expect: the last rank's left neighbour in MPI_Waitall at WAITALL, and
+ * the last rank, whose send waits too: at 2 and 3 ranks a hang,
+ * inconclusive (requests that go both ways, the whole job in the cycle);
+ * at 4 or more a deadlock of the last three ranks.
  * scout-expect: deadlock
  */
 #include <mpi.h>

@@ -2,9 +2,9 @@
  * before posting their receive: each send completes only when the other
  * side's receive is posted.
  *
- * expect: both ranks in MPI_Wait at WAIT0 and WAIT1; with the whole job
- * in the cycle: hang, inconclusive (a request's direction is not known);
- * with bystanders: deadlock of ranks 0 and 1.
+ * expect: both ranks in MPI_Wait at WAIT0 and WAIT1, each waiting for its
+ * send (record version 9): deadlock of ranks 0 and 1 at every size, both
+ * sides sending.
  * scout-expect: deadlock
  */
 #include <mpi.h>

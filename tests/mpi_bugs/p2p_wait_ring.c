@@ -1,8 +1,8 @@
 /* Bug: a ring where every rank posts its receive from the previous
  * rank and waits for it (MPI_Irecv, MPI_Wait) before sending to the next.
  *
- * expect: every rank in MPI_Wait at WAIT; the whole job in one cycle of
- * waits (hang, inconclusive: a request's direction is not known).
+ * expect: every rank in MPI_Wait at WAIT, each waiting for a receive
+ * (record version 9): deadlock of every rank, both sides receiving.
  * scout-expect: deadlock
  */
 #include <mpi.h>

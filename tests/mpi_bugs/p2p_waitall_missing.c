@@ -2,8 +2,9 @@
  * them (MPI_Waitall), but the last rank's send is skipped (it has no
  * data); the other ranks wait in the barrier.
  *
- * expect: a hang naming rank 0 in MPI_Waitall at WAITALL (and the last
- * rank, in MPI_Barrier, the one it waits for).
+ * expect: rank 0 in MPI_Waitall at WAITALL, the others in MPI_Barrier:
+ * a deadlock of every rank (rank 0's Waitall lists every peer, complete or
+ * not, and the barrier waits for rank 0).
  * scout-expect: deadlock
  */
 #include <mpi.h>

@@ -2,8 +2,10 @@
  * the last rank instead of rank 0; with two ranks that is itself), while
  * rank 0 waits in a synchronous send to it.
  *
- * expect: deadlock or hang naming ranks 0 and 1: rank 0 in MPI_Ssend at
- * SSEND for rank 1, rank 1 in MPI_Recv at RECV for the wrong rank.
+ * expect: rank 0 in MPI_Ssend at SSEND for rank 1, rank 1 in MPI_Recv at
+ * RECV for the wrong rank: at 2 ranks a deadlock of rank 1 alone (it
+ * waits for itself); at 3 or more a deadlock of ranks 0, 1 and the last
+ * (in MPI_Barrier, waited for by rank 1).
  * scout-expect: deadlock
  */
 #include <mpi.h>

@@ -2,8 +2,9 @@
  * test can never pass: it compares with a negative tolerance), so it
  * never reaches the next MPI_Allreduce the others wait in.
  *
- * expect: hang naming the last rank, outside MPI (running) in converge;
- * the others in MPI_Allreduce at line ALLREDUCE.
+ * expect: hang naming the last rank, outside MPI (running) in main at
+ * SPIN; the others in MPI_Allreduce at line ALLREDUCE; at 2 ranks
+ * inconclusive (a long compute phase looks the same).
  * scout-expect: hang
  */
 #include <mpi.h>
