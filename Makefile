@@ -59,26 +59,12 @@ $(ASAN_BUILD)/Makefile: configure
 # The unit tests run once, in the sanitizer build: compiling them a second
 # time in build/ took a fifth of CI's time and found nothing more
 # (`make -C build check` still runs every test in build/).
-#
-# The sanitizer build (8 of CI's 29 minutes when it ran after the tests)
-# runs beside the integration tests, at the scheduler's idle class
-# (SCHED_IDLE: a test's process that wakes takes the core from it at once,
-# so the tests' timings and run-queue waits stay theirs) and idle I/O
-# class. It holds the tests' shared lock while it builds: a test that must
-# run alone waits until it is done, and never runs beside it. Its output is
-# in $(ASAN_BUILD).log.
-CHECK_JOBS      ?= 2
-IDLE_RUN        ?= $(shell chrt -i 0 true 2>/dev/null && echo chrt -i 0) \
-		   $(shell ionice -c 3 true 2>/dev/null && echo ionice -c 3) nice -n 19
+
 check: deps
 	$(MAKE) all
-	rm -f $(BUILD)/test-durations.txt $(ASAN_BUILD)/test-durations.txt
-	@echo "== make check: integration tests (build/), the sanitizer build beside them ($(ASAN_BUILD).log), $$(date +%T)"
-	@st=0; \
-	 ( flock -s 9 && exec $(IDLE_RUN) $(MAKE) build-sanitizers ) 9>>$(BUILD)/.test-lock >$(ASAN_BUILD).log 2>&1 & bpid=$$!; \
-	 $(MAKE) -C $(BUILD) -j$(CHECK_JOBS) check-integration || st=$$?; \
-	 echo "== make check: waiting for the sanitizer build, $$(date +%T)"; \
-	 wait $$bpid || { st=$$?; echo "== make check: the sanitizer build failed ($(ASAN_BUILD).log):"; tail -40 $(ASAN_BUILD).log; }; \
+	rm -f $(BUILD)/test-durations.txt
+	@echo "== make check: integration tests (build/), $$(date +%T)"
+	@st=0; $(MAKE) -C $(BUILD) -j$(CHECK_JOBS) check-integration || st=$$?; \
 	 echo "== make check: unit tests under ASan+UBSan ($(ASAN_BUILD)/), $$(date +%T)"; \
 	 $(MAKE) check-sanitizers || st=$$?; \
 	 echo "== make check: done, $$(date +%T)"; exit $$st
