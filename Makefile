@@ -59,7 +59,7 @@ $(ASAN_BUILD)/Makefile: configure
 # The unit tests run once, in the sanitizer build: compiling them a second
 # time in build/ took a fifth of CI's time and found nothing more
 # (`make -C build check` still runs every test in build/).
-
+CHECK_JOBS      ?= 2
 check: deps
 	$(MAKE) all
 	rm -f $(BUILD)/test-durations.txt
