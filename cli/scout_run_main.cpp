@@ -381,22 +381,33 @@ int main(int argc, char** argv) {
 
   int status = 0, rc = 1;
   bool done = prog < 0;
-  int forwarded = 0;
-  auto killed_at = std::chrono::steady_clock::time_point::max();
+  int noticed = 0;
+  using clock = std::chrono::steady_clock;
+  auto interrupt_at = clock::time_point::max(), killed_at = clock::time_point::max();
   while (!done) {
-    if (wait_for(prog, 0.1, &status)) {
+    if (wait_for(prog, 0.05, &status)) {
       done = true;
       break;
     }
-    if (g_interrupts > forwarded) {
-      forwarded = g_interrupts;
-      std::fprintf(stderr, "scout-run: interrupted: stopping %s\n", o.program[0].c_str());
-      ::kill(-prog, SIGINT);  // mpirun tears its job down
-      if (killed_at == std::chrono::steady_clock::time_point::max())
-        killed_at = std::chrono::steady_clock::now();
-      if (forwarded >= 2) ::kill(-prog, SIGKILL);
+    if (g_interrupts > noticed) {
+      noticed = g_interrupts;
+      if (interrupt_at == clock::time_point::max()) {
+        std::fprintf(stderr, "scout-run: interrupted: stopping %s\n", o.program[0].c_str());
+        // The scoutds hear first that the job is being stopped (mpirun
+        // forwards SIGUSR2): mpirun kills the ranks one after another, and
+        // the first to go is no crash. The program's mpirun gets its SIGINT
+        // a moment later.
+        if (obs_pid > 0) ::kill(obs_pid, SIGUSR2);
+        interrupt_at = clock::now() + std::chrono::milliseconds(obs_pid > 0 ? 300 : 0);
+      } else {
+        ::kill(-prog, SIGKILL);  // a second Ctrl-C: at once
+      }
     }
-    if (std::chrono::steady_clock::now() - killed_at > std::chrono::seconds(5)) {
+    if (killed_at == clock::time_point::max() && clock::now() >= interrupt_at) {
+      ::kill(-prog, SIGINT);  // mpirun tears its job down
+      killed_at = clock::now();
+    }
+    if (clock::now() - killed_at > std::chrono::seconds(5)) {
       ::kill(-prog, SIGKILL);  // stopped ranks do not act on SIGTERM
       ::kill(-prog, SIGCONT);
     }

@@ -79,6 +79,7 @@ class Daemon {
   std::unique_ptr<StackSampler> stacks_;           // stacks of stalled ranks (off: null)
   std::string stack_helper_;
   bool peers_lost_ = false;
+  bool job_stopping_logged_ = false;
 };
 
 }  // namespace scout::scoutd

@@ -1,5 +1,5 @@
 // scoutd: the per-node scout observer. main() reads as init calls and their
-// fini calls in reverse; signal handlers only set a flag.
+// fini calls in reverse; signal handlers only set a flag or a time.
 #include <mpi.h>
 
 #include <algorithm>
@@ -12,6 +12,7 @@
 #include "common/log.hpp"
 #include "scoutd/daemon/config.hpp"
 #include "scoutd/daemon/daemon.hpp"
+#include "scoutd/observe/rank_watcher.hpp"
 #include "sql/ledger.hpp"
 #ifdef HAVE_CUDA
 #include "scoutd/beside/gpu_backend.hpp"
@@ -32,11 +33,19 @@ extern "C" void on_stop_signal(int) {
   scout::scoutd::g_stop_signal = 1;
 }
 
+// SIGUSR2: the launcher (scout-run) is about to stop the job; the ranks'
+// deaths that follow are not crashes. The observers go on until SIGUSR1.
+extern "C" void on_job_stopping_signal(int) { scout::scoutd::RankWatcher::note_job_stopping(); }
+
 void install_signals() {
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
   for (int s : {SIGINT, SIGTERM, SIGUSR1}) sigaction(s, &sa, nullptr);
+  struct sigaction su {};
+  su.sa_handler = on_job_stopping_signal;
+  sigemptyset(&su.sa_mask);
+  sigaction(SIGUSR2, &su, nullptr);
   signal(SIGPIPE, SIG_IGN);
   signal(SIGALRM, SIG_DFL);  // the stop deadline ends the process, whatever a library installed
 }

@@ -28,7 +28,7 @@ std::optional<VerdictDraft> detect_end_event(const std::vector<RankEvidence>& ra
   for (auto& e : ranks) {
     if (!e.attached || e.finalized || e.end_kind.empty()) continue;
     if (e.end_kind == "signal") {
-      if (e.alive || e.death_ns == 0) continue;
+      if (e.alive || e.death_ns == 0 || e.died_on_stop) continue;
       bool others_died_first = false;
       for (auto& o : ranks)
         if (&o != &e && o.attached && !o.alive && o.death_ns > 0 && o.death_ns < e.end_ns) others_died_first = true;
@@ -97,7 +97,7 @@ std::optional<VerdictDraft> detect_crash(const std::vector<RankEvidence>& ranks,
   if (auto d = detect_end_event(ranks, opt)) return d;
   std::vector<const RankEvidence*> dead;
   for (auto& e : ranks)
-    if (e.attached && !e.alive && !e.finalized && e.death_ns > 0) dead.push_back(&e);
+    if (e.attached && !e.alive && !e.finalized && e.death_ns > 0 && !e.died_on_stop) dead.push_back(&e);
   if (dead.empty()) return std::nullopt;
   // No fatal signal recorded: wait until the peers outlived the first death.
   double oldest = 0;
@@ -116,7 +116,9 @@ std::optional<VerdictDraft> detect_crash(const std::vector<RankEvidence>& ranks,
   for (auto& e : ranks)
     if (e.attached) ++observed;
   // The first deaths must be a strict minority that their peers outlived;
-  // a whole job going down at once (Ctrl-C, scancel) localises nothing.
+  // a whole job going down at once (Ctrl-C, scancel) localises nothing, and
+  // deaths after the launcher said it stops the job are left out above (its
+  // ranks die one after another, the first no more a culprit than the last).
   if (!c3::strict_minority(early.size(), observed)) return std::nullopt;
   VerdictDraft d = draft(c3::VerdictKind::kCrash, c3::VerdictStatus::kAttributed, early);
   json culprits = json::array(), later = json::array();

@@ -74,6 +74,7 @@ void to_json(json& j, const RankEvidence& e) {
     if (e.cpu_khz > 0) j["sched"]["cpu_khz"] = e.cpu_khz;
   }
   if (e.dead_s > 0) j["dead_s"] = e.dead_s;
+  if (e.died_on_stop) j["died_on_stop"] = true;
   if (e.p2p_ops || !e.p2p_call.empty()) {
     j["p2p"] = {{"ops", e.p2p_ops}, {"call", e.p2p_call}, {"wait_s", e.p2p_wait_s}, {"peers", e.p2p_peers},
                 {"more", e.p2p_more}, {"comm", fmt::format("{:016x}", e.p2p_comm)},
@@ -207,6 +208,10 @@ void from_json(const json& j, RankEvidence& e) {
     }
   }
   e.dead_s = j.value("dead_s", 0.0);
+  if (j.contains("died_on_stop")) {
+    if (!j["died_on_stop"].is_boolean()) throw std::invalid_argument("died_on_stop: expected true or false");
+    e.died_on_stop = j["died_on_stop"].get<bool>();
+  }
   if (j.contains("p2p") && j["p2p"].is_object()) {
     const json& p = j["p2p"];
     e.p2p_ops = common::json_int<std::uint64_t>(p, "ops");

@@ -50,6 +50,9 @@ struct RankEvidence {
   std::string wchan;
   std::int64_t death_ns = 0; // CLOCK_MONOTONIC when its process went away
   double dead_s = 0;         // how long it had been gone when the evidence was taken
+  // It went away after the launcher said that it is stopping the job (the
+  // user's Ctrl-C through scout-run): not a crash, whoever went first.
+  bool died_on_stop = false;
   long syscall = -1;         // blocking system call, from /proc (-1 none)
   long long rchar = -1, wchar = -1;  // /proc/<pid>/io
   // /proc/<pid>/schedstat when the evidence was taken (-1 unreadable): time

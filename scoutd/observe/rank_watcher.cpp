@@ -43,6 +43,23 @@ std::int64_t monotonic_ns() {
   return static_cast<std::int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
 }
 
+namespace {
+std::atomic<std::int64_t> g_stopping_ns{0};  // when the launcher said it stops the job; 0: not said
+static_assert(std::atomic<std::int64_t>::is_always_lock_free, "set from a signal handler");
+}  // namespace
+
+void RankWatcher::note_job_stopping() noexcept {
+  std::int64_t unset = 0;
+  g_stopping_ns.compare_exchange_strong(unset, monotonic_ns());  // clock_gettime is async-signal-safe
+}
+
+std::int64_t RankWatcher::job_stopping_ns() noexcept { return g_stopping_ns.load(); }
+
+bool RankWatcher::died_on_stop(std::int64_t death_ns) noexcept {
+  const std::int64_t stop = g_stopping_ns.load();
+  return death_ns > 0 && stop > 0 && death_ns >= stop;
+}
+
 RankWatcher::RankWatcher(std::string job, std::string step, int first_rank, int last_rank,
                          std::string node, double tick_s, std::string match_host,
                          std::uint32_t step_kind)

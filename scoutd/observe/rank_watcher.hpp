@@ -100,10 +100,16 @@ class RankWatcher final : public RankSource {
   // Removes the shm names of this node's ranks (crashed ranks leave theirs).
   void unlink_records();
   const std::string& node() const noexcept override { return node_; }
+  // The launcher is stopping the job (scout-run got the user's Ctrl-C):
+  // the deaths that follow are the stop's, not crashes. Async-signal-safe
+  // (scoutd calls it from its SIGUSR2 handler); the first call's time holds.
+  static void note_job_stopping() noexcept;
+  static std::int64_t job_stopping_ns() noexcept;  // 0 until then
   int first_rank() const noexcept { return first_; }
   int last_rank() const noexcept { return last_; }
 
  private:
+  static bool died_on_stop(std::int64_t death_ns) noexcept;
   struct Slot {
     int rank = 0;
     c3::RankRecord* rec = nullptr;  // mapping (kept after the name is unlinked)

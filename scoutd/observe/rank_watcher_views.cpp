@@ -62,7 +62,7 @@ LocalSummary RankWatcher::summary() const {
     }
     s.seq_summarised = s.last.seq;
     if (s.death_ns) {
-      if (!s.death_reported) ++sum.unreported_deaths;
+      if (!s.death_reported && !died_on_stop(s.death_ns)) ++sum.unreported_deaths;
       continue;
     }
     const double stalled = (now - s.last_progress_ns) / 1e9;
@@ -119,6 +119,7 @@ std::vector<RankEvidence> RankWatcher::evidence(bool for_gather) const {
       e.alive = s.death_ns == 0;
       e.death_ns = s.death_ns;
       if (s.death_ns > 0) e.dead_s = std::max<double>(0, (now - s.death_ns) / 1e9);
+      e.died_on_stop = died_on_stop(s.death_ns);
       e.seq = s.last.seq;
       e.fingerprint = s.last.fingerprint;
       e.comm_id = s.last.comm_id;

@@ -120,6 +120,33 @@ TEST_CASE("crash: the first death of a minority is attributed; a job-wide teardo
   CHECK_FALSE(detect_crash(ok, opt()).has_value());  // clean exit
 }
 
+TEST_CASE("crash: deaths after the launcher said it stops the job are no crash, whoever goes first") {
+  auto v = job(4, 20, true, 0.5);
+  v[3].alive = false;
+  v[3].death_ns = 1'000'000'000;  // a second before the others
+  v[3].dead_s = 2.0;
+  v[3].end_kind = "signal";  // even a fault while the job is torn down
+  v[3].end_ns = 1'000'000'000;
+  v[3].end_code = 11;
+  CHECK(detect_crash(v, opt()).has_value());
+  v[3].died_on_stop = true;
+  CHECK_FALSE(detect_crash(v, opt()).has_value());
+  v[3].end_kind.clear();
+  CHECK_FALSE(detect_crash(v, opt()).has_value());
+  v[1].alive = false;  // a death before the stop is still named
+  v[1].death_ns = 500'000'000;
+  v[1].dead_s = 2.5;
+  auto d = detect_crash(v, opt());
+  REQUIRE(d.has_value());
+  CHECK(d->ranks == std::vector<int>{1});
+  nlohmann::json j = v[3];
+  CHECK(j.at("died_on_stop") == true);
+  CHECK(j.get<RankEvidence>().died_on_stop);
+  j["died_on_stop"] = "yes";
+  CHECK_THROWS_WITH_AS(j.get<RankEvidence>(), doctest::Contains("died_on_stop: expected true or false"),
+                       std::invalid_argument);
+}
+
 TEST_CASE("crash: a death without a fatal signal waits until its peers outlived it (a teardown stops first)") {
   auto v = job(3, 20, true, 0.5);
   v[1].alive = false;
