@@ -134,7 +134,7 @@ StragglerTracker::Result StragglerTracker::update(const std::vector<RankEvidence
 namespace scout::scoutd {
 
 CommTracker::Result CommTracker::update(const std::vector<RankEvidence>& ranks,
-                                        const std::set<std::string>& open) {
+                                        const std::set<std::string>& open, double now_s) {
   Result res;
   std::map<std::uint64_t, std::vector<const RankEvidence*>> members;
   for (auto& e : ranks)
@@ -179,16 +179,20 @@ CommTracker::Result CommTracker::update(const std::vector<RankEvidence>& ranks,
   double guard_max = 0;
   for (auto& comms : families) {
     if (comms.size() < 3) continue;
-    std::vector<double> v, jit;
+    std::vector<double> v, jit, own;
     for (auto c : comms) {
-      std::vector<double> w;
+      std::vector<double> w, cj;
       for (auto* e : members[c]) {
         w.push_back(e->comm_wait.at(c));
-        if (auto it = e->comm_jitter.find(c); it != e->comm_jitter.end()) jit.push_back(it->second);
+        if (auto it = e->comm_jitter.find(c); it != e->comm_jitter.end()) {
+          jit.push_back(it->second);
+          if (it->second > 0) cj.push_back(it->second);
+        }
       }
       std::sort(w.begin(), w.end());
       duration[c] = w[w.size() / 2];
       v.push_back(duration[c]);
+      own.push_back(cj.empty() ? 0.0 : c3::median(std::move(cj)));
       compared.insert(c);
     }
     try {
@@ -196,7 +200,13 @@ CommTracker::Result CommTracker::update(const std::vector<RankEvidence>& ranks,
       // decide (a robust scale of three values is mostly the outlier itself).
       const double guard = absolute_guard(opt_.absolute_s, opt_.jitter_k, jit);
       guard_max = std::max(guard_max, guard);
-      for (auto i : c3::statistical_outliers(v, {guard, opt_.relative, 0.0}).outliers) slow.insert(comms[i]);
+      const auto st = c3::statistical_outliers(v, {guard, opt_.relative, 0.0});
+      // Above the others by more than its own spread too, as a compute
+      // straggler: a communicator whose collectives vary by as much as it
+      // is above (its ranks descheduled for a moment on a loaded host) is
+      // not slow.
+      for (auto i : st.outliers)
+        if (v[i] - st.median > opt_.own_k * own[i]) slow.insert(comms[i]);
     } catch (const c3::BadSample&) {
       return res;
     }
@@ -217,7 +227,15 @@ CommTracker::Result CommTracker::update(const std::vector<RankEvidence>& ranks,
   healthy_ = 0;
   std::string set;
   for (auto c : slow) set += fmt::format("{:016x},", c);
-  confirm_ = set == last_set_ ? confirm_ + 1 : 1;
+  // Confirmations of one slow set, at least confirm_gap_s apart (a shared
+  // host's bursts last about a second); another set starts again.
+  if (set != last_set_) {
+    confirm_ = 1;
+    last_confirm_s_ = now_s;
+  } else if (now_s < 0 || now_s - last_confirm_s_ >= opt_.confirm_gap_s) {
+    ++confirm_;
+    last_confirm_s_ = now_s;
+  }
   last_set_ = set;
   if (confirm_ < opt_.confirmations) return res;
   // Intersect the members of every slow communicator.

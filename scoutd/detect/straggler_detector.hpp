@@ -67,7 +67,9 @@ namespace scout::scoutd {
 // Communication stragglers: equivalent communicators (same size, pairwise
 // disjoint: the rows of a grid, its columns) are compared by
 // the median duration of their collectives (members learnt from which ranks
-// use each one); the slow ones, confirmed over K gathers, are intersected.
+// use each one); a communicator is slow above the jitter guard, the relative
+// threshold and its own spread; the slow ones, confirmed over K gathers at
+// least confirm_gap_s apart, are intersected.
 // If they meet at exactly one rank and no healthy communicator of the
 // comparison contains it, that rank's endpoint (host) is attributed;
 // otherwise the slow communicators are reported, inconclusive.
@@ -78,7 +80,8 @@ class CommTracker {
     std::vector<VerdictDraft> verdicts;
     std::vector<std::string> resolved;
   };
-  Result update(const std::vector<RankEvidence>& ranks, const std::set<std::string>& open);
+  // `now_s`: the deciding observer's clock (negative: confirmations are not spaced).
+  Result update(const std::vector<RankEvidence>& ranks, const std::set<std::string>& open, double now_s = -1);
   StragglerOptions& options() { return opt_; }
   double last_guard() const { return last_guard_; }
 
@@ -87,6 +90,7 @@ class CommTracker {
   double last_guard_ = 0;
   std::string last_set_;
   int confirm_ = 0, healthy_ = 0;
+  double last_confirm_s_ = -1e18;
 };
 
 }  // namespace scout::scoutd

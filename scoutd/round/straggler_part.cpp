@@ -109,7 +109,7 @@ class Stragglers final : public Participant {
     StragglerTracker::Result st;
     if (!job_stuck) {
       st = compute_.update(g.ranks, open, ctx_.now());
-      ct = comm_.update(g.ranks, open);
+      ct = comm_.update(g.ranks, open, ctx_.now());
     }
     if (!st.verdicts.empty() && ctx_.cfg.replay) ctx_.compute_straggler_confirmed = true;
     auto lt = late_.update(g.ranks, ctx_.now(), open);

@@ -144,6 +144,24 @@ TEST_CASE("a slow row alone does not single out a rank: inconclusive") {
   CHECK(r.verdicts[0].evidence["common_ranks"].size() == 3);
 }
 
+TEST_CASE("a communicator burst is not a straggler: above by less than its own spread, or confirmed within a second") {
+  double rows[3] = {0.001, 0.0017, 0.001}, cols[3] = {0.002, 0.002, 0.002};
+  auto v = grid(rows, cols);
+  for (auto& e : v)
+    for (auto& [c, w] : e.comm_wait) e.comm_jitter[c] = 0.0001;
+  for (int r = 3; r < 6; ++r) v[static_cast<std::size_t>(r)].comm_jitter[0x101] = 0.0005;  // row 1 varies as much
+  CommTracker bursty;
+  for (int i = 0; i < 5; ++i) CHECK(bursty.update(v, {}, i * 2.0).verdicts.empty());
+  for (int r = 3; r < 6; ++r) v[static_cast<std::size_t>(r)].comm_jitter[0x101] = 0.0001;  // steadily slow
+  CommTracker quick;
+  for (int i = 0; i < 5; ++i) CHECK(quick.update(v, {}, 10.0 + i * 0.2).verdicts.empty());  // within a second
+  CommTracker spaced;
+  CommTracker::Result r;
+  for (int i = 0; i < 3; ++i) r = spaced.update(v, {}, 10.0 + i * 1.0);
+  REQUIRE(r.verdicts.size() == 1);
+  CHECK(r.verdicts[0].evidence["confirmations"] == 3);
+}
+
 TEST_CASE("healthy communicators give nothing") {
   double rows[3] = {0.001, 0.0012, 0.001}, cols[3] = {0.002, 0.002, 0.0021};
   CommTracker t;
