@@ -33,10 +33,12 @@ configure: $(AUTOTOOLS_IN)
 # Compiler flags of the two trees (CONFIGURE_FLAGS, given after them, wins):
 # line tables only (-g1: file and line in every backtrace and in scout-stack's
 # view of the test programs, without the full debug information that cost a
-# fifth of the compile time), and -O1 under the sanitizers (ASan's usual
-# level: about a third less compile time than -O2).
+# fifth of the compile time), and -Og under the sanitizers: measured here,
+# the sanitizer build took 5:44 at -Og against 8:15 at -O1 (a TU that only
+# parses one JSON text: 4.3 s against 7.6 s), and its unit tests 12% longer
+# (test_engine_sim 105 s against 89 s).
 BUILD_CFLAGS    ?= -g1 -O2
-ASAN_CFLAGS     ?= -g1 -O1
+ASAN_CFLAGS     ?= -g1 -Og
 $(BUILD)/Makefile: configure
 	mkdir -p $(BUILD)
 	cd $(BUILD) && ../configure --enable-fault-injection CFLAGS="$(BUILD_CFLAGS)" CXXFLAGS="$(BUILD_CFLAGS)" \
