@@ -397,8 +397,9 @@ int main(int argc, char** argv) {
         // forwards SIGUSR2): mpirun kills the ranks one after another, and
         // the first to go is no crash. The program's mpirun gets its SIGINT
         // a moment later.
-        if (obs_pid > 0) ::kill(obs_pid, SIGUSR2);
-        interrupt_at = clock::now() + std::chrono::milliseconds(obs_pid > 0 ? 300 : 0);
+        const bool tell = observers_up && obs_pid > 0;  // a scoutd not up may not handle it yet
+        if (tell) ::kill(obs_pid, SIGUSR2);
+        interrupt_at = clock::now() + std::chrono::milliseconds(tell ? 300 : 0);
       } else {
         ::kill(-prog, SIGKILL);  // a second Ctrl-C: at once
       }

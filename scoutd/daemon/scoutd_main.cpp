@@ -35,15 +35,18 @@ extern "C" void on_stop_signal(int) {
 
 // SIGUSR2: the launcher (scout-run) is about to stop the job; the ranks'
 // deaths that follow are not crashes. The observers go on until SIGUSR1.
+// Under Slurm nothing of scout sends it, and a job's user who could (a
+// scoutd of her own uid) must not hide a crash with it: ignored.
 extern "C" void on_job_stopping_signal(int) { scout::scoutd::RankWatcher::note_job_stopping(); }
 
-void install_signals() {
+void install_signals(bool slurm) {
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
   for (int s : {SIGINT, SIGTERM, SIGUSR1}) sigaction(s, &sa, nullptr);
   struct sigaction su {};
-  su.sa_handler = on_job_stopping_signal;
+  su.sa_handler = slurm ? SIG_IGN : on_job_stopping_signal;
+  su.sa_flags = SA_RESTART;  // the daemon goes on: no interrupted call
   sigemptyset(&su.sa_mask);
   sigaction(SIGUSR2, &su, nullptr);
   signal(SIGPIPE, SIG_IGN);
@@ -68,7 +71,7 @@ int main(int argc, char** argv) {
   // A daemon: time-stamped lines to its log file; under Slurm also syslog.
   scout::log::init("scoutd", {false, true, cfg.slurm});
   g_stop_deadline_s = static_cast<unsigned>(std::max(15.0, 2 * cfg.round_timeout_s + 10));
-  install_signals();
+  install_signals(cfg.slurm);
 #ifdef HAVE_CUDA
   if (cfg.replay) scout::scoutd::install_gpu_backend(cfg.replay_timeout_s);  // no GPU: nothing runs
 #endif
@@ -78,7 +81,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  install_signals();  // MPI_Init may have installed its own
+  install_signals(cfg.slurm);  // MPI_Init may have installed its own
   int rc = 0;
   bool peers_lost = false;
   try {

@@ -9,9 +9,9 @@ B=$top_builddir
 probe=$B/probe/.libs/libscout_probe.so
 # scoutd, or in the sanitizer build (which links no scoutd) its one object
 # that reads SCOUT_REPLAY_FAULT.
-scoutd=$B/scoutd/scoutd
-[ -x "$scoutd" ] || scoutd=$B/scoutd/scoutd-replay_part.o
-[ -f "$probe" ] && [ -f "$scoutd" ] || { echo "build the probe and scoutd (or scoutd/scoutd-replay_part.o) first"; exit 1; }
+scoutd=$B/scoutd/round/scoutd-replay_part.o
+[ -f "$scoutd" ] || scoutd=$B/scoutd/scoutd
+[ -f "$probe" ] && [ -f "$scoutd" ] || { echo "build the probe and scoutd (or scoutd/round/scoutd-replay_part.o) first"; exit 1; }
 if grep -q '^FAULT_CPPFLAGS = -DSCOUT_FAULT_INJECTION' "$B/Makefile"; then expect=present; else expect=absent; fi
 fail=0
 for pair in "$probe:SCOUT_PROBE_TEST_DELAY" "$probe:SCOUT_PROBE_TEST_CORRUPT" "$probe:SCOUT_PROBE_TEST_P2P_DELAY" \
