@@ -180,6 +180,17 @@ std::string p2p_check_live(const P2PLive& l, std::int32_t world_size);
 // The end event once complete (tag set), range-checked; false when none yet.
 // `why` is set when it is present but malformed.
 bool end_read(const RecordV6& r, EndEvent& out, std::string* why) noexcept;
+// The standard MPI error classes, in the order the probe numbers them (an
+// MPI_ERROR end event's addr is 1 + the index): the same names whatever
+// values an MPI library gives the classes.
+inline constexpr const char* kMpiErrorClassNames[] = {
+    "MPI_ERR_BUFFER", "MPI_ERR_COUNT",    "MPI_ERR_TYPE",      "MPI_ERR_TAG",     "MPI_ERR_COMM",
+    "MPI_ERR_RANK",   "MPI_ERR_REQUEST",  "MPI_ERR_ROOT",      "MPI_ERR_GROUP",   "MPI_ERR_OP",
+    "MPI_ERR_TOPOLOGY", "MPI_ERR_DIMS",   "MPI_ERR_ARG",       "MPI_ERR_UNKNOWN", "MPI_ERR_TRUNCATE",
+    "MPI_ERR_OTHER",  "MPI_ERR_INTERN",   "MPI_ERR_IN_STATUS", "MPI_ERR_PENDING", "MPI_ERR_KEYVAL",
+    "MPI_ERR_NO_MEM", "MPI_ERR_INFO",     "MPI_ERR_WIN",       "MPI_ERR_SIZE",    "MPI_ERR_DISP",
+    "MPI_ERR_FILE",   "MPI_ERR_IO",       "MPI_ERR_SPAWN",     "MPI_ERR_RMA_SYNC"};
+inline constexpr std::size_t kMpiErrorClassCount = sizeof kMpiErrorClassNames / sizeof kMpiErrorClassNames[0];
 
 inline void outsig_push(RankRecord& r, std::uint64_t comm, std::uint64_t call, std::uint64_t kind,
                         std::uint64_t sig, std::uint64_t bytes) noexcept {

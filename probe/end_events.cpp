@@ -1,10 +1,15 @@
-// Job-ending events (see probe_state.hpp): MPI_Abort and fatal signals are
-// written into the record's end event before the rank goes, so scoutd names
+// Job-ending events (see probe_state.hpp): MPI_Abort, fatal signals and MPI
+// calls failing under MPI_ERRORS_ARE_FATAL are written into the record's end
+// event before the rank goes, so scoutd names
 // the first rank that failed and why even when the launcher kills the
 // others milliseconds later. The signal path is async-signal-safe: atomic
 // stores into the mapped record, sigaction and raise only.
+#include <dlfcn.h>
 #include <signal.h>
 #include <unistd.h>
+
+#include <cstdarg>
+#include <cstdio>
 
 #include "probe/fatal_signals.hpp"
 #include "probe/probe_state.hpp"
@@ -38,7 +43,64 @@ void on_fatal(int sig, siginfo_t* info) noexcept {
   write_end(SCOUT_END_SIGNAL, sig, addr, 0);
 }
 
+// The standard MPI error classes, in the order of libc3's kMpiErrorClassNames.
+const int kClasses[] = {MPI_ERR_BUFFER,   MPI_ERR_COUNT,    MPI_ERR_TYPE,      MPI_ERR_TAG,     MPI_ERR_COMM,
+                        MPI_ERR_RANK,     MPI_ERR_REQUEST,  MPI_ERR_ROOT,      MPI_ERR_GROUP,   MPI_ERR_OP,
+                        MPI_ERR_TOPOLOGY, MPI_ERR_DIMS,     MPI_ERR_ARG,       MPI_ERR_UNKNOWN, MPI_ERR_TRUNCATE,
+                        MPI_ERR_OTHER,    MPI_ERR_INTERN,   MPI_ERR_IN_STATUS, MPI_ERR_PENDING, MPI_ERR_KEYVAL,
+                        MPI_ERR_NO_MEM,   MPI_ERR_INFO,     MPI_ERR_WIN,       MPI_ERR_SIZE,    MPI_ERR_DISP,
+                        MPI_ERR_FILE,     MPI_ERR_IO,       MPI_ERR_SPAWN,     MPI_ERR_RMA_SYNC};
+static_assert(sizeof kClasses / sizeof kClasses[0] == c3::kMpiErrorClassCount, "one value per name");
+
+MPI_Errhandler g_fatal = MPI_ERRHANDLER_NULL;  // the probe's stand-in for MPI_ERRORS_ARE_FATAL
+using FatalFn = void (*)(MPI_Comm*, int*, ...);
+FatalFn g_library_fatal = nullptr;  // the MPI library's own MPI_ERRORS_ARE_FATAL function, where found
+
+// An MPI call failed on a communicator whose handler was MPI_ERRORS_ARE_FATAL:
+// the record says which rank and which error class, then the library's own
+// fatal handler runs (its message, then the job's end) as it would have.
+extern "C" void on_mpi_error(MPI_Comm* comm, int* code, ...) {
+  const char* name = nullptr;
+#ifdef OPEN_MPI
+  {  // Open MPI passes the failing function's name after the code
+    va_list ap;
+    va_start(ap, code);
+    name = va_arg(ap, const char*);
+    va_end(ap);
+  }
+#endif
+  int cls = 0;
+  if (!code || PMPI_Error_class(*code, &cls) != MPI_SUCCESS || cls <= 0 || cls > 1000000) cls = MPI_ERR_OTHER;
+  std::uint64_t index = 0;
+  for (std::size_t i = 0; i < c3::kMpiErrorClassCount; ++i)
+    if (kClasses[i] == cls) index = i + 1;
+  write_end(SCOUT_END_MPI_ERROR, cls, index, comm ? comm_identity(*comm) : 0);
+  if (g_library_fatal) g_library_fatal(comm, code, name, nullptr);  // does not return
+  // Another MPI library: what MPI_ERRORS_ARE_FATAL means, said and done.
+  char text[MPI_MAX_ERROR_STRING] = "unknown error";
+  int len = 0;
+  if (code) PMPI_Error_string(*code, text, &len);
+  std::fprintf(stderr, "*** An error occurred in %s: %s\n*** MPI_ERRORS_ARE_FATAL: the job will now abort\n",
+               name ? name : "an MPI call", text);
+  PMPI_Abort(comm ? *comm : MPI_COMM_WORLD, code ? *code : 1);
+}
+
 }  // namespace
+
+void install_mpi_error_handler() noexcept {
+#ifdef OPEN_MPI
+  g_library_fatal = reinterpret_cast<FatalFn>(dlsym(RTLD_DEFAULT, "ompi_mpi_errors_are_fatal_comm_handler"));
+#endif
+  for (MPI_Comm c : {MPI_COMM_WORLD, MPI_COMM_SELF}) {
+    MPI_Errhandler current = MPI_ERRHANDLER_NULL;
+    if (PMPI_Comm_get_errhandler(c, &current) != MPI_SUCCESS) continue;
+    const bool fatal = current == MPI_ERRORS_ARE_FATAL;
+    PMPI_Errhandler_free(&current);  // the reference the query took
+    if (!fatal) continue;  // the program's own choice (or the launcher's): left alone
+    if (g_fatal == MPI_ERRHANDLER_NULL && PMPI_Comm_create_errhandler(on_mpi_error, &g_fatal) != MPI_SUCCESS) return;
+    PMPI_Comm_set_errhandler(c, g_fatal);
+  }
+}
 
 void end_abort(int errorcode, MPI_Comm comm) noexcept {
   write_end(SCOUT_END_ABORT, errorcode, 0, comm_identity(comm));

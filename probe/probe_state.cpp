@@ -188,7 +188,7 @@ void comm_register(MPI_Comm comm) noexcept {
       // The handle last: a lookup that matches it sees the rest complete.
       g_comms[s].id = id;
       g_comms[s].world = world;
-      g_comms[s].size = nworld;
+      g_comms[s].size = comm == MPI_COMM_WORLD ? members : nworld;  // world: its size (no table)
       g_comms[s].is_world = comm == MPI_COMM_WORLD;
       __atomic_store_n(&g_comms[s].comm, comm, __ATOMIC_RELEASE);
       return;
@@ -227,8 +227,11 @@ std::uint64_t comm_identity(MPI_Comm comm) noexcept {
 int world_rank_of(const CommSlot* c, int rank) noexcept {
   if (rank < 0) return rank;  // MPI_ANY_SOURCE, MPI_PROC_NULL
   if (!c) return -3;          // unknown communicator
+  // A rank beyond the communicator (a program's bug: MPI refuses the call)
+  // is no peer to publish: scoutd would refuse the whole record for it.
+  if (rank >= c->size) return -3;
   if (c->is_world) return rank;
-  return rank < c->size ? c->world[rank] : -3;
+  return c->world[rank];
 }
 
 std::uint64_t datatype_code_slow(MPI_Datatype t) noexcept {
@@ -300,6 +303,7 @@ void probe_init() noexcept {
   comm_register(MPI_COMM_WORLD);
   comm_register(MPI_COMM_SELF);
   install_fatal_handlers();
+  install_mpi_error_handler();
 }
 
 void probe_finalize() noexcept {

@@ -119,7 +119,7 @@ struct CommSlot {
   MPI_Comm comm;
   std::uint64_t id;
   const int* world;  // null: MPI_COMM_WORLD (is_world) or too large to keep
-  int size;
+  int size;         // members world[] lists (MPI_COMM_WORLD: its size); 0 if too large
   bool is_world;
 };
 const CommSlot* comm_lookup(MPI_Comm comm) noexcept;
@@ -224,5 +224,11 @@ void end_abort(int errorcode, MPI_Comm comm) noexcept;
 // Chains handlers for SIGSEGV, SIGBUS, SIGFPE, SIGILL and SIGABRT that record
 // the signal, then run the previous handler or the default action.
 void install_fatal_handlers() noexcept;
+// MPI_COMM_WORLD's and MPI_COMM_SELF's handler, where it is still
+// MPI_ERRORS_ARE_FATAL, becomes the probe's stand-in: it records the failing
+// call's error class, then runs the library's own fatal handler (Open MPI's,
+// found by name: the same message and the same end) or, elsewhere, prints the
+// error and calls MPI_Abort. MPI_Comm_get_errhandler returns the stand-in.
+void install_mpi_error_handler() noexcept;
 
 }  // namespace scout::probe

@@ -46,16 +46,20 @@ struct scout_p2p_live_v6 {
   uint64_t any_comm;   /* communicator of an any-source receive (identity) */
 } __attribute__((aligned(8)));
 
-/* The event that ended the rank: MPI_Abort or a fatal signal. */
+/* The event that ended the rank: MPI_Abort, a fatal signal, or an MPI call
+   that failed under MPI_ERRORS_ARE_FATAL (MPI itself then ends the job). */
 #define SCOUT_END_ABORT 1u
 #define SCOUT_END_SIGNAL 2u
+#define SCOUT_END_MPI_ERROR 3u
 struct scout_end_v6 {
   uint64_t tag;     /* 0 until the fields below are complete, then kind */
-  uint64_t kind;    /* SCOUT_END_ABORT or SCOUT_END_SIGNAL */
-  int64_t code;     /* the abort's error code, or the signal number */
-  uint64_t addr;    /* faulting address (SIGSEGV, SIGBUS, SIGFPE, SIGILL) */
+  uint64_t kind;    /* SCOUT_END_ABORT, SCOUT_END_SIGNAL or SCOUT_END_MPI_ERROR */
+  int64_t code;     /* the abort's error code, the signal number, or the MPI error class */
+  uint64_t addr;    /* faulting address (SIGSEGV, SIGBUS, SIGFPE, SIGILL); for an
+                       MPI error, 1 + the class's index in scout's list of the
+                       standard classes (libc3 mpi_error_class_name), 0 if none */
   uint64_t ns;      /* CLOCK_MONOTONIC */
-  uint64_t comm_id; /* MPI_Abort's communicator (identity) */
+  uint64_t comm_id; /* MPI_Abort's communicator, or the failing call's (identity) */
   uint64_t seq;     /* collective position then */
   uint64_t p2p_call;
 } __attribute__((aligned(8)));

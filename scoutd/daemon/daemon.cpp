@@ -334,6 +334,7 @@ int Daemon::run() {
     const auto next = std::chrono::steady_clock::now() + length;
     while (std::chrono::steady_clock::now() < next && !g_stop_signal)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (g_stop_signal && watcher_) watcher_->refresh();  // a job shorter than a tick: its ranks still seen
     if (!job_stopping_logged_ && RankWatcher::job_stopping_ns() > 0) {
       job_stopping_logged_ = true;
       log("the launcher is stopping the job: ranks that go away from now on are not taken for crashes");

@@ -17,6 +17,14 @@ using nlohmann::json;
 
 namespace rules {
 
+namespace {
+// An MPI error's class by its standard name, or its number in the library.
+std::string mpi_error_class(const RankEvidence& e) {
+  if (e.end_addr >= 1 && e.end_addr <= c3::kMpiErrorClassCount) return c3::kMpiErrorClassNames[e.end_addr - 1];
+  return fmt::format("error class {}", e.end_code);
+}
+}  // namespace
+
 // The rank that ended the job and why, from the end events the probe wrote
 // (MPI_Abort, a fatal signal): direct evidence, so it needs no majority; the
 // launcher may kill every other rank milliseconds later.
@@ -27,8 +35,11 @@ std::optional<VerdictDraft> detect_end_event(const std::vector<RankEvidence>& ra
   std::vector<const RankEvidence*> ended;
   for (auto& e : ranks) {
     if (!e.attached || e.finalized || e.end_kind.empty()) continue;
+    // Gone after the launcher said it stops the job: the stop's end (a
+    // program that calls MPI_Abort on SIGINT, a fault while torn down).
+    if (e.died_on_stop) continue;
     if (e.end_kind == "signal") {
-      if (e.alive || e.death_ns == 0 || e.died_on_stop) continue;
+      if (e.alive || e.death_ns == 0) continue;
       bool others_died_first = false;
       for (auto& o : ranks)
         if (&o != &e && o.attached && !o.alive && o.death_ns > 0 && o.death_ns < e.end_ns) others_died_first = true;
@@ -43,10 +54,12 @@ std::optional<VerdictDraft> detect_end_event(const std::vector<RankEvidence>& ra
   std::vector<const RankEvidence*> early;
   for (auto* e : ended)
     if (e->end_ns <= first + margin) early.push_back(e);
-  // An abort names the first caller whatever the others do; a fatal signal
-  // in every rank at once is the program's, not one rank's.
+  // An abort (MPI_Abort, or an MPI call failing under MPI_ERRORS_ARE_FATAL:
+  // the application's own end) names the first caller whatever the others
+  // do; a fatal signal in every rank at once is the program's, not one rank's.
+  auto app_end = [](const RankEvidence* e) { return e->end_kind == "abort" || e->end_kind == "mpi_error"; };
   bool abort = false;
-  for (auto* e : early) abort |= e->end_kind == "abort";
+  for (auto* e : early) abort |= app_end(e);
   std::size_t observed = 0;
   for (auto& e : ranks)
     if (e.attached) ++observed;
@@ -54,7 +67,7 @@ std::optional<VerdictDraft> detect_end_event(const std::vector<RankEvidence>& ra
   if (abort) {
     std::vector<const RankEvidence*> aborted;
     for (auto* e : early)
-      if (e->end_kind == "abort") aborted.push_back(e);
+      if (app_end(e)) aborted.push_back(e);
     early = aborted;
   }
   VerdictDraft d = draft(abort ? c3::VerdictKind::kAbort : c3::VerdictKind::kCrash, c3::VerdictStatus::kAttributed, early);
@@ -62,7 +75,10 @@ std::optional<VerdictDraft> detect_end_event(const std::vector<RankEvidence>& ra
   for (auto* e : early) {
     json c = rank_brief(*e);
     c["end"] = e->end_kind;
-    if (abort) {
+    if (e->end_kind == "mpi_error") {
+      c["error_class"] = mpi_error_class(*e);
+      if (!e->end_call.empty()) c["call"] = e->end_call;
+    } else if (abort) {
       c["error_code"] = e->end_code;
     } else {
       c["signal"] = signal_name(e->end_code);
@@ -76,9 +92,14 @@ std::optional<VerdictDraft> detect_end_event(const std::vector<RankEvidence>& ra
   for (auto* e : ended)
     if (e->end_ns > first + margin) later.push_back({{"rank", e->rank}, {"after_s", (e->end_ns - first) / 1e9}});
   const RankEvidence& f = *early.front();
-  d.evidence = {{"rule", abort ? "called MPI_Abort first: the application ended the job"
-                               : "the first rank killed by a fatal signal"},
-                {"summary", abort ? fmt::format("rank {} called MPI_Abort with error code {}", f.rank, f.end_code)
+  const bool mpi_error = f.end_kind == "mpi_error";
+  d.evidence = {{"rule", mpi_error ? "an MPI call failed first under MPI_ERRORS_ARE_FATAL: MPI ended the job"
+                         : abort   ? "called MPI_Abort first: the application ended the job"
+                                   : "the first rank killed by a fatal signal"},
+                {"summary", mpi_error ? fmt::format("rank {}: {} failed with {} (MPI_ERRORS_ARE_FATAL)", f.rank,
+                                                    f.end_call.empty() ? std::string("an MPI call") : f.end_call,
+                                                    mpi_error_class(f))
+                            : abort   ? fmt::format("rank {} called MPI_Abort with error code {}", f.rank, f.end_code)
                                   : f.end_code == 6 ? fmt::format("rank {} got SIGABRT (abort)", f.rank)
                                                     : fmt::format("rank {} got {} at address 0x{:x}", f.rank,
                                                                   signal_name(f.end_code), f.end_addr)},

@@ -98,12 +98,14 @@ struct RankEvidence {
   // A completion call's requests (record version 9): per listed peer, 'r' a
   // receive awaited, 's' a send, 'b' both, '?' unknown; empty when unknown.
   std::string p2p_dirs;
-  // The event that ended the rank: "abort" (MPI_Abort) or "signal".
+  // The event that ended the rank: "abort" (MPI_Abort), "signal", or
+  // "mpi_error" (a call failed under MPI_ERRORS_ARE_FATAL).
   std::string end_kind;
-  long long end_code = 0;         // abort error code, or signal number
-  std::uint64_t end_addr = 0;     // faulting address
+  long long end_code = 0;         // abort error code, signal number, or MPI error class
+  std::uint64_t end_addr = 0;     // faulting address; for mpi_error 1 + the standard class's index (0 none)
   std::int64_t end_ns = 0;        // CLOCK_MONOTONIC
   std::uint64_t end_seq = 0;
+  std::string end_call;           // the point-to-point call it was in then, if any
   // Per-peer counters (world rank): messages, and time waited for each.
   struct Peer {
     std::uint64_t sent = 0, recvd = 0, sent_bytes = 0, recvd_bytes = 0, waits = 0;

@@ -124,6 +124,15 @@ void RankWatcher::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+void RankWatcher::refresh() {
+  if (!match_host_.empty()) {
+    std::lock_guard lk(mu_);
+    discover();  // tick() looks only every fifth time
+  }
+  tick();
+  poll_deaths(0);
+}
+
 void RankWatcher::loop() {
   const int tick_ms = static_cast<int>(tick_s_ * 1000);
   while (!stop_) {

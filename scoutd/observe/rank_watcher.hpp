@@ -76,6 +76,10 @@ class RankWatcher final : public RankSource {
 
   void start();
   void stop();
+  // One more look at the records now, from the caller's thread (the stop
+  // round's: a job that lived less than a tick still has its ranks, their
+  // deaths and end events in the last evidence).
+  void refresh();
 
   LocalSummary summary() const override;
   // Full evidence for each local rank, /proc state included.

@@ -20,9 +20,11 @@ MPI_BUGS = \
 	tests/mpi_bugs/coll_skip_branch \
 	tests/mpi_bugs/icoll_bcast_root \
 	tests/mpi_bugs/icoll_skip \
+	tests/mpi_bugs/mpi_error_rank \
 	tests/mpi_bugs/ok_alltoallv \
 	tests/mpi_bugs/ok_any_source \
 	tests/mpi_bugs/ok_comm_dup \
+	tests/mpi_bugs/ok_errors_return \
 	tests/mpi_bugs/ok_gatherv_scatterv \
 	tests/mpi_bugs/ok_halo_waitall \
 	tests/mpi_bugs/ok_iallreduce \
@@ -244,3 +246,9 @@ tests_mpi_bugs_spin_outside_LDADD = $(MPI_LIBS)
 tests_mpi_bugs_stop_self_SOURCES = tests/mpi_bugs/stop_self.c
 tests_mpi_bugs_stop_self_CPPFLAGS = $(MPI_CFLAGS)
 tests_mpi_bugs_stop_self_LDADD = $(MPI_LIBS)
+tests_mpi_bugs_mpi_error_rank_SOURCES = tests/mpi_bugs/mpi_error_rank.c
+tests_mpi_bugs_mpi_error_rank_CPPFLAGS = $(MPI_CFLAGS)
+tests_mpi_bugs_mpi_error_rank_LDADD = $(MPI_LIBS)
+tests_mpi_bugs_ok_errors_return_SOURCES = tests/mpi_bugs/ok_errors_return.c
+tests_mpi_bugs_ok_errors_return_CPPFLAGS = $(MPI_CFLAGS)
+tests_mpi_bugs_ok_errors_return_LDADD = $(MPI_LIBS)

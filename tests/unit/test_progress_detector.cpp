@@ -131,6 +131,8 @@ TEST_CASE("crash: deaths after the launcher said it stops the job are no crash, 
   CHECK(detect_crash(v, opt()).has_value());
   v[3].died_on_stop = true;
   CHECK_FALSE(detect_crash(v, opt()).has_value());
+  v[3].end_kind = "abort";  // a program that calls MPI_Abort on the stop's SIGINT
+  CHECK_FALSE(detect_crash(v, opt()).has_value());
   v[3].end_kind.clear();
   CHECK_FALSE(detect_crash(v, opt()).has_value());
   v[1].alive = false;  // a death before the stop is still named
@@ -381,6 +383,26 @@ TEST_CASE("end events: MPI_Abort names its caller even when every rank died at o
   CHECK(d->ranks == std::vector<int>{2});
   CHECK(d->evidence["summary"] == "rank 2 called MPI_Abort with error code 3");
   CHECK_FALSE(c3::drainable(d->kind));
+  // An MPI call failing under MPI_ERRORS_ARE_FATAL: the application's end too.
+  v[2].end_kind = "mpi_error";
+  v[2].end_code = 6;
+  v[2].end_addr = 6;
+  v[2].end_call = "MPI_Send";
+  d = detect_crash(v, opt());
+  REQUIRE(d);
+  CHECK(d->kind == c3::VerdictKind::kAbort);
+  CHECK(d->ranks == std::vector<int>{2});
+  CHECK(d->evidence["summary"] == "rank 2: MPI_Send failed with MPI_ERR_RANK (MPI_ERRORS_ARE_FATAL)");
+  CHECK(d->evidence["culprits"][0]["error_class"] == "MPI_ERR_RANK");
+  nlohmann::json j = v[2];
+  CHECK(j.get<RankEvidence>().end_call == "MPI_Send");
+  j["end"]["addr"] = "ff";
+  CHECK_THROWS_AS(j.get<RankEvidence>(), std::invalid_argument);
+  v[2].end_addr = 0;  // a class of the library's own
+  d = detect_crash(v, opt());
+  REQUIRE(d);
+  CHECK(d->evidence["summary"] == "rank 2: MPI_Send failed with error class 6 (MPI_ERRORS_ARE_FATAL)");
+  v[2].end_call.clear();
   // A fatal signal in one rank first: crash, with the signal and the address.
   v[2].end_kind = "signal";
   v[2].end_code = 11;

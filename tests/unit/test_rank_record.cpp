@@ -93,6 +93,17 @@ TEST_CASE("version 6: its size, the mapping covering it, the point-to-point part
   v6->end.code = 400;  // not a signal
   CHECK_FALSE(end_read(*v6, e, &why));
   CHECK(why.find("signal outside 1-64") != std::string::npos);
+  v6->end.kind = v6->end.tag = SCOUT_END_MPI_ERROR;  // MPI_ERR_RANK, the 6th standard class
+  v6->end.code = 6;
+  v6->end.addr = 6;
+  REQUIRE(end_read(*v6, e, &why));
+  CHECK(std::string(kMpiErrorClassNames[e.addr - 1]) == "MPI_ERR_RANK");
+  v6->end.addr = kMpiErrorClassCount + 1;  // no such class
+  CHECK_FALSE(end_read(*v6, e, &why));
+  CHECK(why.find("standard class index") != std::string::npos);
+  v6->end.addr = 0;  // a class of the library's own: by number
+  v6->end.code = 0;  // MPI_SUCCESS is no error
+  CHECK_FALSE(end_read(*v6, e, &why));
 }
 
 // A record header of `version` and `size`, for rank `rank` of `world`.
