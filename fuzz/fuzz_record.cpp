@@ -51,8 +51,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   EndEvent end;
   std::string why;
-  if (end_read(*v6, end, &why) && end.kind != SCOUT_END_ABORT && end.kind != SCOUT_END_SIGNAL &&
-      end.kind != SCOUT_END_MPI_ERROR) __builtin_trap();
+  if (end_read(*v6, end, &why) &&
+      ((end.kind != SCOUT_END_ABORT && end.kind != SCOUT_END_SIGNAL) ||
+       (end.kind == SCOUT_END_ABORT && end.addr != 0 && (end.addr & ~SCOUT_END_MPI_ERROR) > kMpiErrorClassCount)))
+    __builtin_trap();
   // The GPU part (the NCCL probe's).
   GpuLive g;
   if (gpu_read(*v7, g, 4) && gpu_check_live(g, rec->live.seq).empty() && g.done > g.started) __builtin_trap();

@@ -337,8 +337,7 @@ bool end_read(const RecordV6& r, EndEvent& out, std::string* why) noexcept {
   out.comm_id = __atomic_load_n(&e->comm_id, __ATOMIC_RELAXED);
   out.seq = __atomic_load_n(&e->seq, __ATOMIC_RELAXED);
   out.p2p_call = __atomic_load_n(&e->p2p_call, __ATOMIC_RELAXED);
-  if ((out.kind != SCOUT_END_ABORT && out.kind != SCOUT_END_SIGNAL && out.kind != SCOUT_END_MPI_ERROR) ||
-      tag != out.kind) {
+  if ((out.kind != SCOUT_END_ABORT && out.kind != SCOUT_END_SIGNAL) || tag != out.kind) {
     if (why) *why = "end event of an unknown kind";
     return false;
   }
@@ -346,7 +345,9 @@ bool end_read(const RecordV6& r, EndEvent& out, std::string* why) noexcept {
     if (why) *why = "end event names a signal outside 1-64";
     return false;
   }
-  if (out.kind == SCOUT_END_MPI_ERROR && (out.code <= 0 || out.code > 1'000'000 || out.addr > kMpiErrorClassCount)) {
+  if (out.kind == SCOUT_END_ABORT && out.addr != 0 &&
+      ((out.addr & SCOUT_END_MPI_ERROR) == 0 || (out.addr & ~SCOUT_END_MPI_ERROR) > kMpiErrorClassCount ||
+       out.code <= 0 || out.code > 1'000'000)) {
     if (why) *why = "MPI error end event: expected an error class 1-1000000 and a standard class index";
     return false;
   }

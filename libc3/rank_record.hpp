@@ -181,7 +181,7 @@ std::string p2p_check_live(const P2PLive& l, std::int32_t world_size);
 // `why` is set when it is present but malformed.
 bool end_read(const RecordV6& r, EndEvent& out, std::string* why) noexcept;
 // The standard MPI error classes, in the order the probe numbers them (an
-// MPI_ERROR end event's addr is 1 + the index): the same names whatever
+// MPI error's end event: addr is SCOUT_END_MPI_ERROR | 1 + the index): the same names whatever
 // values an MPI library gives the classes.
 inline constexpr const char* kMpiErrorClassNames[] = {
     "MPI_ERR_BUFFER", "MPI_ERR_COUNT",    "MPI_ERR_TYPE",      "MPI_ERR_TAG",     "MPI_ERR_COMM",

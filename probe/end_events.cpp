@@ -74,7 +74,7 @@ extern "C" void on_mpi_error(MPI_Comm* comm, int* code, ...) {
   std::uint64_t index = 0;
   for (std::size_t i = 0; i < c3::kMpiErrorClassCount; ++i)
     if (kClasses[i] == cls) index = i + 1;
-  write_end(SCOUT_END_MPI_ERROR, cls, index, comm ? comm_identity(*comm) : 0);
+  write_end(SCOUT_END_ABORT, cls, SCOUT_END_MPI_ERROR | index, comm ? comm_identity(*comm) : 0);
   if (g_library_fatal) g_library_fatal(comm, code, name, nullptr);  // does not return
   // Another MPI library: what MPI_ERRORS_ARE_FATAL means, said and done.
   char text[MPI_MAX_ERROR_STRING] = "unknown error";
@@ -87,18 +87,27 @@ extern "C" void on_mpi_error(MPI_Comm* comm, int* code, ...) {
 
 }  // namespace
 
-void install_mpi_error_handler() noexcept {
+MPI_Errhandler fatal_stand_in() noexcept {
+  if (!g_record) return MPI_ERRHANDLER_NULL;  // not observed: nothing to record
+  if (g_fatal == MPI_ERRHANDLER_NULL) {
 #ifdef OPEN_MPI
-  g_library_fatal = reinterpret_cast<FatalFn>(dlsym(RTLD_DEFAULT, "ompi_mpi_errors_are_fatal_comm_handler"));
+    g_library_fatal = reinterpret_cast<FatalFn>(dlsym(RTLD_DEFAULT, "ompi_mpi_errors_are_fatal_comm_handler"));
 #endif
+    if (PMPI_Comm_create_errhandler(on_mpi_error, &g_fatal) != MPI_SUCCESS) g_fatal = MPI_ERRHANDLER_NULL;
+  }
+  return g_fatal;
+}
+
+void install_mpi_error_handler() noexcept {
   for (MPI_Comm c : {MPI_COMM_WORLD, MPI_COMM_SELF}) {
     MPI_Errhandler current = MPI_ERRHANDLER_NULL;
     if (PMPI_Comm_get_errhandler(c, &current) != MPI_SUCCESS) continue;
     const bool fatal = current == MPI_ERRORS_ARE_FATAL;
     PMPI_Errhandler_free(&current);  // the reference the query took
     if (!fatal) continue;  // the program's own choice (or the launcher's): left alone
-    if (g_fatal == MPI_ERRHANDLER_NULL && PMPI_Comm_create_errhandler(on_mpi_error, &g_fatal) != MPI_SUCCESS) return;
-    PMPI_Comm_set_errhandler(c, g_fatal);
+    const MPI_Errhandler s = fatal_stand_in();
+    if (s == MPI_ERRHANDLER_NULL) return;
+    PMPI_Comm_set_errhandler(c, s);
   }
 }
 

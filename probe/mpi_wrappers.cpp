@@ -242,6 +242,16 @@ CONSTRUCTOR(Intercomm_create, (MPI_Comm local_comm, int local_leader, MPI_Comm b
 CONSTRUCTOR(Intercomm_merge, (MPI_Comm intercomm, int high, MPI_Comm *newintracomm),
             (intercomm, high, newintracomm), newintracomm)
 
+// MPI_ERRORS_ARE_FATAL put back by the program: the probe's stand-in, which
+// behaves the same and records the error (see install_mpi_error_handler).
+SCOUT_EXPORT int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler) {
+  if (errhandler == MPI_ERRORS_ARE_FATAL && g_record) {
+    const MPI_Errhandler s = fatal_stand_in();
+    if (s != MPI_ERRHANDLER_NULL) errhandler = s;
+  }
+  return PMPI_Comm_set_errhandler(comm, errhandler);
+}
+
 SCOUT_EXPORT int MPI_Comm_free(MPI_Comm *comm) {
   if (g_record && comm) comm_forget(*comm);
   return PMPI_Comm_free(comm);

@@ -230,5 +230,9 @@ void install_fatal_handlers() noexcept;
 // found by name: the same message and the same end) or, elsewhere, prints the
 // error and calls MPI_Abort. MPI_Comm_get_errhandler returns the stand-in.
 void install_mpi_error_handler() noexcept;
+// The stand-in (made on first use), or MPI_ERRHANDLER_NULL when the rank
+// has no record: MPI_Comm_set_errhandler(comm, MPI_ERRORS_ARE_FATAL) of the
+// program sets it instead, so that a handler put back still records.
+MPI_Errhandler fatal_stand_in() noexcept;
 
 }  // namespace scout::probe

@@ -35,9 +35,10 @@ std::optional<VerdictDraft> detect_end_event(const std::vector<RankEvidence>& ra
   std::vector<const RankEvidence*> ended;
   for (auto& e : ranks) {
     if (!e.attached || e.finalized || e.end_kind.empty()) continue;
-    // Gone after the launcher said it stops the job: the stop's end (a
-    // program that calls MPI_Abort on SIGINT, a fault while torn down).
-    if (e.died_on_stop) continue;
+    // Written after the launcher said it stops the job: the stop's end (a
+    // program that calls MPI_Abort on SIGINT, a fault while torn down). An
+    // event from before the stop counts, even if its death was seen after.
+    if (e.ended_on_stop) continue;
     if (e.end_kind == "signal") {
       if (e.alive || e.death_ns == 0) continue;
       bool others_died_first = false;

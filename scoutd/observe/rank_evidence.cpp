@@ -89,6 +89,7 @@ void to_json(json& j, const RankEvidence& e) {
     j["end"] = {{"kind", e.end_kind}, {"code", e.end_code}, {"addr", fmt::format("{:x}", e.end_addr)},
                 {"ns", e.end_ns}, {"seq", e.end_seq}};
   if (!e.end_kind.empty() && !e.end_call.empty()) j["end"]["call"] = e.end_call;
+  if (!e.end_kind.empty() && e.ended_on_stop) j["end"]["on_stop"] = true;
   if (e.gpu.present) {
     j["gpu"] = {{"bus_id", e.gpu.bus_id}, {"device", e.gpu.device}, {"tracking", e.gpu.tracking},
                 {"started", e.gpu.started}, {"done", e.gpu.done}, {"idle_s", e.gpu.idle_s},
@@ -248,6 +249,10 @@ void from_json(const json& j, RankEvidence& e) {
     e.end_ns = common::json_int<std::int64_t>(x, "ns");
     e.end_seq = common::json_int<std::uint64_t>(x, "seq");
     if (x.contains("call")) e.end_call = x.at("call").get<std::string>().substr(0, 32);
+    if (x.contains("on_stop")) {
+      if (!x["on_stop"].is_boolean()) throw std::invalid_argument("end.on_stop: expected true or false");
+      e.ended_on_stop = x["on_stop"].get<bool>();
+    }
     if (e.end_kind == "mpi_error" && e.end_addr > c3::kMpiErrorClassCount)
       throw std::invalid_argument("end.addr: an MPI error's class index is at most the standard classes' count");
   }

@@ -105,7 +105,8 @@ struct RankEvidence {
   std::uint64_t end_addr = 0;     // faulting address; for mpi_error 1 + the standard class's index (0 none)
   std::int64_t end_ns = 0;        // CLOCK_MONOTONIC
   std::uint64_t end_seq = 0;
-  std::string end_call;           // the point-to-point call it was in then, if any
+  std::string end_call;           // the call it was in then (point-to-point, or its collective), if known
+  bool ended_on_stop = false;     // the end event came after the launcher said it stops the job
   // Per-peer counters (world rank): messages, and time waited for each.
   struct Peer {
     std::uint64_t sent = 0, recvd = 0, sent_bytes = 0, recvd_bytes = 0, waits = 0;

@@ -163,18 +163,18 @@ std::vector<RankEvidence> RankWatcher::evidence(bool for_gather) const {
         }
       }
       if (s.have_end) {
-        e.end_kind = s.end.kind == SCOUT_END_ABORT       ? "abort"
-                     : s.end.kind == SCOUT_END_MPI_ERROR ? "mpi_error"
-                                                         : "signal";
+        const bool mpi_error = s.end.kind == SCOUT_END_ABORT && (s.end.addr & SCOUT_END_MPI_ERROR);
+        e.end_kind = mpi_error ? "mpi_error" : s.end.kind == SCOUT_END_ABORT ? "abort" : "signal";
         if (s.end.p2p_call != 0) {
           e.end_call = c3::p2p_call_name(s.end.p2p_call);
         } else if (s.last.in_collective && s.last.seq == s.end.seq) {  // inside its last collective
           std::string c = c3::coll_name(static_cast<std::uint32_t>(s.last.kind));
           if (!c.empty()) c[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(c[0])));
-          e.end_call = "MPI_" + c;
+          e.end_call = ((s.last.kind & 0x100) ? "MPI_I" : "MPI_") + c;  // a nonblocking one: MPI_Iallreduce
         }
         e.end_code = s.end.code;
-        e.end_addr = s.end.addr;
+        e.end_addr = mpi_error ? s.end.addr & ~SCOUT_END_MPI_ERROR : s.end.addr;  // the class index
+        e.ended_on_stop = died_on_stop(static_cast<std::int64_t>(s.end.ns));
         e.end_ns = static_cast<std::int64_t>(s.end.ns);
         e.end_seq = s.end.seq;
       }

@@ -172,6 +172,8 @@ expect_eq "stripped coll_order: what is missing" "$(echo "$GROUPS_JSON" | jq -r 
 # "ORTE_ERROR_LOG: Out of resource in show_help.c", with or without scout.)
 bug 2 mpi_error_rank abort attributed "[1]" "MPI_Send failed with MPI_ERR_RANK (MPI_ERRORS_ARE_FATAL)"
 expect_eq "mpi_error_rank: the error class" "$(verdicts_json | jq -r '.[0].evidence.culprits[0].error_class')" MPI_ERR_RANK
+# The same after the program set MPI_ERRORS_RETURN and put MPI_ERRORS_ARE_FATAL back.
+STEPS="20 restore"; bug 3 mpi_error_rank abort attributed "[1]" "MPI_Send failed with MPI_ERR_RANK (MPI_ERRORS_ARE_FATAL)"; STEPS=20
 
 # The correct programs: silent (ok_errors_return handles an MPI error itself).
 for ok in coll_ok coll_args_ok p2p_ok ok_errors_return; do

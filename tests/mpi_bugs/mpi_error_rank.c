@@ -3,6 +3,9 @@
  * MPI ends the job at rank 1's MPI_Send. The process exits without a signal
  * or MPI_Abort of its own, so without the probe's record of the error it
  * would look like a crash (a node fault) rather than the program's bug.
+ * With "restore" after the steps argument, the program first sets
+ * MPI_ERRORS_RETURN and then puts MPI_ERRORS_ARE_FATAL back (as libraries
+ * that guard a call do): the same verdict.
  *
  * expect: abort naming rank 1: "MPI_Send failed with MPI_ERR_RANK".
  * scout-expect: abort
@@ -10,6 +13,7 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
@@ -17,6 +21,10 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const int steps = argc > 1 ? atoi(argv[1]) : 20;
+  if (argc > 2 && strcmp(argv[2], "restore") == 0) {
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+  }
   double x = rank, sum = 0;
   for (int s = 0; s < steps; ++s) MPI_Allreduce(&x, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
   if (rank == 1) MPI_Send(&x, 1, MPI_DOUBLE, size, 0, MPI_COMM_WORLD); /* expect: SEND */

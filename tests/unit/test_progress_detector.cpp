@@ -130,6 +130,8 @@ TEST_CASE("crash: deaths after the launcher said it stops the job are no crash, 
   v[3].end_code = 11;
   CHECK(detect_crash(v, opt()).has_value());
   v[3].died_on_stop = true;
+  CHECK(detect_crash(v, opt()).has_value());  // its fault came before the stop: still named
+  v[3].ended_on_stop = true;
   CHECK_FALSE(detect_crash(v, opt()).has_value());
   v[3].end_kind = "abort";  // a program that calls MPI_Abort on the stop's SIGINT
   CHECK_FALSE(detect_crash(v, opt()).has_value());

@@ -93,17 +93,28 @@ TEST_CASE("version 6: its size, the mapping covering it, the point-to-point part
   v6->end.code = 400;  // not a signal
   CHECK_FALSE(end_read(*v6, e, &why));
   CHECK(why.find("signal outside 1-64") != std::string::npos);
-  v6->end.kind = v6->end.tag = SCOUT_END_MPI_ERROR;  // MPI_ERR_RANK, the 6th standard class
+  // An MPI error: an abort (what a reader that knows no more reads) marked
+  // in addr with the standard class's index.
+  v6->end.kind = v6->end.tag = SCOUT_END_ABORT;
   v6->end.code = 6;
-  v6->end.addr = 6;
+  v6->end.addr = SCOUT_END_MPI_ERROR | 6;  // MPI_ERR_RANK, the 6th standard class
   REQUIRE(end_read(*v6, e, &why));
-  CHECK(std::string(kMpiErrorClassNames[e.addr - 1]) == "MPI_ERR_RANK");
-  v6->end.addr = kMpiErrorClassCount + 1;  // no such class
+  CHECK(std::string(kMpiErrorClassNames[(e.addr & ~SCOUT_END_MPI_ERROR) - 1]) == "MPI_ERR_RANK");
+  v6->end.addr = SCOUT_END_MPI_ERROR;  // a class of the library's own: by number
+  CHECK(end_read(*v6, e, &why));
+  v6->end.addr = SCOUT_END_MPI_ERROR | (kMpiErrorClassCount + 1);  // no such class
   CHECK_FALSE(end_read(*v6, e, &why));
   CHECK(why.find("standard class index") != std::string::npos);
-  v6->end.addr = 0;  // a class of the library's own: by number
+  v6->end.addr = SCOUT_END_MPI_ERROR | 6;
   v6->end.code = 0;  // MPI_SUCCESS is no error
   CHECK_FALSE(end_read(*v6, e, &why));
+  v6->end.code = 1'000'001;  // beyond any class
+  CHECK_FALSE(end_read(*v6, e, &why));
+  v6->end.code = 6;
+  v6->end.addr = 0x40;  // an abort's addr is 0 or marked
+  CHECK_FALSE(end_read(*v6, e, &why));
+  v6->end.addr = 0;  // MPI_Abort(comm, 6)
+  REQUIRE(end_read(*v6, e, &why));
 }
 
 // A record header of `version` and `size`, for rank `rank` of `world`.

@@ -332,3 +332,26 @@ TEST_CASE("version 8 records: progress per communicator and per thread are read,
   CHECK(wait_invalid(w, 0).find("source 7") != std::string::npos);
   w.stop();
 }
+
+// The stop round's last look (refresh, from the caller's thread): a record
+// that appeared since the last tick is attached, its end event read: an MPI
+// error (an abort marked in addr) with the call it failed in.
+TEST_CASE("refresh: a record from between two ticks is attached at once, its MPI error read") {
+  const std::string job = std::to_string(940000 + getpid() % 1000);
+  ShmRecord r0(job, 0, 1);
+  r0.v6->end.kind = SCOUT_END_ABORT;
+  r0.v6->end.code = 6;
+  r0.v6->end.addr = SCOUT_END_MPI_ERROR | 6;
+  r0.v6->end.p2p_call = SCOUT_P2P_SEND;
+  __atomic_store_n(&r0.v6->end.tag, std::uint64_t{SCOUT_END_ABORT}, __ATOMIC_RELEASE);
+  scoutd::RankWatcher w(job, "0", 0, 0, "n1", 10.0);  // never started: no tick of its own
+  for (auto& e : w.evidence(false)) CHECK_FALSE(e.attached);
+  w.refresh();
+  auto ev = w.evidence(false);
+  REQUIRE(ev.size() == 1);
+  CHECK(ev[0].attached);
+  CHECK(ev[0].end_kind == "mpi_error");
+  CHECK(ev[0].end_addr == 6);
+  CHECK(ev[0].end_call == "MPI_Send");
+  CHECK_FALSE(ev[0].ended_on_stop);
+}
