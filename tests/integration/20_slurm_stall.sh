@@ -44,7 +44,8 @@ expect_eq "verdict rows, n1 n2 n3" "$(for n in n1 n2 n3; do on "$n" sqlite3 -rea
 # outside the allocation must not reach the site ledger.
 on n1 sqlite3 "$SPOOL/$J/$J.db" "insert into verdicts(job_id,step,kind,status,ranks,hosts,evidence,detected_at) values('$J','0','crash','attributed','[0]','[\"n9\"]','{}','2026-01-01T00:00:00Z')"
 kill -CONT "$pid"
-wait "$RUN_PID" || fail "the job failed after SIGCONT: $(tail -5 "$T/run.log")"
+rc=0; wait "$RUN_PID" || rc=$?
+[ "$rc" = 0 ] || fail "the job failed after SIGCONT (srun exit status $rc): $(grep -v '^step ' "$T/run.log" | tail -8)"
 RUN_PID=
 grep -q "done: 150 steps on 6 ranks" "$T/run.log" || fail "training did not finish"
 # companion_wait with node-private /run/scout: every scoutd said it was up.

@@ -44,7 +44,7 @@ fail() {
   done
   # Each scoutd's log is on its node, in the newest job's spool directory.
   for n in n1 n2 n3; do
-    on "$n" sh -c "d=\$(ls -td $SPOOL/[0-9]*/ 2>/dev/null | head -1); [ -n \"\$d\" ] && { ls -la \$d; for f in \$d*.scoutd.log; do echo \"--- $n:\$f\"; tail -15 \"\$f\"; done; }" >&2 2>/dev/null || true
+    on "$n" sh -c "d=\$(ls -td $SPOOL/[0-9]*/ 2>/dev/null | head -1); [ -n \"\$d\" ] && { ls -la \$d; for f in \$d*.scoutd.log; do echo \"--- $n:\$f\"; tail -25 \"\$f\"; done; }" >&2 2>/dev/null || true
   done
   # What slurmd says of steps, prologs, epilogs and scout (times included):
   # where a slow start or a refused step shows.
@@ -55,6 +55,15 @@ fail() {
   for f in /run/user/*/scout.*.companion.log; do
     [ -f "$f" ] && [ "$f" -nt "$CL/slurm.conf" ] && { echo "--- $f" >&2; tail -15 "$f" >&2; }
   done
+  # What the site ledger holds of the newest jobs: an extra verdict or a
+  # decision that was not expected shows here.
+  if [ -f "${SITE:-}" ]; then
+    echo "--- site ledger: newest verdicts, newest gating decisions" >&2
+    sqlite3 "$SITE" "select job_id,kind,status,ranks,hosts,origin from verdicts order by id desc limit 8" >&2 2>/dev/null || true
+    sqlite3 "$SITE" "select job_id,node,decision,substr(reason,1,160) from gating order by rowid desc limit 8" >&2 2>/dev/null || true
+  fi
+  # The reason once more, last: the dump above can push it out of view.
+  echo "FAIL: $*" >&2
   exit 1
 }
 
