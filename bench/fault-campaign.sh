@@ -7,6 +7,9 @@
 #            unequal neighbours)
 #   lammps   (lammps: Lennard-Jones melt, 4 ranks on 2 simulated nodes,
 #            spatial decomposition)
+#   gromacs  (gromacs: a box of 2,165 SPC waters with PME, 4 ranks on 2
+#            simulated nodes, domain decomposition with dynamic load
+#            balancing, which moves work away from a slow rank)
 # Faults: duty (SIGSTOP 0.3 s of every 0.5 s: 40% speed), quota (a cgroup CPU
 # quota of 20% of a CPU), hog (a busy loop pinned to the rank's core, every
 # rank pinned to its own core: 2 ranks, one per node), stop (SIGSTOP), kill
@@ -16,10 +19,11 @@
 # within 60 s.
 # CAMPAIGN_REPEAT (default 3) runs per case; CAMPAIGN_PROGRAMS, CAMPAIGN_FAULTS
 # narrow it; CAMPAIGN_ONSET (default 15) is when the fault starts, in
-# seconds after every rank attached (5-10: slowed during the warm-up). Needs root (cgroups, taskset of other users' processes is not
-# needed: everything is this user's) and meep and lmp (scripts/install-deps --bench).
+# seconds after every rank attached (5-10: slowed during the warm-up). Needs
+# root (cgroups; taskset of other users' processes is not needed: everything
+# is this user's) and meep, lmp and gmx_mpi (scripts/install-deps --bench).
 set -eu
-B=${top_builddir:?}
+B=$(cd "${top_builddir:?}" && pwd)
 L=$(mktemp -d /tmp/scout-campaign.XXXXXX)
 FAULT_PIDS=
 CG=
@@ -33,7 +37,7 @@ trap cleanup EXIT
 export SCOUT_LEDGER=$L/l.db SCOUT_RUNTIME_DIR=$L/run OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 JOB=88000
 REPEAT=${CAMPAIGN_REPEAT:-3}
-PROGRAMS=${CAMPAIGN_PROGRAMS:-meep lammps}
+PROGRAMS=${CAMPAIGN_PROGRAMS:-meep lammps gromacs}
 FAULTS=${CAMPAIGN_FAULTS:-healthy duty quota hog stop kill}
 BASELINE=${CAMPAIGN_ONSET:-15}   # seconds of healthy running before the fault (the scoutds learn each rank's normal)
 cat > "$L/wg.ctl" <<'CTL'
@@ -49,6 +53,17 @@ CTL
 if command -v lmp >/dev/null && [ -f /usr/share/lammps/examples/melt/in.melt ]; then
   sed -e 's/^run.*/run 100000000/' -e 's/^thermo.*/thermo 100000/' /usr/share/lammps/examples/melt/in.melt > "$L/in.melt"
 fi
+# GROMACS: a water box made by its own tools (no input file to carry), run
+# until stopped; no backups of its output files between runs.
+if command -v gmx_mpi >/dev/null; then
+  printf '#include "oplsaa.ff/forcefield.itp"\n#include "oplsaa.ff/spc.itp"\n[ system ]\nwater\n[ molecules ]\n' > "$L/topol.top"
+  printf '%s\n' 'integrator = md' 'dt = 0.002' 'nsteps = -1' 'nstlog = 0' 'nstenergy = 0' 'nstcalcenergy = 100' \
+    'cutoff-scheme = Verlet' 'coulombtype = PME' 'rcoulomb = 1.0' 'rvdw = 1.0' 'tcoupl = v-rescale' 'tc-grps = System' \
+    'tau-t = 0.1' 'ref-t = 300' 'gen-vel = yes' 'gen-temp = 300' > "$L/md.mdp"
+  (cd "$L" && gmx_mpi -quiet solvate -cs spc216.gro -box 4 4 4 -o conf.gro -p topol.top &&
+    gmx_mpi -quiet grompp -f md.mdp -c conf.gro -p topol.top -o md.tpr -maxwarn 2) > "$L/gmx-setup.log" 2>&1 || rm -f "$L/md.tpr"
+fi
+export GMX_MAXBACKUP=-1 OMP_NUM_THREADS=1
 cd "$L"
 
 q() { "$B/cli/scoutctl" query "$JOB" --json 2>/dev/null || echo '[]'; }
@@ -58,6 +73,7 @@ command_of() {
   case $1 in
     meep) echo "meep $L/wg.ctl" ;;
     lammps) echo "lmp -in $L/in.melt -log none -screen none" ;;
+    gromacs) echo "gmx_mpi mdrun -quiet -s $L/md.tpr -ntomp 1 -npme 0 -nb cpu -deffnm $L/md" ;;
   esac
 }
 # verdict_within KIND LIMIT : seconds to the first verdict of KIND, or "none"
@@ -82,6 +98,7 @@ for prog in $PROGRAMS; do
   case $prog in
     meep) command -v meep >/dev/null || { echo "$prog: meep not installed (scripts/install-deps)"; continue; } ;;
     lammps) [ -f "$L/in.melt" ] || { echo "$prog: lmp not installed (scripts/install-deps --bench)"; continue; } ;;
+    gromacs) [ -f "$L/md.tpr" ] || { echo "$prog: gmx_mpi not installed (scripts/install-deps --bench), or its setup failed"; continue; } ;;
   esac
   for fault in $FAULTS; do
     exact=0 total=0 times=""
@@ -92,6 +109,10 @@ for prog in $PROGRAMS; do
       "$B/cli/scout-run" --job-id "$JOB" -n "$np" --nodes 2 --stall-threshold 5 -- $(command_of "$prog") >"$L/run.log" 2>&1 &
       P=$!
       n=0; while [ "$(attached)" != "$np" ] && [ $n -lt 300 ]; do sleep 0.1; n=$((n + 1)); done
+      if [ "$(attached)" != "$np" ]; then
+        echo "$prog $fault $i: the ranks did not attach within 30 s; scout-run said:"; tail -15 "$L/run.log"
+        stop_job; total=$((total + 1)); continue
+      fi
       if [ "$fault" = hog ]; then
         taskset -a -p -c 0 "$(rank_pid 0)" >/dev/null; taskset -a -p -c 1 "$(rank_pid 1)" >/dev/null
       fi
