@@ -17,7 +17,7 @@
 # the per-call costs of bench/p2p_bench and bench/probe_bench bound what
 # the probe adds.
 set -eu
-B=${top_builddir:?}
+B=$(cd "${top_builddir:?}" && pwd)
 L=$(mktemp -d /tmp/scout-overhead.XXXXXX)
 trap 'rm -rf "$L"; rm -f /dev/shm/scout.66* 2>/dev/null || true' EXIT
 export SCOUT_LEDGER=$L/l.db SCOUT_RUNTIME_DIR=$L/run OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

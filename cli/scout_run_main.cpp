@@ -27,6 +27,7 @@
 #include "libc3/rank_record.hpp"
 #include "scoutd/daemon/config.hpp"
 #include "common/proc_info.hpp"
+#include "common/process.hpp"
 #include "common/runtime_paths.hpp"
 #include "sql/ledger.hpp"
 
@@ -154,27 +155,16 @@ std::string find_nccl_probe() {
   return ::access(installed.c_str(), R_OK) == 0 ? installed : "";
 }
 
+// Starts `args` in its own process group: stdin on /dev/null, stdout and
+// stderr shared with scout-run, nothing else of scout-run's (its ledger, its
+// sockets) passed on. -1, with the reason on stderr, when it cannot start.
 pid_t spawn(const std::vector<std::string>& args) {
-  pid_t pid = fork();
-  if (pid < 0) return -1;
-  if (pid == 0) {
-    setpgid(0, 0);  // own process group: signals reach only what we mean
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0) dup2(devnull, 0);
-    std::vector<char*> av;
-    for (auto& a : args) av.push_back(const_cast<char*>(a.c_str()));
-    av.push_back(nullptr);
-    execvp(av[0], av.data());
-    std::fprintf(stderr, "scout-run: exec %s: %s\n", av[0], std::strerror(errno));
-    _exit(127);
-  }
-  setpgid(pid, pid);
-  return pid;
+  scout::common::Command c;
+  c.argv = args;
+  c.fds = {{1, 1}, {2, 2}};
+  auto s = scout::common::start(c);
+  if (!s.ok()) std::fprintf(stderr, "scout-run: %s\n", s.error.c_str());
+  return s.pid;
 }
 
 // Waits for `pid` up to `seconds`; true and *status when it exited.
@@ -187,12 +177,6 @@ bool wait_for(pid_t pid, double seconds, int* status) {
     if (std::chrono::steady_clock::now() >= end) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-}
-
-int exit_code(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return 1;
 }
 
 void terminate_group(pid_t pid, double grace, int* status) {
@@ -246,6 +230,10 @@ void remove_records(const std::string& job) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Standard descriptors closed by the caller (`scout-run ... >&-`) are
+  // /dev/null: the ledger must never be opened as fd 1 and handed on.
+  for (int fd = 0; fd < 3; ++fd)
+    if (::fcntl(fd, F_GETFD) < 0 && ::open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY) < 0) return 1;
   Options o = parse(argc, argv);
   struct sigaction sa {};
   sa.sa_handler = on_interrupt;
@@ -376,7 +364,8 @@ int main(int argc, char** argv) {
       }
   }
   for (auto& a : o.program) train.push_back(a);
-  pid_t prog = g_interrupts ? -1 : spawn(train);
+  const bool interrupted_before = g_interrupts != 0;
+  pid_t prog = interrupted_before ? -1 : spawn(train);
   unsetenv("LD_PRELOAD");  // never preload into anything else we start
 
   int status = 0, rc = 1;
@@ -413,7 +402,9 @@ int main(int argc, char** argv) {
       ::kill(-prog, SIGCONT);
     }
   }
-  rc = prog < 0 ? 130 : exit_code(status);
+  // Not started: 130 if a Ctrl-C came first, 127 (as a shell says) if
+  // mpirun could not be run.
+  rc = prog < 0 ? (interrupted_before ? 130 : 127) : scout::common::exit_code(status);
   if (prog > 0) ::kill(-prog, SIGKILL);  // leftovers of its group, if any
   try {
     if (ledger) kill_orphaned_ranks(*ledger, o.job_id);

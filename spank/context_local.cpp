@@ -8,7 +8,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/process.hpp"
 #include "common/runtime_paths.hpp"
 #include "common/settings.hpp"
 #include "common/spool_paths.hpp"
@@ -147,7 +147,7 @@ int local_user_init(spank_t sp) {
     tail.push_back(st.opt_ckpt_dir);
   }
   args.insert(args.end(), tail.begin(), tail.end());
-  // Environment and argv are built before fork: the child only execs.
+  // The companion's environment: srun's, less what must not reach it.
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e)
     if (!dropped(*e)) env.emplace_back(*e);
@@ -161,11 +161,6 @@ int local_user_init(spank_t sp) {
   // so no scoutd sends before every peer can receive (addresses are then
   // fetched from the PMIx server on first contact: a few peers per scoutd).
   env.emplace_back("OMPI_MCA_pmix_base_collect_data=0");
-  std::vector<char*> av, ev;
-  for (auto& a : args) av.push_back(a.data());
-  av.push_back(nullptr);
-  for (auto& e : env) ev.push_back(e.data());
-  ev.push_back(nullptr);
 
   // srun's own messages about the companion go to the user's own runtime
   // directory on this host (XDG_RUNTIME_DIR or /run/user/UID: 0700, hers),
@@ -173,6 +168,7 @@ int local_user_init(spank_t sp) {
   const std::string log_dir = companion_log_dir();
   const std::string log = log_dir.empty() ? std::string() : log_dir + "/scout." + jid + "." + sid + ".companion.log";
   int ready_fd = -1;  // read end of the companion's stdout: "scoutd ready NODE" lines
+  std::string launch_error;
   auto launch = [&]() -> pid_t {
     int log_fd = log.empty() ? -1
                              : ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
@@ -185,38 +181,31 @@ int local_user_init(spank_t sp) {
     }
     int ready[2] = {-1, -1};
     if (cfg.companion_wait > 0 && ::pipe2(ready, O_CLOEXEC) != 0) ready[0] = ready[1] = -1;
-    pid_t pid = fork();
-    if (pid < 0) {
-      if (log_fd >= 0) ::close(log_fd);
-      if (ready[0] >= 0) ::close(ready[0]), ::close(ready[1]);
-      return -1;
+    // stdin on /dev/null, stdout and stderr to the log (stdout to the ready
+    // pipe when there is one), every other descriptor of srun's closed (its
+    // shepherd pipe among them); every signal at its default and unblocked
+    // (srun blocks HUP INT QUIT USR1 USR2 PIPE ALRM TERM); its own process
+    // group; srun gone: the companion stops cleanly (SIGUSR1).
+    common::Command c;
+    c.argv = args;
+    c.env = env;
+    if (log_fd >= 0) c.fds = {{1, log_fd}, {2, log_fd}};
+    if (ready[1] >= 0) {
+      std::erase_if(c.fds, [](const auto& f) { return f.first == 1; });
+      c.fds.push_back({1, ready[1]});
     }
-    if (pid == 0) {
-      sigset_t none;
-      sigemptyset(&none);
-      sigprocmask(SIG_SETMASK, &none, nullptr);  // srun blocks HUP INT QUIT USR1 USR2 PIPE ALRM TERM
-      for (int s = 1; s < NSIG; ++s)
-        if (s != SIGKILL && s != SIGSTOP) signal(s, SIG_DFL);
-      // Standard streams first (dup2 clears close-on-exec), then every other
-      // inherited fd is closed: srun's shepherd pipe among them.
-      int devnull = ::open("/dev/null", O_RDWR);
-      if (devnull >= 0) dup2(devnull, 0);
-      if (log_fd >= 0) {
-        dup2(log_fd, 1);
-        dup2(log_fd, 2);
-      }
-      if (ready[1] >= 0) dup2(ready[1], 1);
-      for (int fd = 3; fd < 1024; ++fd) ::close(fd);
-      setpgid(0, 0);
-      prctl(PR_SET_PDEATHSIG, SIGUSR1);  // srun gone: the companion stops cleanly
-      execvpe(av[0], av.data(), ev.data());
-      _exit(127);
-    }
+    c.parent_death_signal = SIGUSR1;
+    const common::Started started = common::start(c);
     if (log_fd >= 0) ::close(log_fd);
     if (ready[1] >= 0) ::close(ready[1]);
+    if (!started.ok()) {
+      if (ready[0] >= 0) ::close(ready[0]);
+      launch_error = started.error;
+      return -1;
+    }
     if (ready_fd >= 0) ::close(ready_fd);
     ready_fd = ready[0];
-    return pid;
+    return started.pid;
   };
   // Optionally hold the job step until every scoutd is up (it prints
   // "scoutd ready NODE" on stdout, which srun relays to this process: the
@@ -265,7 +254,7 @@ int local_user_init(spank_t sp) {
     waitpid(p, &status, 0);
   };
   pid_t pid = launch();
-  if (pid < 0) return fail(std::string("fork: ") + std::strerror(errno));
+  if (pid < 0) return fail("the scoutd companion: " + launch_error);
   if (cfg.companion_wait > 0) {
     int r = up(pid);
     if (r <= 0) {
@@ -273,7 +262,7 @@ int local_user_init(spank_t sp) {
                  cfg.companion_wait);
       if (r != -2) stop_companion(pid);  // timed out, or its stdout closed while it may live on
       pid = launch();
-      if (pid < 0) return fail(std::string("fork: ") + std::strerror(errno));
+      if (pid < 0) return fail("the scoutd companion: " + launch_error);
       const int r2 = up(pid);
       if (r2 <= 0) {
         // An error the user sees, with where to look; under `required` the
