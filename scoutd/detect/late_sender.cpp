@@ -130,7 +130,7 @@ LateSenderTracker::Result LateSenderTracker::update(const std::vector<RankEviden
     classes[key].push_back(s);
   }
   std::set<int> outliers, late_ranks;
-  std::map<int, double> lateness, score, class_median, step_of, guard_of, own_of, jitter_of, own_guard_of, own_median_of;
+  std::map<int, double> lateness, score, class_median, step_of, guard_of, own_of, jitter_of;
   std::map<int, std::size_t> class_size;
   for (auto& [ckey, members] : classes) {
     if (members.size() < 3) continue;
@@ -183,19 +183,6 @@ LateSenderTracker::Result LateSenderTracker::update(const std::vector<RankEviden
         if (late[i] - own_median.at(s) > reduced) guard = std::min(guard, reduced);
       }
       guard = std::max(opt_.floor_s, guard);
-      // And against its own normal, once min_history of its windows are
-      // known (excused late ones among them, below): a sender late by no
-      // more than jitter_k x its own spread above its own median is where
-      // the job's schedule puts it (GROMACS's even ranks on shared cores
-      // are late to receive by a tenth of a step for the whole run), not
-      // slowed. A rank slowed from its first windows has no such history
-      // (its flagged windows stay out of it) and is compared with its class.
-      bool above_own = true;
-      if (spread.count(s)) {
-        own_guard_of[s] = std::max(guard, opt_.jitter_k * spread.at(s));
-        own_median_of[s] = own_median.at(s);
-        above_own = late[i] - own_median.at(s) > own_guard_of[s];
-      }
       jitter_of[s] = jitter;
       lateness[s] = late[i];
       class_median[s] = om;
@@ -204,7 +191,7 @@ LateSenderTracker::Result LateSenderTracker::update(const std::vector<RankEviden
       guard_of[s] = guard;
       score[s] = (step_s + late[i] - om) / step_s;
       own_of[s] = own_wait.count(s) ? own_wait[s] : 0;
-      if (late[i] > om + guard && late[i] > opt_.relative * om && above_own) late_ranks.insert(s);
+      if (late[i] > om + guard && late[i] > opt_.relative * om) late_ranks.insert(s);
     }
   }
   // Of the late ones, the root causes. Its lateness must not be explained by
@@ -257,16 +244,11 @@ LateSenderTracker::Result LateSenderTracker::update(const std::vector<RankEviden
   for (auto it = unseen_.begin(); it != unseen_.end();)
     it = confirm_.count(it->first) ? std::next(it) : unseen_.erase(it);
   if (!res.compared) return res;
-  // Healthy windows make each sender's history of lateness (its normal and
-  // its jitter), and so do late windows that were excused (it waited itself
-  // about as much) while no rank was a root cause, flagged or named: a rank
-  // the schedule makes late for the whole run has that lateness as its
-  // normal. While some rank is slow, the others' excused lateness may be its
-  // delay passed on: left out. Never a window of a rank whose incident is
-  // open or that is flagged: its history is of its normal.
-  const bool quiet = outliers.empty() && confirm_.empty() && open.empty();
+  // Healthy windows make each sender's history of lateness (its jitter).
   for (auto& [s, l] : lateness) {
-    if (outliers.count(s) || confirm_.count(s) || (late_ranks.count(s) && !quiet) || open.count(key_for(s))) continue;
+    // (Nor a late window that was excused, nor one of a rank whose incident
+    // is open: its history is of its healthy windows.)
+    if (outliers.count(s) || confirm_.count(s) || late_ranks.count(s) || open.count(key_for(s))) continue;
     auto& h = late_hist_[s];
     h.push_back(l);
     while (static_cast<int>(h.size()) > opt_.history) h.pop_front();
@@ -313,8 +295,6 @@ LateSenderTracker::Result LateSenderTracker::update(const std::vector<RankEviden
                   {"step_s", step_of[s]},
                   {"guard_s", guard_of[s]},
                   {"class_spread_s", jitter_of[s]},
-                  {"own_median_late_s", own_median_of.count(s) ? own_median_of[s] : 0.0},
-                  {"own_guard_s", own_guard_of.count(s) ? own_guard_of[s] : 0.0},
                   {"own_wait_s", own_of[s]},
                   {"median_own_wait_s", median_own_wait},
                   {"confirmations", confirm_[s]}};

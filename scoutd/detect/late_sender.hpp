@@ -11,9 +11,7 @@
 // sender whose lateness exceeds the median of the others of its class by an
 // absolute guard derived from the step time (the interval between its
 // messages, or below it the class's own spread of lateness over its healthy
-// windows) and by a relative threshold, whose lateness rose above its own
-// normal by more than its own spread (once known: a rank the schedule makes
-// late for the whole run is where it sits), and whose lateness is not explained
+// windows) and by a relative threshold, and whose lateness is not explained
 // by its own waiting (a wait state propagated from the real straggler), in K
 // consecutive windows, is a straggler (source p2p_late_sender); it is
 // resolved after K healthy windows. The same analysis, turned around, finds

@@ -206,11 +206,11 @@ struct Ring {
 TEST_CASE("late sender: the slow rank is named after K windows, not the neighbours it delays; resolved after") {
   Ring g(6);
   LateSenderTracker t;
-  // Rank 3 computes 3 ms more per 10 ms step: its receivers (2 and 4) wait
-  // 3 ms for it; the delay propagates (2 and 4 are late by 1 ms for 1 and 5),
+  // Rank 3 computes 2 ms more per 10 ms step: its receivers (2 and 4) wait
+  // 2 ms for it; the delay propagates (2 and 4 are late by 1 ms for 1 and 5),
   // but 2 and 4 wait themselves, rank 3 does not.
   auto slow = [](int r, int s) {
-    if (s == 3) return 3e-3;
+    if (s == 3) return 2e-3;
     if ((s == 2 || s == 4) && r != 3) return 1e-3;
     if (r == 3) return 0.0;
     return 0.2e-3;
@@ -227,7 +227,7 @@ TEST_CASE("late sender: the slow rank is named after K windows, not the neighbou
   REQUIRE(named.size() == 1);
   CHECK(named[0].ranks == std::vector<int>{3});
   CHECK(named[0].evidence["source"] == "p2p_late_sender");
-  CHECK(named[0].evidence["culprits"][0]["late_s"].get<double>() == doctest::Approx(3e-3));
+  CHECK(named[0].evidence["culprits"][0]["late_s"].get<double>() == doctest::Approx(2e-3));
   CHECK(named[0].evidence["waited_by"].size() == 2);
   CHECK(named[0].key == LateSenderTracker::key_for(3));
   // Late still, but waiting itself (as every rank does now and then on a
@@ -305,7 +305,7 @@ TEST_CASE("late sender: a flagged rank that is no longer compared is no longer f
   LateSenderTracker t;
   double now = 0;
   for (int w = 0; w < 3; ++w) {
-    g.window(100, [](int, int s) { return s == 3 ? 3e-3 : 0.2e-3; });
+    g.window(100, [](int, int s) { return s == 3 ? 2e-3 : 0.2e-3; });
     t.update(g.ev, now += 1.0, {});
   }
   REQUIRE(t.flagged(3));
@@ -358,7 +358,7 @@ TEST_CASE("late sender: jitter, too few messages, or senders with no equivalent 
 TEST_CASE("late receiver: senders blocked in MPI_Send for one receiver name it, not its senders; late senders do not") {
   // Three 2-stage pipelines (0->1, 2->3, 4->5) sending 256 KiB messages
   // (above the eager limit: a send waits for its receive). Rank 3 receives
-  // 3 ms late per 10 ms step: rank 2 waits in MPI_Send for it. The late-sender
+  // 2 ms late per 10 ms step: rank 2 waits in MPI_Send for it. The late-sender
   // view of the same evidence names nobody (the receives wait little).
   Ring job(6);  // only its ranks: the pipelines' edges are set below
   auto& ev = job.ev;
@@ -387,7 +387,7 @@ TEST_CASE("late receiver: senders blocked in MPI_Send for one receiver name it, 
     CHECK(tx.update(ev, now, {}).verdicts.empty());
   }
   for (int w = 0; w < 3; ++w) {
-    window(100, 3e-3);
+    window(100, 2e-3);
     now += 1.0;
     auto res = rx.update(ev, now, {});
     CHECK(res.compared);
@@ -397,7 +397,7 @@ TEST_CASE("late receiver: senders blocked in MPI_Send for one receiver name it, 
   REQUIRE(named.size() == 1);
   CHECK(named[0].ranks == std::vector<int>{3});
   CHECK(named[0].evidence["source"] == "p2p_late_receiver");
-  CHECK(named[0].evidence["culprits"][0]["late_s"].get<double>() == doctest::Approx(3e-3));
+  CHECK(named[0].evidence["culprits"][0]["late_s"].get<double>() == doctest::Approx(2e-3));
   CHECK(named[0].evidence["waited_by"].contains("2"));
   CHECK(named[0].key == LateSenderTracker::key_for(3));
   CHECK(by_senders.empty());
