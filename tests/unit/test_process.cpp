@@ -187,7 +187,12 @@ TEST_CASE("start: signals at their defaults and unblocked, its own process group
   const auto r = run(c);
   ::sigaction(SIGHUP, &old_hup, nullptr);
   ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  CHECK(r.out == "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n");
+  // Signals 32 and 33 are glibc's own (sigaction refuses them): one of them
+  // may stay ignored (the sanitizers' runtime ignores 32); every other is
+  // at its default.
+  REQUIRE(r.out.rfind("SigBlk:\t0000000000000000\nSigIgn:\t", 0) == 0);
+  const unsigned long long ignored = std::stoull(r.out.substr(r.out.rfind('\t') + 1), nullptr, 16);
+  CHECK((ignored & ~(3ULL << 31)) == 0);
 
   Command g;
   g.argv = {"sleep", "5"};
