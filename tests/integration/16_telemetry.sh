@@ -3,13 +3,13 @@
 # the same global model each round; a CPU hog inside rank 2 (from step 700,
 # after the warm-up) -> one advisory telemetry_anomaly verdict naming rank 2
 # on n3 with cpu_utilisation as the top feature; a healthy run -> none; a
-# warm-up under a saturated host (a busy loop per core) -> the threshold
-# comes down after it, and the hog in rank 2 is named.
+# warm-up half under a saturated host (a busy loop per core) -> the hog in
+# rank 2 is still named, under a threshold never above the frozen one.
 # What the nodes' learners hold is read as a user reads it, from
 # `scoutctl status JOB --json` (its "learners": node, round, model, scoring),
 # polled while the job runs.
 # scout-test: alone (the learner's warm-up and a CPU hog inside one rank: tests beside it load every rank's CPU features; issue: pass beside a CPU hog)
-# Duration: about 90 s alone: two 1000-step runs and an 1800-step one; the learner needs its 10-round warm-up before the hog starts at step 700 (1300 after a loaded warm-up, which must also come down first).
+# Duration: about 90 s alone: two 1000-step runs and an 1800-step one; the learner needs its 10-round warm-up before the hog starts at step 700 (1300 after a loaded warm-up, whose threshold may come down first).
 . "$top_srcdir/tests/integration/lib.sh"
 LEARN="--scoutd-arg=--learn-window=0.5 --scoutd-arg=--learn-round=1 --scoutd-arg=--learn-warmup=10"
 # sample_learners: one poll, one line per answer: [[node, round, model, scoring]...]
@@ -63,15 +63,20 @@ expect_eq "the healthy run got past the warm-up (all four scoring)" \
 expect_eq "verdicts (healthy)" "$(verdicts_json | jq length)" 0
 
 # A warm-up under a saturated host: a busy loop on each core for the first
-# half of the warm-up (until every node has applied round 6 of its 10), while
-# the learner settles its threshold over loaded and quiet windows; then the
-# host is quiet, and rank 2's hog starts at step 1300. The threshold frozen
-# by the mixed warm-up comes down after it (the server says "(lowered)"),
-# and rank 2 is named. The load is ended by the learners' round, not by a
-# clock: 8 s of load covered a different share of the warm-up on a loaded
-# CI host (all of it there: a warm-up loaded throughout learns the load as
-# its normal and sets a low threshold with nothing to come down from, and
-# the test failed), measured here, 3 of 3 such runs failed.
+# half of the warm-up (until every node has applied round 6 of its 10),
+# while the learner settles its threshold over loaded and quiet windows;
+# then the host is quiet, and rank 2's hog starts at step 1300: it is named,
+# and nothing else is. The threshold at the verdict is never above the one
+# the warm-up froze (it may only come down: the server says "(lowered)").
+# Whether it comes down here depends on how the loaded windows score
+# against the quiet ones (the estimate moves in bins a third apart: of the
+# runs measured here, some froze at 0.36 and came down to 0.27, some froze
+# at 0.47 and stayed, the hog named either way), so this test asserts what
+# the user sees (the hog named after a loaded warm-up, never a higher
+# threshold) and the unit tests assert the lowering rule itself
+# (test_fed_learner: a saturated warm-up, then three quiet rounds). The
+# load is ended by the learners' round, not by a clock: 8 s of load covered
+# a different share of the warm-up on a loaded CI host.
 JOB=$((JOB + 1))
 : > "$T/learners"
 sh -c 'while :; do :; done' & HOG1=$!
@@ -90,16 +95,14 @@ poll_until_verdict telemetry_anomaly 120
 v=$(verdicts_json)
 stop_run
 expect_eq "verdicts (loaded warm-up)" "$(echo "$v" | jq -c '[.[] | [.kind, .ranks]]')" '[["telemetry_anomaly",[2]]]'
-# The deciding server's rounds (thresholds printed to 4 significant digits,
-# so the one at the verdict is compared within 0.1%): the threshold frozen by the warm-up, and
-# the one it came down to ("(lowered)").
-low=$(awk '/learn round:/ && match($0, /threshold [0-9.e+-]+/) {
-  t = substr($0, RSTART + 10, RLENGTH - 10)
-  if ($0 ~ /\(lowered\)/ && !done) { print prev, t; done = 1 }
-  prev = t }' "$T/run.log")
-[ -n "$low" ] || fail "the threshold of a loaded warm-up never came down: $(grep 'learn round:' "$T/run.log" | head -14)"
+# The deciding server's rounds (thresholds printed to 4 significant
+# digits, so the one at the verdict is compared within 0.1%): the 11th is
+# the warm-up's last (rounds 0 to 10), whose threshold is frozen.
+frozen=$(grep 'learn round:' "$T/run.log" | sed -n 11p | sed -n 's/.*threshold \([0-9.e+-]*\).*/\1/p')
+[ -n "$frozen" ] || fail "no threshold at the end of the warm-up: $(grep 'learn round:' "$T/run.log" | head -12)"
 at=$(echo "$v" | jq '.[0].evidence.threshold')
-echo "threshold after the loaded warm-up, lowered to, at the verdict: $low $at"
-echo "$low $at" | awk '{ exit !($2 < $1 && $3 <= $2 * 1.001) }' ||
-  fail "thresholds (warm-up, lowered, at the verdict): $low $at"
-pass "telemetry: CPU hog in rank 2 -> advisory telemetry_anomaly; same model on every node; healthy run clean; a warm-up under load lowered, then rank 2 named"
+lowered=$(grep -c 'learn round:.*(lowered)' "$T/run.log" || true)
+echo "threshold frozen by the loaded warm-up, at the verdict: $frozen $at (lowered $lowered times)"
+echo "$frozen $at" | awk '{ exit !($1 > 0 && $2 <= $1 * 1.001) }' ||
+  fail "the threshold at the verdict ($at) is above the one the warm-up froze ($frozen)"
+pass "telemetry: CPU hog in rank 2 -> advisory telemetry_anomaly; same model on every node; healthy run clean; after a warm-up under load rank 2 named, the threshold never above the frozen one"
