@@ -79,5 +79,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (dirs_read(*v9, dirs, 4) && dirs_check(dirs, p2p.npeers).empty() &&
       ((dirs.recv_mask | dirs.send_mask) >> (p2p.npeers < kBlockedPeers ? p2p.npeers : kBlockedPeers)) != 0)
     __builtin_trap();
+  // The requests' tags (version 10), from the same bytes read as one: a tag
+  // that passed the check is where the directions say, and a tag or -1.
+  auto v10 = std::make_unique<RecordV10>();
+  std::memset(v10.get(), 0, sizeof *v10);
+  std::memcpy(v10.get(), data, std::min(size, sizeof *v10));
+  P2PTags tags;
+  if (dirs_read(v10->v9, dirs, 4) && dirs_check(dirs, p2p.npeers).empty() && tags_read(*v10, tags, 4) &&
+      tags_check(tags, dirs, p2p.npeers).empty())
+    for (std::size_t k = 0; k < kBlockedPeers; ++k)
+      if ((((dirs.recv_mask >> k) & 1) != 0) != (tags.recv_tag[k] != kTagNone) || tags.send_tag[k] < kTagNone)
+        __builtin_trap();
   return 0;
 }

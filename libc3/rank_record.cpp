@@ -183,8 +183,8 @@ std::string record_check_header(const RankRecord& r, std::size_t mapped_bytes) {
                     static_cast<unsigned long long>(r.magic), static_cast<unsigned long long>(kRecordMagic));
   const std::size_t want = record_size_of(r.version);
   if (want == 0)
-    return format_c("record version %u; expected version %u, %u, %u, %u or %u", r.version, kRecordVersionOld,
-                    kRecordVersion, kRecordVersionGpu, kRecordVersionMt, kRecordVersionDirs);
+    return format_c("record version %u; expected version %u, %u, %u, %u, %u or %u", r.version, kRecordVersionOld,
+                    kRecordVersion, kRecordVersionGpu, kRecordVersionMt, kRecordVersionDirs, kRecordVersionTags);
   if (r.size != want) return format_c("record size field %u; expected %zu for version %u", r.size, want, r.version);
   if (mapped_bytes < want)
     return format_c("record is %zu bytes; expected at least %zu for version %u", mapped_bytes, want, r.version);
@@ -200,6 +200,7 @@ std::size_t record_size_of(std::uint32_t version) noexcept {
     case SCOUT_RECORD_VERSION_7: return sizeof(RecordV7);
     case SCOUT_RECORD_VERSION_8: return sizeof(RecordV8);
     case SCOUT_RECORD_VERSION_9: return sizeof(RecordV9);
+    case SCOUT_RECORD_VERSION_10: return sizeof(RecordV10);
     default: return 0;
   }
 }
@@ -306,6 +307,29 @@ std::string dirs_check(const P2PDirs& d, std::uint64_t npeers) {
     return format_c("dirs names peer slots beyond the %llu listed (receive mask %#llx, send mask %#llx)",
                     static_cast<unsigned long long>(n), static_cast<unsigned long long>(d.recv_mask),
                     static_cast<unsigned long long>(d.send_mask));
+  return {};
+}
+
+bool tags_read(const RecordV10& r, P2PTags& out, int tries) noexcept {
+  return seqlock_copy(r.tags_lock, r.tags, out, tries);
+}
+
+std::string tags_check(const P2PTags& t, const P2PDirs& d, std::uint64_t npeers) {
+  const std::uint64_t n = npeers < kBlockedPeers ? npeers : kBlockedPeers;
+  for (std::uint64_t i = 0; i < kBlockedPeers; ++i)
+    for (int way = 0; way < 2; ++way) {
+      const std::int64_t tag = way == 0 ? t.recv_tag[i] : t.send_tag[i];
+      const bool awaited = i < n && (((way == 0 ? d.recv_mask : d.send_mask) >> i) & 1);
+      const char* what = way == 0 ? "receive tag" : "send tag";
+      if (!awaited && tag != kTagNone)
+        return format_c("tags: %s %lld for peer slot %llu, which dirs says awaits no %s; expected %lld there", what,
+                        static_cast<long long>(tag), static_cast<unsigned long long>(i), way == 0 ? "receive" : "send",
+                        static_cast<long long>(kTagNone));
+      if (awaited && (tag < kTagSeveral || tag > 0x7fffffff))
+        return format_c("tags: %s %lld for peer slot %llu; expected an MPI tag (0 to 2147483647), or %lld for several",
+                        what, static_cast<long long>(tag), static_cast<unsigned long long>(i),
+                        static_cast<long long>(kTagSeveral));
+    }
   return {};
 }
 

@@ -16,6 +16,7 @@
 #include "libc3/abi/scout_record_v7.h"
 #include "libc3/abi/scout_record_v8.h"
 #include "libc3/abi/scout_record_v9.h"
+#include "libc3/abi/scout_record_v10.h"
 
 namespace scout::c3 {
 
@@ -24,7 +25,8 @@ inline constexpr std::uint32_t kRecordVersion = SCOUT_RECORD_VERSION_6;  // the 
 inline constexpr std::uint32_t kRecordVersionOld = SCOUT_RECORD_VERSION_5;  // still read
 inline constexpr std::uint32_t kRecordVersionGpu = SCOUT_RECORD_VERSION_7;  // written by libscout_nccl.so
 inline constexpr std::uint32_t kRecordVersionMt = SCOUT_RECORD_VERSION_8;   // libscout_probe.so, threads apart
-inline constexpr std::uint32_t kRecordVersionDirs = SCOUT_RECORD_VERSION_9; // libscout_probe.so, request directions
+inline constexpr std::uint32_t kRecordVersionDirs = SCOUT_RECORD_VERSION_9; // libscout_probe.so before version 10 (still read)
+inline constexpr std::uint32_t kRecordVersionTags = SCOUT_RECORD_VERSION_10; // libscout_probe.so, request directions and tags
 inline constexpr std::uint64_t kRingSize = SCOUT_RECORD_V5_RING;  // recent collectives kept per rank
 inline constexpr std::size_t kCommTable = SCOUT_RECORD_V5_COMMS;    // communicators published
 inline constexpr std::size_t kCommMembers = SCOUT_RECORD_V5_MEMBERS;  // members stored per communicator
@@ -145,14 +147,35 @@ static_assert(std::is_trivially_copyable_v<P2PDirs> && sizeof(P2PDirs) % 8 == 0)
 static_assert(offsetof(RecordV9, v6) == 0 && offsetof(RecordV9, source) == sizeof(RecordV6) &&
                   offsetof(RecordV9, dirs_lock) % 64 == 0 && sizeof(RecordV9) == 24576,
               "record v9 layout changed: write abi/scout_record_v10.h instead");
-inline const RecordV9* as_v9(const RankRecord& r, std::uint32_t version) noexcept {
-  return version == SCOUT_RECORD_VERSION_9 ? reinterpret_cast<const RecordV9*>(&r) : nullptr;
+inline const RecordV9* as_v9(const RankRecord& r, std::uint32_t version) noexcept {  // version 10 holds 9
+  return version == SCOUT_RECORD_VERSION_9 || version == SCOUT_RECORD_VERSION_10 ? reinterpret_cast<const RecordV9*>(&r)
+                                                                                 : nullptr;
 }
 inline RecordV9& v9_of(RankRecord& r) noexcept { return *reinterpret_cast<RecordV9*>(&r); }
 // Reader side: a consistent copy of the directions; empty when sane (each
 // mask within the peers listed, npeers of the p2p part), otherwise why not.
 bool dirs_read(const RecordV9& r, P2PDirs& out, int tries = 1000) noexcept;
 std::string dirs_check(const P2PDirs& d, std::uint64_t npeers);
+
+// Version 10: version 9 at the front, then the tag of the awaited requests
+// per listed peer and direction (the MPI probe, unthreaded programs).
+using RecordV10 = scout_record_v10;
+using P2PTags = scout_p2p_tags_v10;
+inline constexpr std::int64_t kTagNone = SCOUT_TAG_NONE;
+inline constexpr std::int64_t kTagSeveral = SCOUT_TAG_SEVERAL;
+static_assert(std::is_trivially_copyable_v<P2PTags> && sizeof(P2PTags) % 8 == 0);
+static_assert(offsetof(RecordV10, v9) == 0 && offsetof(RecordV10, tags_lock) == sizeof(RecordV9) &&
+                  offsetof(RecordV10, tags) == 24584 && sizeof(RecordV10) == 24768,
+              "record v10 layout changed: write abi/scout_record_v11.h instead");
+inline const RecordV10* as_v10(const RankRecord& r, std::uint32_t version) noexcept {
+  return version == SCOUT_RECORD_VERSION_10 ? reinterpret_cast<const RecordV10*>(&r) : nullptr;
+}
+inline RecordV10& v10_of(RankRecord& r) noexcept { return *reinterpret_cast<RecordV10*>(&r); }
+// Reader side: a consistent copy of the tags; empty when sane (a tag where
+// `dirs` says a request goes that way, kTagNone where it says none, each
+// tag >= 0 or kTagSeveral), otherwise why not.
+bool tags_read(const RecordV10& r, P2PTags& out, int tries = 1000) noexcept;
+std::string tags_check(const P2PTags& t, const P2PDirs& d, std::uint64_t npeers);
 // Reader side: consistent copies of the communicators' progress entries in
 // use and of the thread slots in use (tid != 0), each range-checked; empty
 // when sane, otherwise why not. An entry or slot whose writer stayed inside

@@ -116,14 +116,25 @@ void count_recvd(c3::RecordV6& v6, int world, std::uint64_t bytes, std::uint64_t
   }
 }
 
-// `dirs` (a completion call's requests: which way each listed peer's go) is
-// written first, in a version-9 record, so that a reader that sees this
-// wait's p2p part finds its directions beside it (paired by entry time).
+// `tags` and `dirs` (a completion call's requests: their tags, and which
+// way each listed peer's go) are written first, in a version-10 record, so
+// that a reader that sees this wait's p2p part finds them beside it (paired
+// by entry time).
 void publish_wait(std::uint64_t call, std::uint64_t t, std::uint64_t comm_id, std::int64_t tag,
                   const std::int64_t* peers, int n, bool more, std::uint64_t any_comm,
-                  const std::uint64_t* dirs = nullptr) noexcept {
+                  const std::uint64_t* dirs = nullptr, const std::int64_t (*tags)[c3::kBlockedPeers] = nullptr) noexcept {
   c3::RecordV6& v6 = c3::v6_of(*g_record);
-  if (dirs && g_record->version == c3::kRecordVersionDirs) {
+  if (dirs && tags && g_record->version == c3::kRecordVersionTags) {
+    c3::RecordV10& v10 = c3::v10_of(*g_record);
+    seq_begin(v10.tags_lock);
+    c3::rec_store(v10.tags.entry_ns, t);
+    for (std::size_t k = 0; k < c3::kBlockedPeers; ++k) {
+      c3::rec_store(v10.tags.recv_tag[k], tags[0][k]);
+      c3::rec_store(v10.tags.send_tag[k], tags[1][k]);
+    }
+    seq_end(v10.tags_lock);
+  }
+  if (dirs && (g_record->version == c3::kRecordVersionDirs || g_record->version == c3::kRecordVersionTags)) {
     c3::RecordV9& v9 = c3::v9_of(*g_record);
     seq_begin(v9.dirs_lock);
     c3::rec_store(v9.dirs.entry_ns, t);
@@ -290,6 +301,8 @@ void p2p_persistent_start(const MPI_Request* reqs, int n) noexcept {
 
 P2PWait::P2PWait(std::uint64_t c, const MPI_Request* reqs, int count, bool is_blocking) noexcept
     : call(c), blocking(is_blocking) {
+  for (auto& way : tags)
+    for (auto& t : way) t = c3::kTagNone;
   if (!g_record || !reqs || count <= 0) return;
   n = count < kMax ? count : kMax;
   int tracked = 0;
@@ -346,8 +359,13 @@ P2PWait::P2PWait(std::uint64_t c, const MPI_Request* reqs, int count, bool is_bl
     if (peer_of[i] == c3::kPeerAny) any_comm = id;
     if (peer_of[i] >= 0 || peer_of[i] == c3::kPeerAny) {
       add_peer(peers, npeers, more, peer_of[i]);
-      for (int k = 0; k < npeers; ++k)  // which way it goes, by the peer's place in the list
-        if (peers[k] == peer_of[i]) dirs[recv_of[i] ? 0 : 1] |= std::uint64_t{1} << k;
+      for (int k = 0; k < npeers; ++k)  // which way it goes, by the peer's place in the list, and its tag
+        if (peers[k] == peer_of[i]) {
+          const int way = recv_of[i] ? 0 : 1;
+          dirs[way] |= std::uint64_t{1} << k;
+          std::int64_t& t = tags[way][k];
+          t = t == c3::kTagNone ? (tag_of[i] >= 0 ? tag_of[i] : c3::kTagSeveral) : t == tag_of[i] ? t : c3::kTagSeveral;
+        }
     }
     // One tag for all the awaited requests, or -1.
     tag = tag == -2 ? tag_of[i] : tag == tag_of[i] ? tag : -1;
@@ -358,7 +376,9 @@ P2PWait::P2PWait(std::uint64_t c, const MPI_Request* reqs, int count, bool is_bl
   // Directions only when these are all the requests in flight, each known.
   dirs_known = !unknown && awaited_np == inflight;
   t0 = now_ns();
-  if (blocking) publish_wait(call, t0, comm_id, tag, peers, npeers, more, any_comm, dirs_known ? dirs : nullptr);
+  if (blocking)
+    publish_wait(call, t0, comm_id, tag, peers, npeers, more, any_comm, dirs_known ? dirs : nullptr,
+                 dirs_known ? tags : nullptr);
 }
 
 namespace {
@@ -428,7 +448,8 @@ void P2PWait::completed_some(int outcount, const int* indices, const MPI_Status*
 
 void P2PWait::none_completed() noexcept {
   if (!any || polling_now()) return;  // still polling: the wait began at the first Test
-  publish_wait(call, now_ns(), comm_id, tag, peers, npeers, more, any_comm, dirs_known ? dirs : nullptr);
+  publish_wait(call, now_ns(), comm_id, tag, peers, npeers, more, any_comm, dirs_known ? dirs : nullptr,
+               dirs_known ? tags : nullptr);
   polling_began();
 }
 

@@ -245,10 +245,11 @@ void probe_init() noexcept {
   faults::parse(rank);
   parse_outsig(rank);
   // Version 8 for a threaded program (progress per communicator and thread),
-  // else 9 (version 6 and which way a completion call's requests go).
-  g_record_bytes = g_threaded ? sizeof(c3::RecordV8) : sizeof(c3::RecordV9);
+  // else 10 (version 6, then which way a completion call's requests go and
+  // with which tags).
+  g_record_bytes = g_threaded ? sizeof(c3::RecordV8) : sizeof(c3::RecordV10);
   c3::RankRecord* r = record_create("scout-probe", job, step, rank, size,
-                                    g_threaded ? c3::kRecordVersionMt : c3::kRecordVersionDirs, g_record_bytes,
+                                    g_threaded ? c3::kRecordVersionMt : c3::kRecordVersionTags, g_record_bytes,
                                     g_shm_name, sizeof g_shm_name);
   if (!r) return;
   if (g_threaded) {

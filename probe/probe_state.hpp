@@ -196,6 +196,7 @@ struct P2PWait {
   std::uint64_t any_comm = 0;
   std::int64_t tag = -2;                  // the awaited requests' one tag; -1 several or any
   std::uint64_t dirs[2] = {};             // bit k: a receive from / a send to peers[k] awaited
+  std::int64_t tags[2][c3::kBlockedPeers];  // their tag per peer (c3::kTagNone, c3::kTagSeveral)
   bool dirs_known = false;                // they are all the rank has in flight, each tracked
   std::uint64_t arrived[kMax / 64] = {};  // complete already when a blocking wait began
   bool uncharged = false;                 // several requests, not sampled: no wait is charged

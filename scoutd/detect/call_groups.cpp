@@ -206,12 +206,22 @@ json state_groups(const std::vector<RankEvidence>& ranks, std::size_t* dropped) 
       const std::uint64_t comm = e.p2p_any_comm ? e.p2p_any_comm : e.p2p_comm;
       std::vector<int> peers(e.p2p_peers.begin(), e.p2p_peers.begin() + static_cast<long>(std::min<std::size_t>(e.p2p_peers.size(), 8)));
       const std::string dirs = e.p2p_dirs.substr(0, peers.size());
-      key = fmt::format("p|{}|{}|{}|{}|{}|{}", e.p2p_call, comm, fmt::join(peers, ","), e.p2p_tag, process, dirs);
+      // ... and their tags per peer (record version 10), where known.
+      const bool tagged = !dirs.empty() && e.p2p_recv_tags.size() >= peers.size() && e.p2p_send_tags.size() >= peers.size();
+      std::vector<std::int32_t> rtags, stags;
+      if (tagged) {
+        rtags.assign(e.p2p_recv_tags.begin(), e.p2p_recv_tags.begin() + static_cast<long>(peers.size()));
+        stags.assign(e.p2p_send_tags.begin(), e.p2p_send_tags.begin() + static_cast<long>(peers.size()));
+      }
+      key = fmt::format("p|{}|{}|{}|{}|{}|{}|{}|{}", e.p2p_call, comm, fmt::join(peers, ","), e.p2p_tag, process, dirs,
+                        fmt::join(rtags, ","), fmt::join(stags, ","));
       facts = {{"state", "p2p"}, {"call", e.p2p_call}, {"peers", peers}, {"communicator", hex(comm)}};
       if (e.p2p_tag >= 0) facts["tag"] = e.p2p_tag;
       // A completion call's requests: which way each peer's go ("r" a
       // receive, "s" a send, "b" both, "?" unknown), as the peers are listed.
       if (!dirs.empty()) facts["dirs"] = dirs;
+      // Their tags, as the peers are listed (-2 none that way, -1 several).
+      if (tagged) facts["tags"] = {{"recv", rtags}, {"send", stags}};
       if (e.p2p_more || e.p2p_peers.size() > peers.size()) facts["more_peers"] = true;
     }
     if (!gone && !process.empty() && facts["state"] != "outside") facts["process"] = process;
@@ -318,7 +328,29 @@ void describe_groups(json& evidence, const StackTree* stacks, std::uint64_t worl
       if (any) whom += whom.empty() ? "any source" : " or any source";
       if (g.value("more_peers", false)) whom += " and more";
       phrase += " for " + whom;
-      if (const auto t = g.find("tag"); say_tags && t != g.end() && t->is_number_integer())
+      // Several requests: each peer's tags, where the record holds them
+      // (version 10), which tag it awaits from each peer and sends to it,
+      // what a person reading a wrongly tagged exchange needs; else the
+      // call's one tag where the groups' tags differ.
+      const auto tg = g.find("tags");
+      std::vector<std::string> ways;
+      if (tg != g.end() && tg->is_object() && tg->contains("recv") && tg->contains("send")) {
+        const json& r = (*tg)["recv"];
+        const json& w = (*tg)["send"];
+        auto tag_word = [](const json& t) {
+          return t.get<std::int64_t>() >= 0 ? fmt::format("tag {}", t.get<std::int64_t>()) : std::string("several tags");
+        };
+        const auto& ps = g["peers"];
+        for (std::size_t k = 0; k < ps.size() && k < r.size() && k < w.size(); ++k) {
+          if (!ps[k].is_number_integer() || !r[k].is_number_integer() || !w[k].is_number_integer()) continue;
+          const std::string peer = ps[k].get<int>() < 0 ? "any source" : fmt::format("rank {}", ps[k].get<int>());
+          if (r[k].get<std::int64_t>() != -2) ways.push_back("receives " + tag_word(r[k]) + " from " + peer);
+          if (w[k].get<std::int64_t>() != -2) ways.push_back("sends " + tag_word(w[k]) + " to " + peer);
+        }
+      }
+      if (ways.size() >= 2)  // (one request: its tag, as below)
+        phrase += fmt::format(" ({})", fmt::join(ways, ", "));
+      else if (const auto t = g.find("tag"); say_tags && t != g.end() && t->is_number_integer())
         phrase += fmt::format(" with tag {}", t->get<std::int64_t>());
     }
     if (g.contains("position") && g["position"].is_number_integer())

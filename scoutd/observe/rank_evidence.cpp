@@ -82,6 +82,9 @@ void to_json(json& j, const RankEvidence& e) {
                 {"any_comm", fmt::format("{:016x}", e.p2p_any_comm)}};
     if (e.p2p_tag >= 0) j["p2p"]["tag"] = e.p2p_tag;
     if (!e.p2p_dirs.empty()) j["p2p"]["dirs"] = e.p2p_dirs;
+    if (!e.p2p_dirs.empty() && e.p2p_recv_tags.size() == e.p2p_dirs.size() &&
+        e.p2p_send_tags.size() == e.p2p_dirs.size())
+      j["p2p"]["tags"] = {{"recv", e.p2p_recv_tags}, {"send", e.p2p_send_tags}};
     if (e.p2p_any_comm && e.comm_members.count(e.p2p_any_comm))
       j["comm_members"][fmt::format("{:016x}", e.p2p_any_comm)] = e.comm_members.at(e.p2p_any_comm);
   }
@@ -239,6 +242,32 @@ void from_json(const json& j, RankEvidence& e) {
       if (d.size() > e.p2p_peers.size() || d.find_first_not_of("rsb?") != std::string::npos)
         throw std::invalid_argument("p2p.dirs: expected one of r, s, b or ? per listed peer");
       e.p2p_dirs = d;
+    }
+    if (p.contains("tags")) {
+      // Per listed peer (where dirs says which way), -2 none, -1 several.
+      const json& t = p["tags"];
+      auto take = [&](const char* way, std::vector<std::int32_t>& out) {
+        if (!t.is_object() || !t.contains(way) || !t[way].is_array() || t[way].size() != e.p2p_dirs.size() ||
+            e.p2p_dirs.empty())
+          throw std::invalid_argument("p2p.tags: expected {\"recv\": [...], \"send\": [...]}, one tag per peer of p2p.dirs");
+        for (auto& x : t[way]) {
+          if (!x.is_number_integer() || x.get<std::int64_t>() < -2 || x.get<std::int64_t>() > 0x7fffffff)
+            throw std::invalid_argument("p2p.tags: expected MPI tags (0 to 2147483647), -1 (several) or -2 (none)");
+          out.push_back(static_cast<std::int32_t>(x.get<std::int64_t>()));
+        }
+      };
+      take("recv", e.p2p_recv_tags);
+      take("send", e.p2p_send_tags);
+      // Where dirs says a request goes, a tag; where it says none, -2.
+      for (std::size_t k = 0; k < e.p2p_dirs.size(); ++k) {
+        const char d = e.p2p_dirs[k];
+        const bool r = d == 'r' || d == 'b', w = d == 's' || d == 'b';
+        if (r != (e.p2p_recv_tags[k] != -2) || w != (e.p2p_send_tags[k] != -2))
+          throw std::invalid_argument(fmt::format(
+              "p2p.tags: peer {} has dirs '{}' but receive tag {} and send tag {}; expected a tag (or -1) for each "
+              "way dirs names, -2 for the others",
+              k, d, e.p2p_recv_tags[k], e.p2p_send_tags[k]));
+      }
     }
   }
   if (j.contains("end") && j["end"].is_object()) {

@@ -98,6 +98,10 @@ struct RankEvidence {
   // A completion call's requests (record version 9): per listed peer, 'r' a
   // receive awaited, 's' a send, 'b' both, '?' unknown; empty when unknown.
   std::string p2p_dirs;
+  // ... and their tags (record version 10): per listed peer, the tag of the
+  // awaited receives from it and of the awaited sends to it (-2 none that
+  // way, -1 several or MPI_ANY_TAG); empty when unknown.
+  std::vector<std::int32_t> p2p_recv_tags, p2p_send_tags;
   // The event that ended the rank: "abort" (MPI_Abort), "signal", or
   // "mpi_error" (a call failed under MPI_ERRORS_ARE_FATAL).
   std::string end_kind;

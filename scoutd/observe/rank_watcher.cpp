@@ -145,14 +145,15 @@ void RankWatcher::try_attach(Slot& s) {
     close(fd);
     return;  // being created
   }
-  // Versions 6 to 9 are longer than version 5; the header says which
+  // Versions 6 to 10 are longer than version 5; the header says which
   // this is (the mapping covers the longest the file holds).
-  static_assert(sizeof(c3::RecordV8) > sizeof(c3::RecordV7) && sizeof(c3::RecordV7) > sizeof(c3::RecordV9) &&
-                sizeof(c3::RecordV9) > sizeof(c3::RecordV6));
+  static_assert(sizeof(c3::RecordV8) > sizeof(c3::RecordV7) && sizeof(c3::RecordV7) > sizeof(c3::RecordV10) &&
+                sizeof(c3::RecordV10) > sizeof(c3::RecordV9) && sizeof(c3::RecordV9) > sizeof(c3::RecordV6));
   const std::size_t fsize = static_cast<std::size_t>(st.st_size);
-  const std::size_t map_len = fsize >= sizeof(c3::RecordV8)   ? sizeof(c3::RecordV8)
-                              : fsize >= sizeof(c3::RecordV7) ? sizeof(c3::RecordV7)
-                              : fsize >= sizeof(c3::RecordV9) ? sizeof(c3::RecordV9)
+  const std::size_t map_len = fsize >= sizeof(c3::RecordV8)    ? sizeof(c3::RecordV8)
+                              : fsize >= sizeof(c3::RecordV7)  ? sizeof(c3::RecordV7)
+                              : fsize >= sizeof(c3::RecordV10) ? sizeof(c3::RecordV10)
+                              : fsize >= sizeof(c3::RecordV9)  ? sizeof(c3::RecordV9)
                               : fsize >= sizeof(c3::RecordV6) ? sizeof(c3::RecordV6)
                                                               : sizeof(c3::RankRecord);
   void* p = mmap(nullptr, map_len, PROT_READ, MAP_SHARED, fd, 0);
@@ -341,6 +342,9 @@ bool RankWatcher::read_v6(Slot& s, std::int64_t /*now*/, bool counters) {
   const c3::RecordV9* v9 = c3::as_v9(*s.rec, s.version);
   c3::P2PDirs dirs{};
   bool have_dirs = false;
+  const c3::RecordV10* v10 = c3::as_v10(*s.rec, s.version);
+  c3::P2PTags tags{};
+  bool have_tags = false;
   c3::EndEvent end{};
   bool have_end = false;
   std::string end_why;
@@ -349,6 +353,7 @@ bool RankWatcher::read_v6(Slot& s, std::int64_t /*now*/, bool counters) {
         consistent = c3::p2p_read(*v6, p2p);
         // After the p2p part: the probe writes a wait's directions before it.
         if (v9 && consistent) have_dirs = c3::dirs_read(*v9, dirs);
+        if (v10 && have_dirs) have_tags = c3::tags_read(*v10, tags);  // written before the directions
         if (!s.have_end) have_end = c3::end_read(*v6, end, &end_why);
         if (counters) std::memcpy(static_cast<void*>(peers), v6->peers, sizeof peers);
       })) {
@@ -367,6 +372,7 @@ bool RankWatcher::read_v6(Slot& s, std::int64_t /*now*/, bool counters) {
     s.p2p = p2p;
     s.have_p2p = true;
     s.have_dirs = false;
+    s.have_tags = false;
     // (Only a completion call's: a blocking call's direction is its own.)
     if (have_dirs && dirs.entry_ns == p2p.entry_ns && p2p.call >= SCOUT_P2P_WAIT && p2p.call <= SCOUT_P2P_TESTSOME) {
       if (std::string why = c3::dirs_check(dirs, p2p.npeers); !why.empty()) {
@@ -375,6 +381,14 @@ bool RankWatcher::read_v6(Slot& s, std::int64_t /*now*/, bool counters) {
       }
       s.dirs = dirs;
       s.have_dirs = true;
+      if (have_tags && tags.entry_ns == p2p.entry_ns) {
+        if (std::string why = c3::tags_check(tags, dirs, p2p.npeers); !why.empty()) {
+          invalidate(s, why);
+          return false;
+        }
+        s.tags = tags;
+        s.have_tags = true;
+      }
     }
   }
   if (have_end) {

@@ -143,6 +143,8 @@ class RankWatcher final : public RankSource {
     bool have_p2p = false;
     c3::P2PDirs dirs{};             // version 9: which way a completion call's requests go
     bool have_dirs = false;
+    c3::P2PTags tags{};             // version 10: their tags per peer and direction
+    bool have_tags = false;
     c3::EndEvent end{};             // its end event, once written
     bool have_end = false;
     mutable std::uint64_t ops_summarised = 0;  // p2p.ops at the previous summary

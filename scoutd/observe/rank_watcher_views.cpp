@@ -159,6 +159,10 @@ std::vector<RankEvidence> RankWatcher::evidence(bool for_gather) const {
             for (std::size_t k = 0; k < e.p2p_peers.size(); ++k) {
               const bool r = (s.dirs.recv_mask >> k) & 1, w = (s.dirs.send_mask >> k) & 1;
               e.p2p_dirs.push_back(r && w ? 'b' : r ? 'r' : w ? 's' : '?');
+              if (s.have_tags) {  // and with which tags
+                e.p2p_recv_tags.push_back(static_cast<std::int32_t>(s.tags.recv_tag[k]));  // (checked: int range)
+                e.p2p_send_tags.push_back(static_cast<std::int32_t>(s.tags.send_tag[k]));
+              }
             }
         }
       }

@@ -135,8 +135,8 @@ TEST_CASE("version 7: the NCCL probe's GPU part, its size and range checks") {
   CHECK(record_check_header(r, sizeof(RecordV6)).find("expected at least 25152 for version 7") != std::string::npos);
   r.size = sizeof(RecordV6);  // a version-6 size under a version-7 header
   CHECK(record_check_header(r, sizeof(RecordV7)).find("size field") != std::string::npos);
-  r.version = 10;
-  CHECK(record_check_header(r, sizeof(RecordV7)).find("expected version 5, 6, 7, 8 or 9") != std::string::npos);
+  r.version = 11;
+  CHECK(record_check_header(r, sizeof(RecordV7)).find("expected version 5, 6, 7, 8, 9 or 10") != std::string::npos);
   CHECK(as_v7(r, kRecordVersionGpu) == v7.get());
   CHECK(as_v6(r, kRecordVersionGpu) == &v7->v6);  // version 7 holds version 6
   CHECK(as_v7(r, kRecordVersion) == nullptr);
@@ -379,4 +379,47 @@ TEST_CASE("record v9: the requests' directions are read under their seqlock, and
   CHECK(dirs_check(d, 1).find("beyond the 1 listed") != std::string::npos);
   v9->dirs_lock = 1;  // a writer inside for every try: no copy
   CHECK_FALSE(dirs_read(*v9, d, 3));
+}
+
+// Version 10 (the MPI probe, unthreaded): version 9 at the front, then the
+// tags of a completion call's requests per peer and direction.
+extern "C" size_t scout_test_record_v10_c_size(void);
+extern "C" size_t scout_test_record_v10_c_offset_tags(void);
+TEST_CASE("record v10: the requests' tags are read under their seqlock, and checked against the directions") {
+  CHECK(scout_test_record_v10_c_size() == sizeof(RecordV10));
+  CHECK(scout_test_record_v10_c_offset_tags() == offsetof(RecordV10, tags));
+  auto v10 = std::make_unique<RecordV10>();
+  RankRecord& r = header(v10->v9.v6.v5, kRecordVersionTags, sizeof(RecordV10), 1, 4);
+  CHECK(record_check_header(r, sizeof(RecordV10)).empty());
+  CHECK(record_check_header(r, sizeof(RecordV9)).find("expected at least 24768 for version 10") != std::string::npos);
+  CHECK(as_v10(r, kRecordVersionTags) == v10.get());
+  CHECK(as_v9(r, kRecordVersionTags) == &v10->v9);  // version 10 holds version 9
+  CHECK(as_v6(r, kRecordVersionTags) == &v10->v9.v6);
+  CHECK(as_v10(r, kRecordVersionDirs) == nullptr);
+  // Peer 0: a receive with tag 2 and a send with tag 1; peer 1: a send of
+  // several tags.
+  const P2PDirs d{1234, 0b01, 0b11, 0};
+  P2PTags t{};
+  t.entry_ns = 1234;
+  for (auto& x : t.recv_tag) x = kTagNone;
+  for (auto& x : t.send_tag) x = kTagNone;
+  t.recv_tag[0] = 2;
+  t.send_tag[0] = 1;
+  t.send_tag[1] = kTagSeveral;
+  v10->tags = t;
+  P2PTags got{};
+  CHECK(tags_read(*v10, got));
+  CHECK(got.entry_ns == 1234);
+  CHECK(got.recv_tag[0] == 2);
+  CHECK(tags_check(got, d, 2).empty());
+  got.recv_tag[1] = 5;  // a tag where no receive is awaited
+  CHECK(tags_check(got, d, 2).find("receive tag 5 for peer slot 1, which dirs says awaits no receive") !=
+        std::string::npos);
+  got.recv_tag[1] = kTagNone;
+  got.send_tag[0] = -7;
+  CHECK(tags_check(got, d, 2).find("send tag -7 for peer slot 0; expected an MPI tag") != std::string::npos);
+  got.send_tag[0] = 1;
+  CHECK(tags_check(got, d, 1).find("peer slot 1") != std::string::npos);  // beyond the one peer listed
+  v10->tags_lock = 1;  // a writer inside for every try: no copy
+  CHECK_FALSE(tags_read(*v10, got, 3));
 }

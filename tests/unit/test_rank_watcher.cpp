@@ -3,6 +3,7 @@
 // cannot be, a communicator entry that overflows. scoutd must keep running
 // and show the rank as record_invalid.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -29,18 +30,24 @@ struct ShmRecord {
   std::size_t len = 0;
   c3::RankRecord* rec = nullptr;
   c3::RecordV6* v6 = nullptr;
-  ShmRecord(const std::string& job, int rank, int size, bool old = false, bool threaded = false, bool dirs = false) {
+  ShmRecord(const std::string& job, int rank, int size, bool old = false, bool threaded = false, bool dirs = false,
+            bool tags = false) {
     name = c3::record_shm_name(job, "0", rank);
     shm_unlink(name.c_str());
     fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
     REQUIRE(fd >= 0);
-    len = old ? sizeof(c3::RankRecord) : threaded ? sizeof(c3::RecordV8) : dirs ? sizeof(c3::RecordV9) : sizeof(c3::RecordV6);
+    len = old        ? sizeof(c3::RankRecord)
+          : threaded ? sizeof(c3::RecordV8)
+          : tags     ? sizeof(c3::RecordV10)
+          : dirs     ? sizeof(c3::RecordV9)
+                     : sizeof(c3::RecordV6);
     REQUIRE(ftruncate(fd, static_cast<off_t>(len)) == 0);
     rec = static_cast<c3::RankRecord*>(mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
     REQUIRE(rec != MAP_FAILED);
     if (!old) v6 = &c3::v6_of(*rec);
     rec->version = old        ? c3::kRecordVersionOld
                    : threaded ? c3::kRecordVersionMt
+                   : tags     ? c3::kRecordVersionTags
                    : dirs     ? c3::kRecordVersionDirs
                               : c3::kRecordVersion;
     if (threaded) {
@@ -354,4 +361,53 @@ TEST_CASE("refresh: a record from between two ticks is attached at once, its MPI
   CHECK(ev[0].end_addr == 6);
   CHECK(ev[0].end_call == "MPI_Send");
   CHECK_FALSE(ev[0].ended_on_stop);
+}
+
+// Version 10: the tags of a completion call's requests reach the evidence
+// with its directions while their entry time is the wait's; tags of another
+// wait are not taken, and a tag where the directions say no request goes is
+// refused.
+TEST_CASE("version 10 records: a completion call's tags are read with its directions") {
+  const std::string job = std::to_string(950000 + getpid() % 1000);
+  ShmRecord r0(job, 0, 3, false, false, true, /*tags=*/true), r1(job, 1, 3, false, false, true, true);
+  c3::RecordV10& v10 = c3::v10_of(*r0.rec);
+  auto wait = [&](std::uint64_t entry, std::uint64_t tags_entry, std::int32_t recv_tag, std::int32_t stray) {
+    c3::P2PTags t{};
+    t.entry_ns = tags_entry;
+    for (auto& x : t.recv_tag) x = c3::kTagNone;
+    for (auto& x : t.send_tag) x = c3::kTagNone;
+    t.recv_tag[0] = recv_tag;  // a receive from rank 1
+    t.send_tag[1] = 7;         // a send to rank 2
+    t.recv_tag[1] = stray;
+    v10.tags = t;
+    v10.v9.dirs = {entry, 0b01, 0b10, 0};
+    c3::p2p_write_begin(*r0.v6);
+    c3::rec_store(r0.v6->p2p.call, std::uint64_t{SCOUT_P2P_WAITALL});
+    c3::rec_store(r0.v6->p2p.entry_ns, entry);
+    c3::rec_store(r0.v6->p2p.peers[0], std::int64_t{1});
+    c3::rec_store(r0.v6->p2p.peers[1], std::int64_t{2});
+    c3::rec_store(r0.v6->p2p.npeers, std::uint64_t{2});
+    c3::p2p_write_end(*r0.v6);
+  };
+  auto tags_of = [](scoutd::RankWatcher& w) {
+    for (int i = 0; i < 100; ++i) {
+      for (auto& e : w.evidence(false))
+        if (e.rank == 0 && e.p2p_call == "MPI_Waitall")
+          return fmt::format("{} {}/{}", e.p2p_dirs, fmt::join(e.p2p_recv_tags, ","), fmt::join(e.p2p_send_tags, ","));
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return std::string("(no wait)");
+  };
+  wait(5, 5, 2, c3::kTagNone);
+  scoutd::RankWatcher w(job, "0", 0, 2, "n1", 0.02);
+  w.start();
+  REQUIRE(attached(w, 0));
+  CHECK(tags_of(w) == "rs 2,-2/-2,7");
+  wait(9, 5, 3, c3::kTagNone);  // the tags of an earlier wait: unknown, the directions still read
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  CHECK(tags_of(w) == "rs /");
+  wait(11, 11, 2, 4);  // a receive tag for rank 2, to which only a send goes
+  CHECK(wait_invalid(w, 0).find("receive tag 4 for peer slot 1, which dirs says awaits no receive") !=
+        std::string::npos);
+  w.stop();
 }
