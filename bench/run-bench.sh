@@ -57,6 +57,10 @@ done
 echo "(gather: 256 ranks x 320 B of evidence per observer; loss round: the round"
 echo " that detects a SIGKILLed observer, bounded by the hop deadlines)"
 echo
+echo "== the engine simulator's seed swarm, 200 seeds (make check runs 12): every invariant kept, every fault named"
+make -s -C "$B" tests/unit/test_engine_sim >/dev/null
+SCOUT_SWARM_SEEDS=200 "$B/tests/unit/test_engine_sim" -tc="*seed swarm*" 2>&1 | grep -E "swarm of|test cases|assertions|ERROR" || true
+echo
 echo "== consensus rounds and verdicts at scale: scout-sim (TreeRound and scoutd's round engine over a simulated network, docs/scale.md)"
 "$B/sim/scout-sim" --members 8,64,512,4096,12500
 echo "(scoutd's round defaults, virtual time; B/member/round: every member's bytes sent per round; crash_s,"
