@@ -9,7 +9,7 @@
 # `scoutctl status JOB --json` (its "learners": node, round, model, scoring),
 # polled while the job runs.
 # scout-test: alone (the learner's warm-up and a CPU hog inside one rank: tests beside it load every rank's CPU features; issue: pass beside a CPU hog)
-# Duration: about 90 s alone: two 1000-step runs and an 1800-step one; the learner needs its 10-round warm-up before the hog starts at step 700 (1300 after a loaded warm-up, whose threshold may come down first).
+# Duration: about 80 s alone: two 1000-step runs and a 1600-step one; the learner needs its 10-round warm-up before the hog starts at step 700 (1100 after a loaded warm-up).
 . "$top_srcdir/tests/integration/lib.sh"
 LEARN="--scoutd-arg=--learn-window=0.5 --scoutd-arg=--learn-round=1 --scoutd-arg=--learn-warmup=10"
 # sample_learners: one poll, one line per answer: [[node, round, model, scoring]...]
@@ -65,7 +65,7 @@ expect_eq "verdicts (healthy)" "$(verdicts_json | jq length)" 0
 # A warm-up under a saturated host: a busy loop on each core for the first
 # half of the warm-up (until every node has applied round 6 of its 10),
 # while the learner settles its threshold over loaded and quiet windows;
-# then the host is quiet, and rank 2's hog starts at step 1300: it is named,
+# then the host is quiet, and rank 2's hog starts at step 1100: it is named,
 # and nothing else is. The threshold at the verdict is never above the one
 # the warm-up froze (it may only come down: the server says "(lowered)").
 # Whether it comes down here depends on how the loaded windows score
@@ -82,7 +82,7 @@ JOB=$((JOB + 1))
 sh -c 'while :; do :; done' & HOG1=$!
 sh -c 'while :; do :; done' & HOG2=$!
 trap 'kill $HOG1 $HOG2 2>/dev/null || true; cleanup' EXIT
-start_run -n 4 --nodes 4 $LEARN -- "$TRAIN" --steps 1800 --step-ms 20 --fault hog:rank=2:step=1300
+start_run -n 4 --nodes 4 $LEARN -- "$TRAIN" --steps 1600 --step-ms 20 --fault hog:rank=2:step=1100
 n=0
 until [ "$("$SCOUTCTL" status "$JOB" --json 2>/dev/null |
           jq '[.learners[].round] | length == 4 and min >= 6' 2>/dev/null)" = true ]; do

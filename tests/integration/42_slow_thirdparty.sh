@@ -6,11 +6,11 @@
 #  - a duty-cycle stop: SIGSTOP 0.3 s of every 0.5 s, the rank runs at 40%;
 #  - a cgroup CPU quota of 20% of a CPU on the rank's threads;
 #  - a CPU hog pinned to the rank's core, every rank pinned to its own core;
-# and a healthy run longer than the others. The slow rank, and only it, is
-# named (a straggler verdict from its change point against its own past);
-# the healthy run gives no verdict.
+# and a healthy run longer than the others (the duty-cycle stop's run, before
+# its fault). The slow rank, and only it, is named (a straggler verdict from
+# its change point against its own past); the healthy run gives no verdict.
 # scout-test: alone (the change-point rule compares a rank with its own past CPU share: tests beside it change every rank's share; issue: pass beside a CPU hog)
-# Duration: about 110 s alone: four meep runs, each with a 15 s baseline the change-point rule needs before a fault (then named in 7-8 s), and a healthy run of 30 s, longer than a faulty one.
+# Duration: about 90 s alone: three meep runs, each with a 15 s baseline the change-point rule needs before a fault (then named in 7-8 s); the first is healthy for 30 s, longer than a faulty run, before its fault.
 . "$top_srcdir/tests/integration/lib.sh"
 command -v meep >/dev/null || fail "meep not found: scripts/install-deps installs meep-openmpi"
 command -v taskset >/dev/null || fail "taskset not found (util-linux)"
@@ -50,17 +50,13 @@ named_within() {
 # The scoutds learn each rank's normal over 4 windows of 2.5 s first.
 BASELINE=15
 
-# Healthy, longer than a faulty run (15 s of baseline and 7-8 s to the verdict).
+# Healthy, longer than a faulty run (15 s of baseline and 7-8 s to the
+# verdict); then, in the same run (one start and one baseline fewer), a
+# duty-cycle stop of rank 2 (node n2).
 next_job
 start_run -n 4 --nodes 2 -- meep "$T/wg.ctl"
 wait_attached 4; sleep $((BASELINE + 15))
 expect_eq "meep healthy verdicts" "$(verdicts_json | jq -c '[.[] | .kind + ":" + (.ranks | map(tostring) | join(","))]')" "[]"
-stop_run
-
-# Duty-cycle stop of rank 2 (node n2).
-next_job
-start_run -n 4 --nodes 2 -- meep "$T/wg.ctl"
-wait_attached 4; sleep $BASELINE
 pid=$(rank_pid 2)
 ( while kill -STOP "$pid" 2>/dev/null; do sleep 0.3; kill -CONT "$pid"; sleep 0.2; done ) & DUTY=$!
 d=$(named_within 60)
