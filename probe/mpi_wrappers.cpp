@@ -258,15 +258,29 @@ SCOUT_EXPORT int MPI_Comm_free(MPI_Comm *comm) {
 }
 
 // --- Life cycle ----------------------------------------------------------
+// The thread level the library gave, asked of it: MPI_Init too may give
+// MPI_THREAD_MULTIPLE (Open MPI's OMPI_MPI_THREAD_LEVEL=3, MPICH's
+// MPIR_CVAR_DEFAULT_THREAD_LEVEL), and then the record is the threaded one
+// (another thread may post requests while one waits).
+static void note_thread_level() noexcept {
+  int level = MPI_THREAD_SINGLE;
+  if (PMPI_Query_thread(&level) == MPI_SUCCESS && level == MPI_THREAD_MULTIPLE) g_threaded = true;
+}
 SCOUT_EXPORT int MPI_Init(int *argc, char ***argv) {
   int rc = PMPI_Init(argc, argv);
-  if (rc == MPI_SUCCESS) probe_init();
+  if (rc == MPI_SUCCESS) {
+    note_thread_level();
+    probe_init();
+  }
   return rc;
 }
 SCOUT_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
   int rc = PMPI_Init_thread(argc, argv, required, provided);
   if (rc == MPI_SUCCESS && provided && *provided == MPI_THREAD_MULTIPLE) g_threaded = true;
-  if (rc == MPI_SUCCESS) probe_init();
+  if (rc == MPI_SUCCESS) {
+    note_thread_level();
+    probe_init();
+  }
   return rc;
 }
 SCOUT_EXPORT int MPI_Finalize(void) {

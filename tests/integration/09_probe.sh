@@ -12,6 +12,21 @@ $MPIRUN -x LD_PRELOAD="$PROBE" -x SCOUT_JOB_ID=$JOB -x SCOUT_STEP_ID=7 "$CHECK" 
 grep -q "probe_check: 4[0-9] collectives checked per rank, 15 point-to-point checks, 0 failures" "$T/check.out" || fail "$(cat "$T/check.out")"
 if ls /dev/shm | grep -q "^scout\.$JOB\.7\."; then fail "records left after MPI_Finalize"; fi
 
+# The record the probe writes: version 10 for a program MPI_Init gave one
+# thread level, version 8 (threads apart) when MPI_Init gave
+# MPI_THREAD_MULTIPLE (Open MPI's OMPI_MPI_THREAD_LEVEL=3): another thread
+# may post requests while one waits. Read from rank 0's record while it runs.
+record_version() {
+  $MPIRUN -x LD_PRELOAD="$PROBE" -x SCOUT_JOB_ID=$JOB -x SCOUT_STEP_ID=8 "$@" "$TRAIN" --steps 400 --step-ms 10 \
+    > "$T/ver.out" 2>&1 & vp=$!
+  n=0; until [ -e "/dev/shm/scout.$JOB.8.0" ] || [ $n -ge 100 ]; do n=$((n + 1)); sleep 0.1; done
+  sleep 0.3
+  od -A n -t u4 -j 8 -N 4 "/dev/shm/scout.$JOB.8.0" 2>/dev/null | tr -d ' '
+  wait $vp || fail "mpi_train under the probe failed: $(cat "$T/ver.out")"
+}
+expect_eq "record version (MPI_Init)" "$(record_version)" 10
+expect_eq "record version (MPI_Init given MPI_THREAD_MULTIPLE)" "$(record_version -x OMPI_MPI_THREAD_LEVEL=3)" 8
+
 $MPIRUN "$TRAIN" --steps 60 > "$T/plain.out" 2>&1
 $MPIRUN -x LD_PRELOAD="$PROBE" "$TRAIN" --steps 60 > "$T/nojob.out" 2>&1
 cmp -s "$T/plain.out" "$T/nojob.out" || fail "output differs with the probe and no job id"
