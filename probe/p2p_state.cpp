@@ -33,6 +33,7 @@ struct ReqSlot {
   std::uint8_t used;  // 0 free, 1 used, 2 removed
   std::uint8_t recv;
   std::uint8_t persistent;
+  std::uint8_t active;  // a persistent request started (MPI_Start) and not completed since
 };
 ReqSlot g_reqs[kReqSlots];
 // Non-persistent requests in the table (in flight), and whether one was
@@ -41,6 +42,9 @@ ReqSlot g_reqs[kReqSlots];
 // send on its way may be what a peer waiting to receive from it needs).
 std::int64_t g_inflight = 0;
 bool g_untracked = false;
+// Persistent requests started and not completed since: in flight too (an
+// active persistent receive outside a wait may be what a peer's send needs).
+std::int64_t g_active_persistent = 0;
 
 unsigned req_hash(MPI_Request r) noexcept {
   auto v = reinterpret_cast<std::uintptr_t>(r);
@@ -271,9 +275,10 @@ void p2p_started(MPI_Request req, bool recv, MPI_Comm mc, int peer, int tag, std
   }
   ReqSlot& r = g_reqs[free_slot];
   if (r.used == 1 && !r.persistent) --g_inflight;  // the handle's stale entry
+  if (r.used == 1 && r.persistent && r.active) --g_active_persistent;
   if (!persistent) ++g_inflight;
   r = {req, c, bytes, w, tag == MPI_ANY_TAG || tag < 0 ? -1 : tag, 1, static_cast<std::uint8_t>(recv),
-       static_cast<std::uint8_t>(persistent)};
+       static_cast<std::uint8_t>(persistent), 0};
   if (!recv && !persistent && w >= 0) {  // a send counts when it is posted
     count_sent(c3::v6_of(*g_record), w, bytes);
   }
@@ -284,7 +289,13 @@ void p2p_request_free(MPI_Request req) noexcept {
   TableGuard guard;
   const int s = req_find(req);
   if (s >= 0) {
+    // A request freed while it may still be in flight (a non-persistent
+    // one is in the table until it completes; a persistent one while
+    // started): its message goes on unseen, so no wait's directions are
+    // complete from now on in this process.
+    if (!g_reqs[s].persistent || g_reqs[s].active) g_untracked = true;
     if (!g_reqs[s].persistent) --g_inflight;
+    if (g_reqs[s].persistent && g_reqs[s].active) --g_active_persistent;
     g_reqs[s].used = 2;
   }
 }
@@ -295,7 +306,12 @@ void p2p_persistent_start(const MPI_Request* reqs, int n) noexcept {
   TableGuard guard;
   for (int i = 0; i < n; ++i) {
     const int s = req_find(reqs[i]);
-    if (s >= 0 && !g_reqs[s].recv && g_reqs[s].peer >= 0) count_sent(v6, g_reqs[s].peer, g_reqs[s].bytes);
+    if (s < 0) continue;
+    if (!g_reqs[s].active) {
+      g_reqs[s].active = 1;
+      ++g_active_persistent;
+    }
+    if (!g_reqs[s].recv && g_reqs[s].peer >= 0) count_sent(v6, g_reqs[s].peer, g_reqs[s].bytes);
   }
 }
 
@@ -310,12 +326,14 @@ P2PWait::P2PWait(std::uint64_t c, const MPI_Request* reqs, int count, bool is_bl
   std::uint8_t recv_of[kMax];
   std::uint64_t comm_of[kMax];
   std::int64_t awaited_np = 0, inflight = 0;  // the non-persistent ones among them; all in flight
+  std::int64_t awaited_ap = 0, active_p = 0;  // the same of the active persistent ones
   bool unknown = count > kMax;                // a request the table does not hold
   {
     // The table is read under its guard; no MPI call is made while it is held
     // (MPI_Request_get_status may run a generalized request's query function).
     TableGuard guard;
     inflight = g_inflight;
+    active_p = g_active_persistent;
     unknown |= g_untracked;
     for (int i = 0; i < n; ++i) {
       slot[i] = req_find(reqs[i]);
@@ -325,11 +343,13 @@ P2PWait::P2PWait(std::uint64_t c, const MPI_Request* reqs, int count, bool is_bl
       }
       const ReqSlot& r = g_reqs[slot[i]];
       awaited_np += !r.persistent;
-      peer_of[i] = r.peer;
+      awaited_ap += r.persistent && r.active;
+      // (An inactive persistent request completes at once: nothing to wait for.)
+      peer_of[i] = r.persistent && !r.active ? -2 : r.peer;
       tag_of[i] = r.tag;
       recv_of[i] = r.recv;
       comm_of[i] = r.comm ? r.comm->id : 0;
-      if (r.peer != -2) ++tracked;  // MPI_PROC_NULL: nothing to wait for
+      if (peer_of[i] != -2) ++tracked;  // MPI_PROC_NULL: nothing to wait for
     }
   }
   if (tracked == 0) return;
@@ -373,8 +393,9 @@ P2PWait::P2PWait(std::uint64_t c, const MPI_Request* reqs, int count, bool is_bl
   if (count > kMax) more = true;
   if (comm_id == ~std::uint64_t{0}) comm_id = 0;
   if (tag < 0) tag = -1;
-  // Directions only when these are all the requests in flight, each known.
-  dirs_known = !unknown && awaited_np == inflight;
+  // Directions only when these are all the requests in flight, each known
+  // (the active persistent ones too).
+  dirs_known = !unknown && awaited_np == inflight && awaited_ap == active_p;
   t0 = now_ns();
   if (blocking)
     publish_wait(call, t0, comm_id, tag, peers, npeers, more, any_comm, dirs_known ? dirs : nullptr,
@@ -389,6 +410,11 @@ void account(int s, const MPI_Status* st, std::uint64_t waited, bool timed, std:
   if (s < 0) return;
   ReqSlot& r = g_reqs[s];
   if (r.used != 1) return;
+  if (r.persistent && !r.active) return;  // not started: no message completed
+  if (r.persistent) {
+    r.active = 0;
+    --g_active_persistent;
+  }
   c3::RecordV6& v6 = c3::v6_of(*g_record);
   if (r.recv) {
     int w = r.peer;

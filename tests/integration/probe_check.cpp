@@ -225,6 +225,66 @@ int main(int argc, char** argv) {
       MPI_Isend(&x, 1, MPI_INT, right, 3, w, &rq[1]);
       MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
       step("MPI_Isend/MPI_Irecv/MPI_Waitall", 2);
+      // That wait's directions and tags (record version 10): a receive from
+      // the left and a send to the right, both with tag 3, paired by entry.
+      const RecordV9* v9 = as_v9(*g_rec, g_rec->version);
+      const RecordV10* v10 = as_v10(*g_rec, g_rec->version);
+      auto dirs_entry = [&] {
+        P2PDirs d{};
+        return v9 && dirs_read(*v9, d) ? d.entry_ns : 0;
+      };
+      ++p2p_checked;
+      {
+        P2PDirs d{};
+        P2PTags t{};
+        if (!v9 || !v10 || !dirs_read(*v9, d) || !tags_read(*v10, t) || d.entry_ns == 0 || t.entry_ns != d.entry_ns ||
+            !d.recv_mask || !d.send_mask) {
+          std::fprintf(stderr, "probe_check: rank %d: version %u: no directions and tags of the MPI_Waitall\n", g_rank,
+                       g_rec->version);
+          ++g_failures;
+        } else {
+          for (std::size_t k = 0; k < kBlockedPeers; ++k)
+            if (((d.recv_mask >> k) & 1 ? t.recv_tag[k] != 3 : t.recv_tag[k] != kTagNone) ||
+                ((d.send_mask >> k) & 1 ? t.send_tag[k] != 3 : t.send_tag[k] != kTagNone)) {
+              std::fprintf(stderr, "probe_check: rank %d: peer slot %zu: tags %lld/%lld, masks %#llx/%#llx\n", g_rank, k,
+                           (long long)t.recv_tag[k], (long long)t.send_tag[k], (unsigned long long)d.recv_mask,
+                           (unsigned long long)d.send_mask);
+              ++g_failures;
+            }
+        }
+      }
+      // A started persistent receive outside a wait is in flight too: that
+      // wait's directions are withheld (a peer may be sending it). Once it
+      // completed and was freed, a wait's directions are published again.
+      {
+        MPI_Request p;
+        int z = -1;
+        MPI_Recv_init(&z, 1, MPI_INT, left, 20, w, &p);
+        MPI_Start(&p);
+        const std::uint64_t before = dirs_entry();
+        MPI_Irecv(&y, 1, MPI_INT, left, 21, w, &rq[0]);
+        MPI_Isend(&x, 1, MPI_INT, right, 21, w, &rq[1]);
+        MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
+        ++p2p_checked;
+        if (dirs_entry() != before) {
+          std::fprintf(stderr, "probe_check: rank %d: directions published beside an active persistent receive\n", g_rank);
+          ++g_failures;
+        }
+        MPI_Isend(&x, 1, MPI_INT, right, 20, w, &rq[1]);
+        MPI_Wait(&p, MPI_STATUS_IGNORE);
+        MPI_Wait(&rq[1], MPI_STATUS_IGNORE);
+        MPI_Request_free(&p);
+        const std::uint64_t again = dirs_entry();
+        MPI_Irecv(&y, 1, MPI_INT, left, 22, w, &rq[0]);
+        MPI_Isend(&x, 1, MPI_INT, right, 22, w, &rq[1]);
+        MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
+        ++p2p_checked;
+        if (dirs_entry() == again) {
+          std::fprintf(stderr, "probe_check: rank %d: no directions after the persistent receive completed\n", g_rank);
+          ++g_failures;
+        }
+        step("a wait beside an active persistent receive", 6);
+      }
       MPI_Irecv(&y, 1, MPI_INT, MPI_ANY_SOURCE, 4, w, &rq[0]);
       MPI_Issend(&x, 1, MPI_INT, right, 4, w, &rq[1]);
       MPI_Wait(&rq[1], MPI_STATUS_IGNORE);
@@ -289,7 +349,7 @@ int main(int argc, char** argv) {
       step("MPI_Waitsome", 2);
       MPI_Recv(&y, 1, MPI_INT, MPI_PROC_NULL, 14, w, MPI_STATUS_IGNORE);
       step("MPI_Recv from MPI_PROC_NULL", 0);
-      // Per-peer counters: 14 messages to the right and 14 from the left (the
+      // Per-peer counters: 17 messages to the right and 17 from the left (the
       // any-source receives came from the left too).
       std::uint64_t sent_right = 0, recvd_left = 0;
       for (std::size_t k = 0; k < kPeerSlots; ++k) {
@@ -298,8 +358,8 @@ int main(int argc, char** argv) {
         if (ps.peer == static_cast<std::uint64_t>(left) + 1) recvd_left = ps.recvd;
       }
       ++p2p_checked;
-      if (sent_right != 14 || recvd_left != 14) {
-        std::fprintf(stderr, "probe_check: rank %d: %llu sent to %d (expected 14), %llu received from %d (expected 14)\n",
+      if (sent_right != 17 || recvd_left != 17) {
+        std::fprintf(stderr, "probe_check: rank %d: %llu sent to %d (expected 17), %llu received from %d (expected 17)\n",
                      g_rank, (unsigned long long)sent_right, right, (unsigned long long)recvd_left, left);
         ++g_failures;
       }
