@@ -16,7 +16,9 @@
 // consecutive windows, is a straggler (source p2p_late_sender); it is
 // resolved after K healthy windows. The same analysis, turned around, finds
 // late receivers (options().receivers): the ranks their senders wait for in
-// blocking sends (source p2p_late_receiver).
+// blocking sends (source p2p_late_receiver). On a host where the ranks
+// share cores, a late rank must also have lost CPU against the others (see
+// LateSenderOptions::shared_runq).
 #pragma once
 
 #include <cstdint>
@@ -43,6 +45,16 @@ struct LateSenderOptions {
   // in blocking sends (a send above the eager limit waits until the receive
   // is posted); the waits are the senders' send waits per message sent.
   bool receivers = false;
+  // A host where the ranks share cores (the others' median share of the
+  // window on a run queue, runnable but not running, at least shared_runq):
+  // lateness is also the schedule's, so a late rank is named only when its
+  // own share of a CPU is under lost_cpu x the others' median (it lost CPU:
+  // stopped, throttled, or sharing its core with another process). A rank
+  // late while it runs as much as the others or more is late from the work
+  // it was given (GROMACS's load balancing gives more atoms to the ranks the
+  // scheduler favours), not slow by its own evidence: excused.
+  double shared_runq = 0.1;
+  double lost_cpu = 0.9;
 };
 
 class LateSenderTracker {
@@ -71,6 +83,14 @@ class LateSenderTracker {
   std::map<int, int> confirm_, healthy_;
   std::map<int, int> unseen_;  // flagged ranks: closed windows in a row they were not compared in
   std::map<int, std::deque<double>> late_hist_;  // lateness in its healthy windows
+  // Each rank's /proc/<pid>/schedstat at the window's start: its CPU share
+  // and run-queue share over the window are its own evidence.
+  struct SchedMark {
+    int pid = 0;
+    long long cpu_ns = -1, runq_ns = -1;
+    std::int64_t at_ns = 0;
+  };
+  std::map<int, SchedMark> sched_;
 };
 
 }  // namespace scout::scoutd
