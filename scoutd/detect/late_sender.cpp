@@ -115,20 +115,27 @@ LateSenderTracker::Result LateSenderTracker::update(const std::vector<RankEviden
   if (!enough) return res;
   const double window_s = std::max(1e-3, now_s - window_start_s_);
   window_start_s_ = now_s;
-  // Each rank's share of a CPU and of a run queue over the window (-1: unknown).
+  // Each rank's share of a CPU and of a run queue over the window (-1: unknown),
+  // from the marks the last window left: a rank without a readable mark
+  // then (new, restarted, moved, unreadable) has none this window.
   std::map<int, double> cpu_share, runq_share;
+  for (auto it = sched_.begin(); it != sched_.end();)
+    it = live.count(it->first) ? std::next(it) : sched_.erase(it);
   for (auto& [r, e] : live) {
+    if (e->cpu_ns < 0) {
+      sched_.erase(r);
+      continue;
+    }
     auto m = sched_.find(r);
-    if (e->cpu_ns < 0) continue;
-    if (m != sched_.end() && m->second.pid == e->pid && e->sched_at_ns > m->second.at_ns &&
-        e->cpu_ns >= m->second.cpu_ns) {
+    if (m != sched_.end() && m->second.pid == e->pid && m->second.node == e->node &&
+        e->sched_at_ns > m->second.at_ns && e->cpu_ns >= m->second.cpu_ns) {
       const double dt = static_cast<double>(e->sched_at_ns - m->second.at_ns);
       cpu_share[r] = static_cast<double>(e->cpu_ns - m->second.cpu_ns) / dt;
       runq_share[r] = e->runq_ns >= 0 && m->second.runq_ns >= 0 && e->runq_ns >= m->second.runq_ns
                           ? static_cast<double>(e->runq_ns - m->second.runq_ns) / dt
                           : -1.0;
     }
-    sched_[r] = {e->pid, e->cpu_ns, e->runq_ns, e->sched_at_ns};
+    sched_[r] = {e->pid, e->node, e->cpu_ns, e->runq_ns, e->sched_at_ns};
   }
   for (auto& [r, e] : live)
     for (auto& [s, p] : e->peers)
@@ -144,26 +151,29 @@ LateSenderTracker::Result LateSenderTracker::update(const std::vector<RankEviden
     for (int o : x.offsets) key += fmt::format("{},", o);
     classes[key].push_back(s);
   }
-  // A rank's CPU and run-queue shares against the other live ranks' medians
-  // (known for the rank and three others at least).
+  // A rank's CPU and run-queue shares against the medians of the other
+  // ranks of its node (their shares known; the rank alone on its node has
+  // nobody to share a core with of the job's, and is judged as anywhere).
   struct Shares {
     double cpu = -1, others_cpu = -1, runq = -1, others_runq = -1;
-    bool shared = false;  // the others wait on run queues: the ranks share cores
+    bool shared = false;  // the node's other ranks wait on run queues: they share cores
   };
   auto shares_of = [&](int s) {
     Shares sh;
-    if (!cpu_share.count(s)) return sh;
+    auto self = cpu_share.find(s);
+    if (self == cpu_share.end()) return sh;
+    const std::string& node = live.at(s)->node;
     std::vector<double> oc, oq;
     for (auto& [r, c] : cpu_share)
-      if (r != s) {
+      if (r != s && live.at(r)->node == node) {
         oc.push_back(c);
-        if (runq_share[r] >= 0) oq.push_back(runq_share[r]);
+        if (const double q = runq_share.at(r); q >= 0) oq.push_back(q);
       }
-    if (oc.size() < 3) return sh;
-    sh.cpu = cpu_share[s];
-    sh.runq = runq_share[s];
+    sh.cpu = self->second;
+    sh.runq = runq_share.at(s);
+    if (oc.empty()) return sh;
     sh.others_cpu = c3::median(oc);
-    if (oq.size() >= 3) sh.others_runq = c3::median(oq);
+    if (!oq.empty()) sh.others_runq = c3::median(oq);
     sh.shared = sh.others_runq >= opt_.shared_runq;
     return sh;
   };
@@ -261,14 +271,14 @@ LateSenderTracker::Result LateSenderTracker::update(const std::vector<RankEviden
     const bool root_cause =
         own_of[s] <= median_own_wait + guard_of[s] && own_of[s] < 0.5 * excess && on_late < 0.5 * excess;
     const Shares sh = shares_of(s);
-    const bool kept_cpu = sh.shared && sh.cpu >= opt_.lost_cpu * sh.others_cpu;
+    const bool favoured = sh.shared && sh.cpu > opt_.favoured_cpu * sh.others_cpu;
     if (sh.cpu >= 0) shares[s] = sh;
-    if (root_cause && !kept_cpu) outliers.insert(s);
+    if (root_cause && !favoured) outliers.insert(s);
     else if (root_cause)
-      log::debug("late {}: rank {} late {:.6f} s (class median {:.6f}) on a host where the ranks share cores "
-                 "(others on a run queue {:.2f} of the time) with a CPU share of {:.2f} against the others' {:.2f}: "
-                 "late from its work or the schedule, not slow", rx ? "receivers" : "senders", s, lateness[s],
-                 class_median[s], sh.others_runq, sh.cpu, sh.others_cpu);
+      log::debug("late {}: rank {} late {:.6f} s (class median {:.6f}) on a node where the ranks share cores "
+                 "(its others on a run queue {:.2f} of the time) with a CPU share of {:.2f} against their {:.2f}: "
+                 "favoured by the scheduler, late from its work, not slow", rx ? "receivers" : "senders", s,
+                 lateness[s], class_median[s], sh.others_runq, sh.cpu, sh.others_cpu);
     else
       log::debug("late {}: rank {} late {:.6f} s (class median {:.6f}, guard {:.6f}) but waits itself {:.6f} s "
                  "(median {:.6f}), {:.6f} s for late rank {}: not the root cause", rx ? "receivers" : "senders", s,
@@ -324,6 +334,9 @@ LateSenderTracker::Result LateSenderTracker::update(const std::vector<RankEviden
     const RankEvidence& e = *live.at(s);
     json waited = json::object();
     for (auto& [r, w] : x.waited_by) waited[std::to_string(r)] = w;
+    // Its CPU and run-queue shares and its node's others' (null: unknown).
+    const Shares sh = shares.count(s) ? shares.at(s) : Shares{};
+    auto known = [](double v) { return v >= 0 ? json(v) : json(); };
     VerdictDraft d;
     d.kind = c3::VerdictKind::kStraggler;
     d.status = c3::VerdictStatus::kAttributed;
@@ -344,10 +357,10 @@ LateSenderTracker::Result LateSenderTracker::update(const std::vector<RankEviden
                   {"class_spread_s", jitter_of[s]},
                   {"own_wait_s", own_of[s]},
                   {"median_own_wait_s", median_own_wait},
-                  {"cpu_share", shares.count(s) ? json(shares[s].cpu) : json()},
-                  {"others_cpu_share", shares.count(s) ? json(shares[s].others_cpu) : json()},
-                  {"runq_share", shares.count(s) && shares[s].runq >= 0 ? json(shares[s].runq) : json()},
-                  {"others_runq_share", shares.count(s) && shares[s].others_runq >= 0 ? json(shares[s].others_runq) : json()},
+                  {"cpu_share", known(sh.cpu)},
+                  {"others_cpu_share", known(sh.others_cpu)},
+                  {"runq_share", known(sh.runq)},
+                  {"others_runq_share", known(sh.others_runq)},
                   {"confirmations", confirm_[s]}};
     d.key = key;
     res.verdicts.push_back(std::move(d));

@@ -16,8 +16,8 @@
 // consecutive windows, is a straggler (source p2p_late_sender); it is
 // resolved after K healthy windows. The same analysis, turned around, finds
 // late receivers (options().receivers): the ranks their senders wait for in
-// blocking sends (source p2p_late_receiver). On a host where the ranks
-// share cores, a late rank must also have lost CPU against the others (see
+// blocking sends (source p2p_late_receiver). On a node where the ranks
+// share cores, a late rank the scheduler favoured is excused (see
 // LateSenderOptions::shared_runq).
 #pragma once
 
@@ -45,16 +45,16 @@ struct LateSenderOptions {
   // in blocking sends (a send above the eager limit waits until the receive
   // is posted); the waits are the senders' send waits per message sent.
   bool receivers = false;
-  // A host where the ranks share cores (the others' median share of the
-  // window on a run queue, runnable but not running, at least shared_runq):
-  // lateness is also the schedule's, so a late rank is named only when its
-  // own share of a CPU is under lost_cpu x the others' median (it lost CPU:
-  // stopped, throttled, or sharing its core with another process). A rank
-  // late while it runs as much as the others or more is late from the work
+  // A node where the ranks share cores (the median share of the window its
+  // other ranks spent runnable on a run queue, not running, at least
+  // shared_runq): lateness there is also the schedule's. A late rank that
+  // ran more than favoured_cpu x its node's other ranks' median share of a
+  // CPU was favoured by the scheduler, not slowed: it is late from the work
   // it was given (GROMACS's load balancing gives more atoms to the ranks the
-  // scheduler favours), not slow by its own evidence: excused.
+  // scheduler favours), and excused like a rank that waits itself. A late
+  // rank with the others' share or less is judged as anywhere else.
   double shared_runq = 0.1;
-  double lost_cpu = 0.9;
+  double favoured_cpu = 1.1;
 };
 
 class LateSenderTracker {
@@ -87,6 +87,7 @@ class LateSenderTracker {
   // and run-queue share over the window are its own evidence.
   struct SchedMark {
     int pid = 0;
+    std::string node;
     long long cpu_ns = -1, runq_ns = -1;
     std::int64_t at_ns = 0;
   };
