@@ -52,7 +52,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   EndEvent end;
   std::string why;
   if (end_read(*v6, end, &why) &&
-      ((end.kind != SCOUT_END_ABORT && end.kind != SCOUT_END_SIGNAL) ||
+      ((end.kind != SCOUT_END_ABORT && end.kind != SCOUT_END_SIGNAL && end.kind != SCOUT_END_EXIT) ||
+       (end.kind == SCOUT_END_EXIT && (end.code < 0 || end.code > 255)) ||
        (end.kind == SCOUT_END_ABORT && end.addr != 0 && (end.addr & ~SCOUT_END_MPI_ERROR) > kMpiErrorClassCount)))
     __builtin_trap();
   // The GPU part (the NCCL probe's).

@@ -361,8 +361,13 @@ bool end_read(const RecordV6& r, EndEvent& out, std::string* why) noexcept {
   out.comm_id = __atomic_load_n(&e->comm_id, __ATOMIC_RELAXED);
   out.seq = __atomic_load_n(&e->seq, __ATOMIC_RELAXED);
   out.p2p_call = __atomic_load_n(&e->p2p_call, __ATOMIC_RELAXED);
-  if ((out.kind != SCOUT_END_ABORT && out.kind != SCOUT_END_SIGNAL) || tag != out.kind) {
-    if (why) *why = "end event of an unknown kind";
+  if ((out.kind != SCOUT_END_ABORT && out.kind != SCOUT_END_SIGNAL && out.kind != SCOUT_END_EXIT) ||
+      tag != out.kind) {
+    if (why) *why = "end event of an unknown kind (expected an abort, a signal or an exit)";
+    return false;
+  }
+  if (out.kind == SCOUT_END_EXIT && (out.code < 0 || out.code > 255 || out.addr != 0)) {
+    if (why) *why = "exit end event: expected an exit status 0-255 and no address";
     return false;
   }
   if (out.kind == SCOUT_END_SIGNAL && (out.code <= 0 || out.code > 64)) {

@@ -1,5 +1,6 @@
-// Job-ending events (see probe_state.hpp): MPI_Abort, fatal signals and MPI
-// calls failing under MPI_ERRORS_ARE_FATAL are written into the record's end
+// Job-ending events (see probe_state.hpp): MPI_Abort, fatal signals, MPI
+// calls failing under MPI_ERRORS_ARE_FATAL and an exit before MPI_Finalize
+// are written into the record's end
 // event before the rank goes, so scoutd names
 // the first rank that failed and why even when the launcher kills the
 // others milliseconds later. The signal path is async-signal-safe: atomic
@@ -115,6 +116,18 @@ void end_abort(int errorcode, MPI_Comm comm) noexcept {
   write_end(SCOUT_END_ABORT, errorcode, 0, comm_identity(comm));
 }
 
-void install_fatal_handlers() noexcept { install_fatal_chain(on_fatal); }
+namespace {
+// A rank that calls exit() (or returns from main) after MPI_Init and before
+// MPI_Finalize leaves its peers waiting, and the launcher then ends the
+// job: its exit status is the event. MPI_Finalize closed the record first,
+// so a normal exit writes nothing; MPI_Abort, an MPI error and a fatal
+// signal wrote theirs first (the first event stays); SIGKILL runs nothing.
+void on_exit_status(int status, void*) noexcept { write_end(SCOUT_END_EXIT, status & 0xff, 0, 0); }
+}  // namespace
+
+void install_fatal_handlers() noexcept {
+  install_fatal_chain(on_fatal);
+  on_exit(on_exit_status, nullptr);
+}
 
 }  // namespace scout::probe

@@ -49,14 +49,16 @@ struct scout_p2p_live_v6 {
 /* The event that ended the rank: MPI_Abort, a fatal signal, or an MPI call
    that failed under MPI_ERRORS_ARE_FATAL (MPI itself then ends the job): an
    abort whose addr carries SCOUT_END_MPI_ERROR, so that a reader that knows
-   no such event still reads an abort (its code the error class). */
+   no such event still reads an abort (its code the error class); or an exit
+   (exit() or a return from main) after MPI_Init and before MPI_Finalize. */
 #define SCOUT_END_ABORT 1u
 #define SCOUT_END_SIGNAL 2u
+#define SCOUT_END_EXIT 3u /* code: the exit status, 0-255 */
 #define SCOUT_END_MPI_ERROR (1ull << 63)
 struct scout_end_v6 {
   uint64_t tag;     /* 0 until the fields below are complete, then kind */
-  uint64_t kind;    /* SCOUT_END_ABORT or SCOUT_END_SIGNAL */
-  int64_t code;     /* the abort's error code, the signal number, or the MPI error class */
+  uint64_t kind;    /* SCOUT_END_ABORT, SCOUT_END_SIGNAL or SCOUT_END_EXIT */
+  int64_t code;     /* the abort's error code, the signal number, the MPI error class, or the exit status */
   uint64_t addr;    /* faulting address (SIGSEGV, SIGBUS, SIGFPE, SIGILL); an abort:
                        0, or SCOUT_END_MPI_ERROR | (1 + the class's index in libc3's
                        kMpiErrorClassNames, 0 for a class of the library's own) */

@@ -25,6 +25,9 @@ struct DetectorOptions {
   // the job down kills every rank, spread over a moment on a loaded host,
   // and stops the observers too.
   double death_confirm_s = 1.0;
+  // The observers are stopping (the job is over): what is still pending is
+  // decided on the evidence there is (an exit before MPI_Finalize).
+  bool stopping = false;
 };
 
 // Crash rule over ranks whose process vanished without MPI_Finalize. Sets

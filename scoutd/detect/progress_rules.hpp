@@ -23,6 +23,18 @@ namespace scout::scoutd::rules {
 
 // --- the rules ---------------------------------------------------------------
 std::optional<VerdictDraft> detect_end_event(const std::vector<RankEvidence>& ranks, const DetectorOptions& opt);
+// A rank that exited (exit() or a return from main) before MPI_Finalize
+// while other ranks waited in MPI for it: `abort` (the application ended
+// the job, so no drain), at any number of ranks, two included. Decided once
+// the exit is death_margin_s old and a rank it left waiting was killed since
+// (the launcher's teardown), or kExitWait_s old and one is still stuck
+// there; at the observers' stop on what there is. Every rank exiting names
+// nobody. *pending while it may still come.
+std::optional<VerdictDraft> detect_exit(const std::vector<RankEvidence>& ranks, const DetectorOptions& opt,
+                                        bool* pending);
+inline constexpr double kExitWait_s = 1.0;
+// Deaths this soon after an exit are the teardown's, never a crash.
+inline constexpr double kExitTeardown_s = 5.0;
 // pending: a GPU holds the majority's operation unbegun, its own clock still
 // under the threshold (no host rule may name it first).
 std::vector<VerdictDraft> detect_gpu(const std::vector<const RankEvidence*>& live, const DetectorOptions& opt,

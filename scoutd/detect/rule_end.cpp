@@ -1,6 +1,9 @@
-// Crashes and aborts: the end events the probe wrote, and deaths a strict
+// Crashes and aborts: the end events the probe wrote (MPI_Abort, an MPI
+// error, a fatal signal, an exit before MPI_Finalize), and deaths a strict
 // minority of the ranks died first (see progress_detector.hpp).
 #include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -9,6 +12,7 @@
 #include "libc3/rank_record.hpp"
 #include "libc3/verdict_rules.hpp"
 #include "scoutd/detect/progress_rules.hpp"
+#include "scoutd/detect/stack_classes.hpp"
 #include "common/proc_info.hpp"
 
 namespace scout::scoutd {
@@ -23,6 +27,29 @@ std::string mpi_error_class(const RankEvidence& e) {
   if (e.end_addr >= 1 && e.end_addr <= c3::kMpiErrorClassCount) return c3::kMpiErrorClassNames[e.end_addr - 1];
   return fmt::format("error class {}", e.end_code);
 }
+// The collective a rank is in, as its caller wrote it: MPI_Allreduce,
+// MPI_Iallreduce for a nonblocking one.
+std::string collective_call(const RankEvidence& e) {
+  std::string c = c3::coll_name(e.kind);
+  if (c.empty() || c == "unknown" || c == "none") return "a collective";
+  c[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(c[0])));
+  return ((e.kind & 0x100) ? "MPI_I" : "MPI_") + c;
+}
+// Whether rank a's end came before rank b's: by the nanoseconds of one
+// host's monotonic clock when both are on one node, else by their ages
+// (seconds since each died, as each node's observer saw it at the gather:
+// monotonic clocks of two hosts do not compare). `an`, `bn`: the instants.
+bool before(const RankEvidence& a, std::int64_t an, const RankEvidence& b, std::int64_t bn) {
+  if (a.node == b.node) return an < bn;
+  return a.dead_s > b.dead_s;
+}
+// How far apart two deaths are, in seconds (same node: by the clock; else by age).
+double apart_s(const RankEvidence& a, std::int64_t an, const RankEvidence& b, std::int64_t bn) {
+  if (a.node == b.node) return std::fabs(static_cast<double>(an - bn)) / 1e9;
+  return std::fabs(a.dead_s - b.dead_s);
+}
+bool exited(const RankEvidence& e) { return e.attached && e.end_kind == "exit" && !e.finalized; }
+constexpr std::size_t kMaxListed = 64;  // ranks left waiting listed in the evidence (all counted)
 }  // namespace
 
 // The rank that ended the job and why, from the end events the probe wrote
@@ -34,7 +61,16 @@ std::optional<VerdictDraft> detect_end_event(const std::vector<RankEvidence>& ra
   // down (its peers killed, their shared memory gone) did not start the end.
   std::vector<const RankEvidence*> ended;
   for (auto& e : ranks) {
-    if (!e.attached || e.finalized || e.end_kind.empty()) continue;
+    if (!e.attached || e.finalized || e.end_kind.empty() || e.end_kind == "exit") continue;  // detect_exit's
+    // Written after another rank exited before MPI_Finalize: a rank whose
+    // call failed because its peer left (an MPI error), or that aborted on
+    // the launcher's signal, is that exit's victim, not the cause.
+    bool after_exit = false;
+    for (auto& x : ranks)
+      if (&x != &e && exited(x) && !x.ended_on_stop && !x.alive && x.death_ns > 0 &&
+          (x.node == e.node ? x.end_ns < e.end_ns : !e.alive && x.dead_s > e.dead_s))
+        after_exit = true;
+    if (after_exit) continue;
     // Written after the launcher said it stops the job: the stop's end (a
     // program that calls MPI_Abort on SIGINT, a fault while torn down). An
     // event from before the stop counts, even if its death was seen after.
@@ -111,15 +147,134 @@ std::optional<VerdictDraft> detect_end_event(const std::vector<RankEvidence>& ra
   return d;
 }
 
+std::optional<VerdictDraft> detect_exit(const std::vector<RankEvidence>& ranks, const DetectorOptions& opt,
+                                        bool* pending) {
+  // The exits that count: recorded before the launcher said it stops the
+  // job, the process gone, and no rank died before it (an exit while the
+  // job is torn down is the teardown's).
+  std::vector<const RankEvidence*> exits;
+  std::size_t observed = 0, n_exited = 0;
+  for (auto& e : ranks) {
+    if (!e.attached) continue;
+    ++observed;
+    if (!exited(e)) continue;
+    ++n_exited;
+    if (e.ended_on_stop || e.alive || e.death_ns == 0) continue;
+    bool others_died_first = false;
+    for (auto& o : ranks)
+      if (&o != &e && o.attached && !o.alive && o.death_ns > 0 && !exited(o) && before(o, o.death_ns, e, e.death_ns))
+        others_died_first = true;
+    if (!others_died_first) exits.push_back(&e);
+  }
+  if (exits.empty() || n_exited >= observed) return std::nullopt;  // every rank exiting is the program's end
+  const RankEvidence* first = exits.front();
+  for (auto* e : exits)
+    if (before(*e, e->death_ns, *first, first->death_ns)) first = e;
+  std::vector<const RankEvidence*> early;
+  for (auto* e : exits)
+    if (apart_s(*e, e->death_ns, *first, first->death_ns) <= opt.death_margin_s) early.push_back(e);
+  const double age = first->dead_s;
+  // The ranks it left waiting: in an MPI call that needs it at their last
+  // evidence (a collective of a communicator it belongs to, a point-to-point
+  // wait for it or for any source), not exited themselves, and either
+  // killed since (the launcher tearing the job down after the exit) or
+  // alive and stuck there since (no progress for kExitWait_s: a rank merely
+  // passing through a collective on its way to its own exit is not left).
+  std::set<int> gone;
+  for (auto* e : early) gone.insert(e->rank);
+  auto needs = [&](const RankEvidence& w) {
+    if (!w.p2p_call.empty()) {
+      for (int p : w.p2p_peers)
+        if (p < 0 || gone.count(p)) return true;
+      return w.p2p_peers.empty();
+    }
+    if (!w.in_collective) return false;
+    auto m = w.comm_members.find(w.comm_id);
+    if (m == w.comm_members.end() || m->second.empty()) return true;  // too large to list: may need it
+    for (int r : m->second)
+      if (gone.count(r)) return true;
+    return false;
+  };
+  std::vector<const RankEvidence*> killed, stuck;
+  for (auto& w : ranks) {
+    if (!w.attached || w.finalized || exited(w) || gone.count(w.rank) || !needs(w)) continue;
+    if (!w.alive && w.death_ns > 0) {
+      if (!before(w, w.death_ns, *first, first->death_ns)) killed.push_back(&w);
+    } else if (w.alive && w.stalled_s >= kExitWait_s - opt.death_margin_s) {
+      stuck.push_back(&w);
+    }
+  }
+  // Decided once the exit is a margin old and a rank it left was killed
+  // since, or a second old and one is stuck; at the observers' stop (the
+  // job over, nothing more to come) on what there is, without the margin.
+  const bool ready = (!killed.empty() && (age >= opt.death_margin_s || opt.stopping)) ||
+                     (!stuck.empty() && age >= kExitWait_s);
+  if (!ready) {
+    if (pending && !opt.stopping && age < 3 * kExitWait_s) *pending = true;  // a rank may still block
+    return std::nullopt;
+  }
+  std::vector<const RankEvidence*> waiting = killed;
+  waiting.insert(waiting.end(), stuck.begin(), stuck.end());
+  std::sort(waiting.begin(), waiting.end(), [](auto* a, auto* b) { return a->rank < b->rank; });
+  VerdictDraft d = draft(c3::VerdictKind::kAbort, c3::VerdictStatus::kAttributed, early);
+  json culprits = json::array(), left = json::array();
+  for (auto* e : early) {
+    json c = rank_brief(*e);
+    c["end"] = "exit";
+    c["exit_status"] = e->end_code;
+    c["collective_position"] = e->end_seq;
+    culprits.push_back(c);
+  }
+  // "rank 0 in MPI_Allreduce", "ranks 0-2,5 in MPI_Allreduce, rank 4 in MPI_Recv"
+  std::map<std::string, std::vector<int>> by_call;
+  for (auto* e : waiting) {
+    const std::string call = !e->p2p_call.empty() ? e->p2p_call : collective_call(*e);
+    if (left.size() < kMaxListed) left.push_back({{"rank", e->rank}, {"call", call}, {"alive", e->alive}});
+    by_call[call].push_back(e->rank);
+  }
+  std::string where;
+  for (auto& [call, rs] : by_call)
+    where += fmt::format("{}{} {} in {}", where.empty() ? "" : ", ", rs.size() == 1 ? "rank" : "ranks", rank_list(rs),
+                         call);
+  const RankEvidence& f = *early.front();
+  d.evidence = {{"rule", "left without MPI_Finalize (exit() or a return from main) while other ranks waited in MPI "
+                         "for it: the application ended the job"},
+                {"summary", fmt::format("rank {} exited (status {}) without calling MPI_Finalize while {} waited",
+                                        f.rank, f.end_code, where)},
+                {"culprits", culprits},
+                {"left_waiting", left},
+                {"left_waiting_count", waiting.size()},
+                {"peers_observed", observed}};
+  d.key = key_of("abort", d.ranks, 0);
+  return d;
+}
+
 }  // namespace rules
 
 std::optional<VerdictDraft> detect_crash(const std::vector<RankEvidence>& ranks, const DetectorOptions& opt,
                                          bool* pending) {
   using namespace rules;
   if (auto d = detect_end_event(ranks, opt)) return d;
+  bool exit_pending = false;
+  if (auto d = detect_exit(ranks, opt, &exit_pending)) return d;
+  if (exit_pending) {  // its exit decides, not the order of deaths
+    if (pending) *pending = true;
+    return std::nullopt;
+  }
+  // A rank that exited is no crash (its end is known, and the program's);
+  // nor is a death in the kExitTeardown_s after an exit (the launcher
+  // tearing the job down). A death later than that is judged as any.
+  auto teardown = [&](const RankEvidence& d) {
+    for (auto& x : ranks)
+      if (exited(x) && !x.alive && x.death_ns > 0 && before(x, x.death_ns, d, d.death_ns) &&
+          apart_s(x, x.death_ns, d, d.death_ns) <= kExitTeardown_s)
+        return true;
+    return false;
+  };
   std::vector<const RankEvidence*> dead;
   for (auto& e : ranks)
-    if (e.attached && !e.alive && !e.finalized && e.death_ns > 0 && !e.died_on_stop) dead.push_back(&e);
+    if (e.attached && !e.alive && !e.finalized && e.death_ns > 0 && !e.died_on_stop && !exited(e) && !teardown(e))
+      dead.push_back(&e);
   if (dead.empty()) return std::nullopt;
   // No fatal signal recorded: wait until the peers outlived the first death.
   double oldest = 0;

@@ -168,7 +168,10 @@ std::vector<RankEvidence> RankWatcher::evidence(bool for_gather) const {
       }
       if (s.have_end) {
         const bool mpi_error = s.end.kind == SCOUT_END_ABORT && (s.end.addr & SCOUT_END_MPI_ERROR);
-        e.end_kind = mpi_error ? "mpi_error" : s.end.kind == SCOUT_END_ABORT ? "abort" : "signal";
+        e.end_kind = mpi_error                         ? "mpi_error"
+                     : s.end.kind == SCOUT_END_ABORT ? "abort"
+                     : s.end.kind == SCOUT_END_EXIT  ? "exit"
+                                                     : "signal";
         if (s.end.p2p_call != 0) {
           e.end_call = c3::p2p_call_name(s.end.p2p_call);
         } else if (s.last.in_collective && s.last.seq == s.end.seq) {  // inside its last collective

@@ -91,6 +91,7 @@ class Progress final : public Participant {
 
   void decide_gather(const wire::Gather& g, wire::Down& down) override {
     opt_.stall_threshold_s = ctx_.tun.stall_threshold_s;  // scoutctl set may have changed it
+    opt_.stopping = ctx_.stopping && ctx_.stopping();
     bool deaths_pending = false;
     if (auto c = detect_crash(g.ranks, opt_, &deaths_pending)) desk_.draft(*c);
     if (deaths_pending) down.deaths_pending = true;  // the deaths stay unreported: gathered again

@@ -9,7 +9,7 @@
 # synchronously, through MPI_Irecv and MPI_Wait) name both calls and lines;
 # an MPI call failing under MPI_ERRORS_ARE_FATAL is the program's abort
 # naming the call and the error class; the correct programs stay silent.
-# Duration: about 175 s: twenty-one small jobs, most waiting for their threshold.
+# Duration: about 180 s: twenty-two small jobs, most waiting for their threshold.
 . "$top_srcdir/tests/integration/lib.sh"
 BUGS=$B/tests/mpi_bugs
 SRC=$top_srcdir/tests/mpi_bugs
@@ -160,6 +160,11 @@ case "$SUMMARY" in
   "rank 0 in MPI_Allreduce (coll_finalized.c:$(line ALLREDUCE coll_finalized.c)) at collective 21, rank 1 outside MPI (finalized):"*) ;;
   *) fail "coll_finalized on 2: summary: $SUMMARY" ;;
 esac
+# A rank that exits without MPI_Finalize while the other waits: abort (the
+# program's own end, no drain), at two ranks.
+bug 2 exit_early abort attributed "[1]" ""
+expect_eq "exit_early on 2: summary" "$SUMMARY" \
+  "rank 1 exited (status 0) without calling MPI_Finalize while rank 0 in MPI_Allreduce waited"
 bug 3 p2p_ssend_self deadlock attributed "[0]" ""
 case "$SUMMARY" in
   *"rank 0 in MPI_Ssend (p2p_ssend_self.c:$(line SSEND p2p_ssend_self.c)) for rank 0"*"the rank sends to itself"*) ;;

@@ -10,6 +10,7 @@ MPI_BUGS = \
 	tests/mpi_bugs/coll_comm_swap \
 	tests/mpi_bugs/coll_extra_barrier \
 	tests/mpi_bugs/coll_finalized \
+	tests/mpi_bugs/exit_early \
 	tests/mpi_bugs/coll_gather_root \
 	tests/mpi_bugs/coll_loop_count \
 	tests/mpi_bugs/coll_ok \
@@ -84,6 +85,9 @@ tests_mpi_bugs_coll_comm_swap_LDADD = $(MPI_LIBS)
 tests_mpi_bugs_coll_extra_barrier_SOURCES = tests/mpi_bugs/coll_extra_barrier.c
 tests_mpi_bugs_coll_extra_barrier_CPPFLAGS = $(MPI_CFLAGS)
 tests_mpi_bugs_coll_extra_barrier_LDADD = $(MPI_LIBS)
+tests_mpi_bugs_exit_early_SOURCES = tests/mpi_bugs/exit_early.c
+tests_mpi_bugs_exit_early_CPPFLAGS = $(MPI_CFLAGS)
+tests_mpi_bugs_exit_early_LDADD = $(MPI_LIBS)
 tests_mpi_bugs_coll_finalized_SOURCES = tests/mpi_bugs/coll_finalized.c
 tests_mpi_bugs_coll_finalized_CPPFLAGS = $(MPI_CFLAGS)
 tests_mpi_bugs_coll_finalized_LDADD = $(MPI_LIBS)

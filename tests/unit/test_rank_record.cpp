@@ -115,6 +115,24 @@ TEST_CASE("version 6: its size, the mapping covering it, the point-to-point part
   CHECK_FALSE(end_read(*v6, e, &why));
   v6->end.addr = 0;  // MPI_Abort(comm, 6)
   REQUIRE(end_read(*v6, e, &why));
+  // An exit before MPI_Finalize: its status, 0 to 255, and no address.
+  v6->end.kind = v6->end.tag = SCOUT_END_EXIT;
+  v6->end.code = 3;
+  REQUIRE(end_read(*v6, e, &why));
+  CHECK(e.kind == SCOUT_END_EXIT);
+  CHECK(e.code == 3);
+  for (std::int64_t bad : {-1, 256}) {
+    v6->end.code = bad;
+    CHECK_FALSE(end_read(*v6, e, &why));
+    CHECK(why.find("exit status 0-255") != std::string::npos);
+  }
+  v6->end.code = 0;
+  v6->end.addr = 0x40;
+  CHECK_FALSE(end_read(*v6, e, &why));
+  v6->end.addr = 0;
+  v6->end.kind = v6->end.tag = 4;  // no such kind
+  CHECK_FALSE(end_read(*v6, e, &why));
+  CHECK(why.find("unknown kind") != std::string::npos);
 }
 
 // A record header of `version` and `size`, for rank `rank` of `world`.
