@@ -219,6 +219,18 @@ FedClient::Scored FedClient::last_scored() const {
   return scored_;
 }
 
+void FedClient::put_back(std::vector<AnomalyFlag> flags) {
+  std::lock_guard lk(mu_);
+  std::vector<AnomalyFlag> back;
+  for (auto& f : flags) {
+    const auto still = flagged_.find(f.rank);
+    if (still == flagged_.end() || !still->second) continue;  // back to normal since: withdrawn
+    if (std::any_of(flags_.begin(), flags_.end(), [&](const AnomalyFlag& g) { return g.rank == f.rank; })) continue;
+    back.push_back(std::move(f));
+  }
+  flags_.insert(flags_.begin(), std::make_move_iterator(back.begin()), std::make_move_iterator(back.end()));
+}
+
 std::size_t FedClient::pending_flags() const {
   std::lock_guard lk(mu_);
   return flags_.size();

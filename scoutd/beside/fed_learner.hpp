@@ -74,6 +74,11 @@ class FedClient {
   // The round's result from the deciding observer.
   void apply_global(const std::vector<double>& down);
   std::vector<AnomalyFlag> take_flags();
+  // Flags taken for a gather that did not record them (the gather was
+  // incomplete, or the deciding observer held them: the ranks above were
+  // no minority): pending again, unless their rank came back under the
+  // threshold since (withdrawn, never reported late) or has a newer flag.
+  void put_back(std::vector<AnomalyFlag> flags);
   std::size_t pending_flags() const;
   // The latest batch of scored windows (one per rank of this node): how
   // many were scored and how many were above the threshold. The deciding

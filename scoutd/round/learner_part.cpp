@@ -63,19 +63,33 @@ class Learner final : public Participant {
     return in.t.learn_pending > 0 && agreed;
   }
 
+  // The flags ride up in the gather and stay this node's until the gather
+  // comes back complete and not held: a gather that lost this node's part,
+  // or one asked for by another participant while the ranks above were no
+  // minority, puts them back (a rank still above is reported once the
+  // change has passed; one back to normal is withdrawn).
   void add_gather(wire::Gather& g) override {
-    for (auto& f : client_->take_flags()) g.telemetry.push_back(std::move(f));
+    sent_ = client_->take_flags();
+    for (auto& f : sent_) g.telemetry.push_back(f);
   }
 
-  void decide_gather(const wire::Gather& g, wire::Down&) override {
+  void decide_gather(const wire::Gather& g, wire::Down& down) override {
     // A gather asked for by another participant carries the flags too: a
     // job-wide change names no rank there either.
     if (!g.telemetry.empty() && !telemetry_consensus(above_, scored_)) {
-      ctx_.log(fmt::format("telemetry: {} flag(s) not recorded: {} of {} ranks above the threshold at once",
-                           g.telemetry.size(), above_, scored_));
+      if (!held_)
+        ctx_.log(fmt::format("telemetry: {} flag(s) held: {} of {} ranks above the threshold at once",
+                             g.telemetry.size(), above_, scored_));
+      held_ = true;
+      down.telemetry_held = true;
       return;
     }
     for (auto& f : g.telemetry) desk_.draft(telemetry_anomaly_draft(f, above_, scored_));
+  }
+
+  void gather_done(bool complete, const wire::Down& down) override {
+    if (!complete || down.telemetry_held) client_->put_back(std::move(sent_));
+    sent_.clear();
   }
 
   void end_period(bool complete, const wire::Down& down) override {
@@ -124,6 +138,7 @@ class Learner final : public Participant {
   double last_window_s_ = 0, last_learn_s_ = 0;
   std::uint32_t above_ = 0, scored_ = 0;  // the job's latest scored windows (telemetry_consensus)
   bool held_ = false;
+  std::vector<AnomalyFlag> sent_;  // taken for the gather in flight
   long logged_round_ = -1;
 };
 

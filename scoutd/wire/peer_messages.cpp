@@ -310,6 +310,7 @@ Bytes encode_down(const Down& d) {
   if (d.learn) j["learn"] = true;
   if (d.deaths_pending) j["deaths_pending"] = true;
   if (d.books_wanted) j["books_wanted"] = true;
+  if (d.telemetry_held) j["telemetry_held"] = true;
   if (d.book_digest) j["book_digest"] = *d.book_digest;
   if (d.book) j["book"] = *d.book;
   if (d.median_compute_s) j["median_compute_s"] = *d.median_compute_s;
@@ -347,7 +348,7 @@ std::optional<Down> decode_down(const Bytes& msg, std::string* why) {
   };
   for (auto [name, out] : {std::pair<const char*, bool*>{"stop", &d.stop}, {"gather", &d.gather},
                            {"learn", &d.learn}, {"deaths_pending", &d.deaths_pending},
-                           {"books_wanted", &d.books_wanted}})
+                           {"books_wanted", &d.books_wanted}, {"telemetry_held", &d.telemetry_held}})
     if (!flag(name, *out)) return refuse(fmt::format("\"{}\": a boolean", name));
   if (auto it = j->find("events"); it != j->end()) {
     if (!it->is_array()) return refuse("\"events\": an array");

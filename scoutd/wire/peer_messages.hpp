@@ -147,6 +147,7 @@ struct Down {
   bool learn = false;           // a federated learning round follows
   bool deaths_pending = false;  // gather: deaths not named yet; keep reporting them
   bool books_wanted = false;    // trigger: observers whose book differs send it up in the gather
+  bool telemetry_held = false;  // gather: the telemetry flags were not recorded (no consensus): keep them
   nlohmann::json events = nlohmann::json::array();  // incident-book events (decide/)
   std::optional<std::array<std::uint64_t, 3>> book_digest;  // the root's book: verdicts, resolved, hash
   std::optional<nlohmann::json> book;                       // the whole book, for observers behind

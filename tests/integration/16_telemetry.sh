@@ -26,7 +26,7 @@ poll_until_verdict() {
     if [ -n "$c" ] && [ "$c" -gt 0 ]; then return 0; fi
     sleep 0.25; n=$((n + 1))
   done
-  fail "no $1 verdict for job $JOB within $2 s: $(verdicts_json 2>&1)"
+  fail "no $1 verdict for job $JOB within $2 s: $(verdicts_json 2>&1); what the learners said: $(grep -E 'telemetry:|injected' "$T/run.log" | head -8)"
 }
 : > "$T/learners"
 start_run -n 4 --nodes 4 $LEARN -- "$TRAIN" --steps 1000 --step-ms 20 --fault hog:rank=2:step=700

@@ -115,6 +115,29 @@ void run_rounds(scout::learn::Aggregation agg) {
   CHECK(clients[0]->pending_flags() == 0);
   CHECK(clients[0]->last_scored().scored == 1);
   CHECK(clients[0]->last_scored().above == 0);
+  // A flag taken for a gather that did not record it (lost on the way, or
+  // held while the ranks above were no minority) is pending again while
+  // its rank stays above: the rank is still named once the change passes.
+  clients[0]->add_windows(windows(0, 2, rng, 3.0));
+  auto sent = clients[0]->take_flags();
+  REQUIRE(sent.size() == 1);
+  CHECK(clients[0]->pending_flags() == 0);
+  clients[0]->add_windows(windows(0, 1, rng, 3.0));  // still above: no second flag of its own
+  CHECK(clients[0]->pending_flags() == 0);
+  clients[0]->put_back(sent);
+  REQUIRE(clients[0]->pending_flags() == 1);
+  auto again = clients[0]->take_flags();
+  CHECK(again[0].rank == sent[0].rank);
+  CHECK(again[0].score == sent[0].score);
+  // ... and withdrawn if the rank came back under the threshold meanwhile.
+  clients[0]->add_windows(windows(0, 1, rng));
+  clients[0]->put_back(again);
+  CHECK(clients[0]->pending_flags() == 0);
+  // A rank flagged again since keeps its newer flag only.
+  clients[0]->add_windows(windows(0, 2, rng, 3.0));
+  REQUIRE(clients[0]->pending_flags() == 1);
+  clients[0]->put_back(sent);
+  CHECK(clients[0]->pending_flags() == 1);
 }
 }  // namespace
 

@@ -147,11 +147,14 @@ TEST_CASE("wire: the down message is typed; a field of the wrong type refuses th
   d.median_compute_s = 0.25;
   d.replay_start = 7;
   d.replay_rerun.push_back({2, 7, "cpu3", "gemm", 3});
+  d.telemetry_held = true;
   auto back = wire::decode_down(wire::encode_down(d));
   REQUIRE(back);
   CHECK(back->stop);
   CHECK(back->gather);
   CHECK_FALSE(back->learn);
+  CHECK(back->telemetry_held);
+  CHECK_FALSE(wire::decode_down(wire::encode_down(wire::Down{}))->telemetry_held);
   CHECK(back->events == d.events);
   CHECK(back->book_digest == d.book_digest);
   CHECK_FALSE(back->book);
@@ -162,7 +165,7 @@ TEST_CASE("wire: the down message is typed; a field of the wrong type refuses th
   CHECK(back->replay_rerun[0].times == 3);
   const auto before = wire::stats().malformed.load();
   std::string why;
-  for (auto bad : {json{{"stop", 1}}, json{{"events", json::object()}}, json{{"book_digest", json::array({1})}},
+  for (auto bad : {json{{"telemetry_held", 1}}, json{{"events", json::object()}}, json{{"book_digest", json::array({1})}},
                    json{{"replay_start", "7"}}, json{{"replay_rerun", json::array({json{{"observer", 1}}})}},
                    json::array()}) {
     CHECK_FALSE(wire::decode_down(wire::encode_json(wire::Kind::kDecisionDown, bad), &why));
