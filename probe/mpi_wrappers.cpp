@@ -146,10 +146,65 @@ SCOUT_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status) {
   w.done(request);
   return rc;
 }
+// An MPI_Waitall on a few point-to-point requests is waited for with
+// MPI_Waitsome, so the record says which are still pending while the rank
+// blocks (a halo exchange whose send never matches: the receive that
+// matched is no longer waited for). After a partial completion the rest
+// is polled for 50 us before it is published (most complete by then: no
+// record write). Its result is MPI_Waitall's: statuses in request order,
+// an empty status for a null or inactive request, and on MPI_ERR_IN_STATUS
+// MPI_ERR_PENDING for the ones neither failed nor completed.
+namespace {
+constexpr int kWaitsomeMax = 16;
+constexpr std::uint64_t kQuietNs = 50000;
+int waitall_by_some(int count, MPI_Request reqs[], MPI_Status statuses[], P2PWait& p) {
+  const bool keep = statuses != MPI_STATUSES_IGNORE;
+  int idx[kWaitsomeMax];
+  MPI_Status st[kWaitsomeMax];
+  MPI_Status* const stp = keep ? st : MPI_STATUSES_IGNORE;
+  bool seen[kWaitsomeMax] = {};
+  int left = -p.inactive;  // requests to complete: the non-null ones, less the known inactive persistent ones
+  for (int i = 0; i < count; ++i) left += reqs[i] != MPI_REQUEST_NULL;
+  bool partial = false;
+  while (left > 0) {
+    int out = 0, rc = MPI_SUCCESS;
+    if (partial) {
+      const std::uint64_t until = now_ns() + kQuietNs;
+      do rc = PMPI_Testsome(count, reqs, &out, idx, stp);
+      while (rc == MPI_SUCCESS && out == 0 && now_ns() < until);
+      if (rc == MPI_SUCCESS && out == 0) {
+        p.publish_rest();
+        rc = PMPI_Waitsome(count, reqs, &out, idx, stp);
+      }
+    } else {
+      rc = PMPI_Waitsome(count, reqs, &out, idx, stp);
+    }
+    if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) return rc;
+    if (out == MPI_UNDEFINED) break;  // every request null or inactive now
+    left -= out;  // (an inactive request the probe did not know: one more call, answered MPI_UNDEFINED)
+    for (int k = 0; k < out; ++k) {
+      seen[idx[k]] = true;
+      if (keep) statuses[idx[k]] = st[k];
+    }
+    p.partly_completed(out, idx, stp);
+    partial = true;
+    if (rc == MPI_ERR_IN_STATUS) {
+      for (int i = 0; i < count && keep; ++i)
+        if (!seen[i]) statuses[i].MPI_ERROR = MPI_ERR_PENDING;
+      return rc;
+    }
+  }
+  for (int i = 0; i < count && keep; ++i)  // null or inactive from the start: the library's empty status
+    if (!seen[i]) PMPI_Waitall(1, &reqs[i], &statuses[i]);
+  return MPI_SUCCESS;
+}
+}  // namespace
+
 SCOUT_EXPORT int MPI_Waitall(int count, MPI_Request reqs[], MPI_Status statuses[]) {
   WaitScope w(reqs, count, true);
   P2PWait p(SCOUT_P2P_WAITALL, reqs, count, true);
-  int rc = PMPI_Waitall(count, reqs, statuses);
+  const bool by_some = p.pending >= 2 && count <= kWaitsomeMax;
+  int rc = by_some ? waitall_by_some(count, reqs, statuses, p) : PMPI_Waitall(count, reqs, statuses);
   p.completed_all(statuses);
   w.done(reqs);
   return rc;

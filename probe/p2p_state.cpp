@@ -63,60 +63,12 @@ int req_find(MPI_Request r) noexcept {
   return -1;
 }
 
-c3::PeerSlot* peer_slot(c3::RecordV6& v6, int world) noexcept {
-  if (world < 0) return nullptr;
-  const std::uint64_t key = static_cast<std::uint64_t>(world) + 1;
-  unsigned s = static_cast<unsigned>(world) % c3::kPeerSlots;
-  for (std::size_t i = 0; i < c3::kPeerSlots; ++i, s = (s + 1) % c3::kPeerSlots) {
-    c3::PeerSlot& p = v6.peers[s];
-    const std::uint64_t have = __atomic_load_n(&p.peer, __ATOMIC_RELAXED);
-    if (have == key) return &p;
-    if (have == 0) {
-      std::uint64_t expected = 0;  // claimed once, by one thread
-      if (__atomic_compare_exchange_n(&p.peer, &expected, key, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED) ||
-          expected == key)
-        return &p;
-    }
-  }
-  __atomic_store_n(&v6.peers_full, __atomic_load_n(&v6.peers_full, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
-  return nullptr;
-}
-
 inline void add_op() noexcept {
   if (g_threaded) {
     __atomic_add_fetch(&g_ops, 1, __ATOMIC_RELAXED);
     thread_count_op();
   } else {
     ++g_ops;
-  }
-}
-
-inline void bump(std::uint64_t& field, std::uint64_t by) noexcept {
-  if (g_threaded) __atomic_fetch_add(&field, by, __ATOMIC_RELAXED);
-  else __atomic_store_n(&field, __atomic_load_n(&field, __ATOMIC_RELAXED) + by, __ATOMIC_RELAXED);
-}
-
-// A sent message; `send_wait_ns`: how long a blocking send waited for its
-// receiver (Scalasca's late receiver: a rendezvous send to a rank that has
-// not posted the receive yet).
-void count_sent(c3::RecordV6& v6, int world, std::uint64_t bytes, std::uint64_t send_wait_ns = 0) noexcept {
-  if (c3::PeerSlot* p = peer_slot(v6, world)) {
-    bump(p->sent, 1);
-    bump(p->sent_bytes, bytes);
-    if (send_wait_ns) bump(p->send_wait_ns, send_wait_ns);
-  }
-}
-
-// A received message; `timed`: its wait was measured (wait_ns, possibly 0),
-// so it is one sample of how long this rank waits for that peer.
-void count_recvd(c3::RecordV6& v6, int world, std::uint64_t bytes, std::uint64_t wait_ns, bool timed) noexcept {
-  if (c3::PeerSlot* p = peer_slot(v6, world)) {
-    bump(p->recvd, 1);
-    bump(p->recvd_bytes, bytes);
-    if (timed) {
-      if (wait_ns) bump(p->wait_ns, wait_ns);
-      bump(p->waits, 1);
-    }
   }
 }
 
@@ -196,19 +148,6 @@ void add_peer(std::int64_t* peers, int& n, bool& more, std::int64_t p) noexcept 
 }
 
 }  // namespace
-
-std::uint64_t type_bytes(MPI_Datatype dt, int count) noexcept {
-  static MPI_Datatype last = MPI_DATATYPE_NULL;
-  static int last_size = 0;
-  if (count <= 0) return 0;
-  if (dt != last) {
-    int size = 0;
-    if (PMPI_Type_size(dt, &size) != MPI_SUCCESS) size = 0;
-    last = dt;
-    last_size = size;
-  }
-  return static_cast<std::uint64_t>(count) * static_cast<std::uint64_t>(last_size);
-}
 
 void p2p_poll_clear() noexcept {
   if (g_record && (g_waiting || (g_threaded && t_waiting))) publish_done();
@@ -317,17 +256,13 @@ void p2p_persistent_start(const MPI_Request* reqs, int n) noexcept {
 
 P2PWait::P2PWait(std::uint64_t c, const MPI_Request* reqs, int count, bool is_blocking) noexcept
     : call(c), blocking(is_blocking) {
-  for (auto& way : tags)
-    for (auto& t : way) t = c3::kTagNone;
   if (!g_record || !reqs || count <= 0) return;
   n = count < kMax ? count : kMax;
+  over = count > kMax;  // the rest are not in the table
   int tracked = 0;
-  std::int32_t peer_of[kMax], tag_of[kMax];
-  std::uint8_t recv_of[kMax];
-  std::uint64_t comm_of[kMax];
   std::int64_t awaited_np = 0, inflight = 0;  // the non-persistent ones among them; all in flight
   std::int64_t awaited_ap = 0, active_p = 0;  // the same of the active persistent ones
-  bool unknown = count > kMax;                // a request the table does not hold
+  bool unknown = over;                        // a request the table does not hold
   {
     // The table is read under its guard; no MPI call is made while it is held
     // (MPI_Request_get_status may run a generalized request's query function).
@@ -346,6 +281,7 @@ P2PWait::P2PWait(std::uint64_t c, const MPI_Request* reqs, int count, bool is_bl
       awaited_ap += r.persistent && r.active;
       // (An inactive persistent request completes at once: nothing to wait for.)
       peer_of[i] = r.persistent && !r.active ? -2 : r.peer;
+      inactive += r.persistent && !r.active;
       tag_of[i] = r.tag;
       recv_of[i] = r.recv;
       comm_of[i] = r.comm ? r.comm->id : 0;
@@ -354,6 +290,7 @@ P2PWait::P2PWait(std::uint64_t c, const MPI_Request* reqs, int count, bool is_bl
   }
   if (tracked == 0) return;
   any = true;
+  pending = tracked;
   // A blocking wait on several messages: the ones that have arrived already
   // are not waited for (nor charged with the wait). MPI_Request_get_status
   // neither frees nor completes a request, but it may run the library's
@@ -365,15 +302,32 @@ P2PWait::P2PWait(std::uint64_t c, const MPI_Request* reqs, int count, bool is_bl
   const bool several = blocking && tracked >= 2;
   const bool check = several && call == SCOUT_P2P_WAITALL && (++tick & 3) == 0;
   uncharged = several && call == SCOUT_P2P_WAITALL && !check;
+  for (int i = 0; i < n && check; ++i) {
+    int flag = 0;
+    if (slot[i] >= 0 && peer_of[i] != -2 && PMPI_Request_get_status(reqs[i], &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS &&
+        flag)
+      arrived[i / 64] |= std::uint64_t{1} << (i % 64);
+  }
+  // Directions only when these are all the requests in flight, each known
+  // (the active persistent ones too).
+  dirs_known = !unknown && awaited_np == inflight && awaited_ap == active_p;
+  t0 = now_ns();
+  collect(t0);
+}
+
+// What the requests not arrived and not completed yet wait for: peers (with
+// each one's directions and tags), communicator and tag, published when the
+// call blocks (at its start, and again after each partial completion).
+void P2PWait::collect(std::uint64_t at) noexcept {
+  npeers = 0;
+  more = over;
+  comm_id = any_comm = 0;
+  tag = -2;
+  dirs[0] = dirs[1] = 0;
+  for (auto& way : tags)
+    for (auto& t : way) t = c3::kTagNone;
   for (int i = 0; i < n; ++i) {
-    if (slot[i] < 0 || peer_of[i] == -2) continue;
-    if (check) {
-      int flag = 0;
-      if (PMPI_Request_get_status(reqs[i], &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && flag) {
-        arrived[i / 64] |= std::uint64_t{1} << (i % 64);
-        continue;
-      }
-    }
+    if (slot[i] < 0 || peer_of[i] == -2 || was_there(i) || is_done(i)) continue;
     const std::uint64_t id = comm_of[i];
     comm_id = (comm_id == 0 || comm_id == id) ? id : ~std::uint64_t{0};
     if (peer_of[i] == c3::kPeerAny) any_comm = id;
@@ -390,15 +344,10 @@ P2PWait::P2PWait(std::uint64_t c, const MPI_Request* reqs, int count, bool is_bl
     // One tag for all the awaited requests, or -1.
     tag = tag == -2 ? tag_of[i] : tag == tag_of[i] ? tag : -1;
   }
-  if (count > kMax) more = true;
   if (comm_id == ~std::uint64_t{0}) comm_id = 0;
   if (tag < 0) tag = -1;
-  // Directions only when these are all the requests in flight, each known
-  // (the active persistent ones too).
-  dirs_known = !unknown && awaited_np == inflight && awaited_ap == active_p;
-  t0 = now_ns();
   if (blocking)
-    publish_wait(call, t0, comm_id, tag, peers, npeers, more, any_comm, dirs_known ? dirs : nullptr,
+    publish_wait(call, at, comm_id, tag, peers, npeers, more, any_comm, dirs_known ? dirs : nullptr,
                  dirs_known ? tags : nullptr);
 }
 
@@ -438,12 +387,11 @@ void account(int s, const MPI_Status* st, std::uint64_t waited, bool timed, std:
 void P2PWait::completed_all(const MPI_Status* statuses) noexcept {
   if (!any) return;
   const std::uint64_t waited = blocking && !uncharged ? now_ns() - t0 : 0;
-  std::int64_t charged[16];
-  int nc = 0;
   TableGuard guard;
   for (int i = 0; i < n; ++i)
-    account(slot[i], statuses && statuses != MPI_STATUSES_IGNORE ? &statuses[i] : nullptr,
-            was_there(i) ? 0 : waited, blocking && !uncharged, charged, nc);
+    if (!is_done(i))
+      account(slot[i], statuses && statuses != MPI_STATUSES_IGNORE ? &statuses[i] : nullptr,
+              was_there(i) ? 0 : waited, blocking && !uncharged, charged, ncharged);
   publish_done();
 }
 
@@ -470,6 +418,29 @@ void P2PWait::completed_some(int outcount, const int* indices, const MPI_Status*
         account(slot[indices[k]], statuses && statuses != MPI_STATUSES_IGNORE ? &statuses[k] : nullptr,
                 was_there(indices[k]) ? 0 : waited, blocking && !uncharged, charged, nc);
   publish_done();
+}
+
+// An MPI_Waitall the probe waits for with MPI_Waitsome: the requests that
+// completed are counted now; publish_rest() then says the rank waits for
+// the rest (a send that never matches stays, the receive that matched goes).
+void P2PWait::partly_completed(int outcount, const int* indices, const MPI_Status* statuses) noexcept {
+  if (!any || outcount == MPI_UNDEFINED || !indices) return;
+  const std::uint64_t t = now_ns();
+  {
+    TableGuard guard;
+    for (int k = 0; k < outcount; ++k) {
+      const int i = indices[k];
+      if (i < 0 || i >= n || is_done(i)) continue;
+      account(slot[i], statuses && statuses != MPI_STATUSES_IGNORE ? &statuses[k] : nullptr,
+              was_there(i) || uncharged ? 0 : t - t0, blocking && !uncharged, charged, ncharged);
+      done[i / 64] |= std::uint64_t{1} << (i % 64);
+      if (slot[i] >= 0 && peer_of[i] != -2 && !was_there(i)) --pending;
+    }
+  }
+}
+
+void P2PWait::publish_rest() noexcept {
+  if (any && pending > 0) collect(t0);  // the wait began at t0: its age is the call's
 }
 
 void P2PWait::none_completed() noexcept {

@@ -463,4 +463,17 @@ void WaitScope::done(const MPI_Request* after) noexcept {
   }
 }
 
+std::uint64_t type_bytes(MPI_Datatype dt, int count) noexcept {
+  static MPI_Datatype last = MPI_DATATYPE_NULL;
+  static int last_size = 0;
+  if (count <= 0) return 0;
+  if (dt != last) {
+    int size = 0;
+    if (PMPI_Type_size(dt, &size) != MPI_SUCCESS) size = 0;
+    last = dt;
+    last_size = size;
+  }
+  return static_cast<std::uint64_t>(count) * static_cast<std::uint64_t>(last_size);
+}
+
 }  // namespace scout::probe

@@ -176,6 +176,11 @@ struct P2PBlock {
   void end(int dest, std::uint64_t sent_bytes, int source, std::uint64_t recvd_bytes) noexcept;
 };
 std::uint64_t type_bytes(MPI_Datatype dt, int count) noexcept;
+// Per-peer counters (p2p_counters.cpp): a message sent to / received from a
+// world rank; a blocking send's wait for its receiver, a receive's wait
+// (`timed`: measured, so one sample of how long this rank waits for it).
+void count_sent(c3::RecordV6& v6, int world, std::uint64_t bytes, std::uint64_t send_wait_ns = 0) noexcept;
+void count_recvd(c3::RecordV6& v6, int world, std::uint64_t bytes, std::uint64_t wait_ns, bool timed) noexcept;
 // Nonblocking and persistent requests: what each waits for.
 void p2p_started(MPI_Request req, bool recv, MPI_Comm comm, int peer, int tag, std::uint64_t bytes,
                  bool persistent) noexcept;
@@ -199,8 +204,18 @@ struct P2PWait {
   std::int64_t tags[2][c3::kBlockedPeers];  // their tag per peer (c3::kTagNone, c3::kTagSeveral)
   bool dirs_known = false;                // they are all the rank has in flight, each tracked
   std::uint64_t arrived[kMax / 64] = {};  // complete already when a blocking wait began
+  std::uint64_t done[kMax / 64] = {};     // completed by a Waitsome of a Waitall (counted)
   bool uncharged = false;                 // several requests, not sampled: no wait is charged
   bool was_there(int i) const noexcept { return (arrived[i / 64] >> (i % 64)) & 1; }
+  bool is_done(int i) const noexcept { return (done[i / 64] >> (i % 64)) & 1; }
+  std::int32_t peer_of[kMax], tag_of[kMax];  // the tracked requests: peer (-2 none), tag,
+  std::uint8_t recv_of[kMax];                // direction and communicator
+  std::uint64_t comm_of[kMax];
+  int pending = 0;                           // tracked, not arrived, not completed
+  int inactive = 0;                          // tracked persistent requests not started
+  bool over = false;                         // more requests than kMax
+  std::int64_t charged[16];                  // peers already charged with this call's wait
+  int ncharged = 0;
   std::uint64_t call = 0;
   std::uint64_t t0 = 0;
   bool blocking = false;
@@ -210,6 +225,14 @@ struct P2PWait {
   void completed_one(int index, const MPI_Status* status) noexcept;
   void completed_some(int outcount, const int* indices, const MPI_Status* statuses) noexcept;
   void none_completed() noexcept;  // a Test that found nothing: the rank polls
+  // Some of an MPI_Waitall's requests completed (the probe waits with
+  // MPI_Waitsome): counted; publish_rest() publishes the others as what the
+  // rank waits for.
+  void partly_completed(int outcount, const int* indices, const MPI_Status* statuses) noexcept;
+  void publish_rest() noexcept;
+
+ private:
+  void collect(std::uint64_t at) noexcept;
 };
 // A blocking probe (Probe/Mprobe) waits for a source like a receive.
 void p2p_poll_clear() noexcept;  // a collective (or other progress) ends a polling wait

@@ -28,6 +28,7 @@ MPI_BUGS = \
 	tests/mpi_bugs/ok_errors_return \
 	tests/mpi_bugs/ok_gatherv_scatterv \
 	tests/mpi_bugs/ok_halo_waitall \
+	tests/mpi_bugs/ok_waitall_status \
 	tests/mpi_bugs/ok_iallreduce \
 	tests/mpi_bugs/ok_ibarrier_test \
 	tests/mpi_bugs/ok_large_sendrecv \
@@ -134,6 +135,9 @@ tests_mpi_bugs_ok_gatherv_scatterv_SOURCES = tests/mpi_bugs/ok_gatherv_scatterv.
 tests_mpi_bugs_ok_gatherv_scatterv_CPPFLAGS = $(MPI_CFLAGS)
 tests_mpi_bugs_ok_gatherv_scatterv_LDADD = $(MPI_LIBS)
 tests_mpi_bugs_ok_halo_waitall_SOURCES = tests/mpi_bugs/ok_halo_waitall.c
+tests_mpi_bugs_ok_waitall_status_SOURCES = tests/mpi_bugs/ok_waitall_status.c
+tests_mpi_bugs_ok_waitall_status_CPPFLAGS = $(MPI_CFLAGS)
+tests_mpi_bugs_ok_waitall_status_LDADD = $(MPI_LIBS)
 tests_mpi_bugs_ok_halo_waitall_CPPFLAGS = $(MPI_CFLAGS)
 tests_mpi_bugs_ok_halo_waitall_LDADD = $(MPI_LIBS)
 tests_mpi_bugs_ok_iallreduce_SOURCES = tests/mpi_bugs/ok_iallreduce.c

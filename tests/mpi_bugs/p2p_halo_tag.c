@@ -2,10 +2,11 @@
  * MPI_Waitall) where the last rank tags its left-going message as if it
  * went right, so its left neighbour's receive from it never matches.
  *
- * expect: the last rank's left neighbour in MPI_Waitall at WAITALL, and
- * the last rank, whose send waits too: at 2 and 3 ranks a hang,
- * inconclusive (requests that go both ways, the whole job in the cycle);
- * at 4 or more a deadlock of the last three ranks.
+ * expect: the last rank's left neighbour in MPI_Waitall at WAITALL,
+ * waiting for the receive from the last rank (tag 2), and the last rank
+ * in MPI_Waitall at WAITALL, waiting for its send (tag 1): a deadlock of
+ * the two at every size (the other requests matched; the other ranks wait
+ * in MPI_Barrier behind them).
  * scout-expect: deadlock
  */
 #include <mpi.h>
