@@ -6,6 +6,8 @@
 // C ABI boundary never lets an exception through (nothing here throws).
 #include <mpi.h>
 
+#include <algorithm>
+
 #include "probe/probe_state.hpp"
 
 using namespace scout::probe;
@@ -149,11 +151,14 @@ SCOUT_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status) {
 // An MPI_Waitall on a few point-to-point requests is waited for with
 // MPI_Waitsome, so the record says which are still pending while the rank
 // blocks (a halo exchange whose send never matches: the receive that
-// matched is no longer waited for). After a partial completion the rest
-// is polled for 50 us before it is published (most complete by then: no
-// record write). Its result is MPI_Waitall's: statuses in request order,
-// an empty status for a null or inactive request, and on MPI_ERR_IN_STATUS
-// MPI_ERR_PENDING for the ones neither failed nor completed.
+// matched is no longer waited for). After the first partial completion the
+// rest is polled for 50 us before it is published (most complete by then:
+// no record write). Its result is MPI_Waitall's: statuses in request order
+// (the caller's MPI_ERROR fields left alone on success), an empty status
+// for a null or inactive request, and on MPI_ERR_IN_STATUS MPI_SUCCESS for
+// the ones completed, their own error for the ones failed, MPI_ERR_PENDING
+// for the rest. Every request left unseen is waited for on its own at the
+// end (the probe's table is a hint for when to stop, never trusted for it).
 namespace {
 constexpr int kWaitsomeMax = 16;
 constexpr std::uint64_t kQuietNs = 50000;
@@ -165,37 +170,45 @@ int waitall_by_some(int count, MPI_Request reqs[], MPI_Status statuses[], P2PWai
   bool seen[kWaitsomeMax] = {};
   int left = -p.inactive;  // requests to complete: the non-null ones, less the known inactive persistent ones
   for (int i = 0; i < count; ++i) left += reqs[i] != MPI_REQUEST_NULL;
-  bool partial = false;
+  int partials = 0;
   while (left > 0) {
     int out = 0, rc = MPI_SUCCESS;
-    if (partial) {
+    if (partials == 1) {  // once per call: a few completing apart never spin for long
       const std::uint64_t until = now_ns() + kQuietNs;
       do rc = PMPI_Testsome(count, reqs, &out, idx, stp);
       while (rc == MPI_SUCCESS && out == 0 && now_ns() < until);
-      if (rc == MPI_SUCCESS && out == 0) {
-        p.publish_rest();
-        rc = PMPI_Waitsome(count, reqs, &out, idx, stp);
-      }
-    } else {
+    }
+    if (partials != 1 || (rc == MPI_SUCCESS && out == 0)) {
+      if (partials > 0) p.publish_rest();
       rc = PMPI_Waitsome(count, reqs, &out, idx, stp);
     }
     if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) return rc;
     if (out == MPI_UNDEFINED) break;  // every request null or inactive now
     left -= out;  // (an inactive request the probe did not know: one more call, answered MPI_UNDEFINED)
-    for (int k = 0; k < out; ++k) {
-      seen[idx[k]] = true;
-      if (keep) statuses[idx[k]] = st[k];
+    for (int k = 0; k < out && keep; ++k) {
+      const int e = statuses[idx[k]].MPI_ERROR;
+      statuses[idx[k]] = st[k];
+      if (rc == MPI_SUCCESS) statuses[idx[k]].MPI_ERROR = e;
     }
     p.partly_completed(out, idx, stp);
-    partial = true;
     if (rc == MPI_ERR_IN_STATUS) {
-      for (int i = 0; i < count && keep; ++i)
-        if (!seen[i]) statuses[i].MPI_ERROR = MPI_ERR_PENDING;
+      for (int i = 0; i < count && keep; ++i) {
+        if (seen[i]) {
+          statuses[i].MPI_ERROR = MPI_SUCCESS;  // completed in an earlier round
+        } else if (reqs[i] == MPI_REQUEST_NULL && std::none_of(idx, idx + out, [i](int j) { return j == i; })) {
+          PMPI_Waitall(1, &reqs[i], &statuses[i]);  // null from the start: empty
+          statuses[i].MPI_ERROR = MPI_SUCCESS;
+        } else if (std::none_of(idx, idx + out, [i](int j) { return j == i; })) {
+          statuses[i].MPI_ERROR = MPI_ERR_PENDING;
+        }
+      }
       return rc;
     }
+    for (int k = 0; k < out; ++k) seen[idx[k]] = true;
+    ++partials;
   }
-  for (int i = 0; i < count && keep; ++i)  // null or inactive from the start: the library's empty status
-    if (!seen[i]) PMPI_Waitall(1, &reqs[i], &statuses[i]);
+  for (int i = 0; i < count; ++i)  // null or inactive (an empty status), or one the table took for inactive
+    if (!seen[i] && (keep || reqs[i] != MPI_REQUEST_NULL)) PMPI_Waitall(1, &reqs[i], keep ? &statuses[i] : MPI_STATUS_IGNORE);
   return MPI_SUCCESS;
 }
 }  // namespace
@@ -205,7 +218,8 @@ SCOUT_EXPORT int MPI_Waitall(int count, MPI_Request reqs[], MPI_Status statuses[
   P2PWait p(SCOUT_P2P_WAITALL, reqs, count, true);
   const bool by_some = p.pending >= 2 && count <= kWaitsomeMax;
   int rc = by_some ? waitall_by_some(count, reqs, statuses, p) : PMPI_Waitall(count, reqs, statuses);
-  p.completed_all(statuses);
+  if (by_some && rc != MPI_SUCCESS) p.abandoned();  // the rest are still in flight: not counted
+  else p.completed_all(statuses);
   w.done(reqs);
   return rc;
 }

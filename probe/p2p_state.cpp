@@ -305,8 +305,10 @@ P2PWait::P2PWait(std::uint64_t c, const MPI_Request* reqs, int count, bool is_bl
   for (int i = 0; i < n && check; ++i) {
     int flag = 0;
     if (slot[i] >= 0 && peer_of[i] != -2 && PMPI_Request_get_status(reqs[i], &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS &&
-        flag)
+        flag) {
       arrived[i / 64] |= std::uint64_t{1} << (i % 64);
+      --pending;
+    }
   }
   // Directions only when these are all the requests in flight, each known
   // (the active persistent ones too).
@@ -441,6 +443,10 @@ void P2PWait::partly_completed(int outcount, const int* indices, const MPI_Statu
 
 void P2PWait::publish_rest() noexcept {
   if (any && pending > 0) collect(t0);  // the wait began at t0: its age is the call's
+}
+
+void P2PWait::abandoned() noexcept {
+  if (any) publish_done();
 }
 
 void P2PWait::none_completed() noexcept {

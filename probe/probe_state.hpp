@@ -230,6 +230,9 @@ struct P2PWait {
   // rank waits for.
   void partly_completed(int outcount, const int* indices, const MPI_Status* statuses) noexcept;
   void publish_rest() noexcept;
+  // The call returned an error: what completed was counted, the rest is
+  // still in flight (MPI_ERR_PENDING); the rank no longer waits.
+  void abandoned() noexcept;
 
  private:
   void collect(std::uint64_t at) noexcept;
