@@ -49,6 +49,13 @@ double apart_s(const RankEvidence& a, std::int64_t an, const RankEvidence& b, st
   return std::fabs(a.dead_s - b.dead_s);
 }
 bool exited(const RankEvidence& e) { return e.attached && e.end_kind == "exit" && !e.finalized; }
+// How long before the gather rank e's end event was written, on the axis
+// every node shares (its observer's age of it; from an older observer,
+// which sends no age, derived from the death's age on the same clock).
+double end_ago(const RankEvidence& e) {
+  if (e.end_age_s >= 0) return e.end_age_s;
+  return e.death_ns > 0 ? e.dead_s + static_cast<double>(e.death_ns - e.end_ns) / 1e9 : 0;
+}
 constexpr std::size_t kMaxListed = 64;  // ranks left waiting listed in the evidence (all counted)
 }  // namespace
 
@@ -68,7 +75,7 @@ std::optional<VerdictDraft> detect_end_event(const std::vector<RankEvidence>& ra
     bool after_exit = false;
     for (auto& x : ranks)
       if (&x != &e && exited(x) && !x.ended_on_stop && !x.alive && x.death_ns > 0 &&
-          (x.node == e.node ? x.end_ns < e.end_ns : !e.alive && x.dead_s > e.dead_s))
+          (x.node == e.node ? x.end_ns < e.end_ns : end_ago(x) > end_ago(e)))
         after_exit = true;
     if (after_exit) continue;
     // Written after the launcher said it stops the job: the stop's end (a
@@ -79,18 +86,21 @@ std::optional<VerdictDraft> detect_end_event(const std::vector<RankEvidence>& ra
       if (e.alive || e.death_ns == 0) continue;
       bool others_died_first = false;
       for (auto& o : ranks)
-        if (&o != &e && o.attached && !o.alive && o.death_ns > 0 && o.death_ns < e.end_ns) others_died_first = true;
+        if (&o != &e && o.attached && !o.alive && o.death_ns > 0 &&
+            (o.node == e.node ? o.death_ns < e.end_ns : o.dead_s > end_ago(e)))
+          others_died_first = true;
       if (others_died_first) continue;
     }
     ended.push_back(&e);
   }
   if (ended.empty()) return std::nullopt;
-  std::int64_t first = ended.front()->end_ns;
-  for (auto* e : ended) first = std::min(first, e->end_ns);
-  const auto margin = static_cast<std::int64_t>(opt.death_margin_s * 1e9);
+  // The first events by their ages (two hosts' monotonic clocks do not
+  // compare; ages taken on one node differ exactly as its clock does).
+  double first = 0;
+  for (auto* e : ended) first = std::max(first, end_ago(*e));
   std::vector<const RankEvidence*> early;
   for (auto* e : ended)
-    if (e->end_ns <= first + margin) early.push_back(e);
+    if (end_ago(*e) >= first - opt.death_margin_s) early.push_back(e);
   // An abort (MPI_Abort, or an MPI call failing under MPI_ERRORS_ARE_FATAL:
   // the application's own end) names the first caller whatever the others
   // do; a fatal signal in every rank at once is the program's, not one rank's.
@@ -127,7 +137,7 @@ std::optional<VerdictDraft> detect_end_event(const std::vector<RankEvidence>& ra
   }
   json later = json::array();
   for (auto* e : ended)
-    if (e->end_ns > first + margin) later.push_back({{"rank", e->rank}, {"after_s", (e->end_ns - first) / 1e9}});
+    if (end_ago(*e) < first - opt.death_margin_s) later.push_back({{"rank", e->rank}, {"after_s", first - end_ago(*e)}});
   const RankEvidence& f = *early.front();
   const bool mpi_error = f.end_kind == "mpi_error";
   d.evidence = {{"rule", mpi_error ? "an MPI call failed first under MPI_ERRORS_ARE_FATAL: MPI ended the job"
@@ -283,12 +293,10 @@ std::optional<VerdictDraft> detect_crash(const std::vector<RankEvidence>& ranks,
     if (pending) *pending = true;
     return std::nullopt;
   }
-  std::int64_t first = dead.front()->death_ns;
-  for (auto* e : dead) first = std::min(first, e->death_ns);
-  const auto margin = static_cast<std::int64_t>(opt.death_margin_s * 1e9);
+  // The first deaths by their ages (`oldest`), as above.
   std::vector<const RankEvidence*> early;
   for (auto* e : dead)
-    if (e->death_ns <= first + margin) early.push_back(e);
+    if (e->dead_s >= oldest - opt.death_margin_s) early.push_back(e);
   std::size_t observed = 0;
   for (auto& e : ranks)
     if (e.attached) ++observed;
@@ -305,8 +313,7 @@ std::optional<VerdictDraft> detect_crash(const std::vector<RankEvidence>& ranks,
     gpu |= e->gpu.present;
   }
   for (auto* e : dead)
-    if (e->death_ns > first + margin)
-      later.push_back({{"rank", e->rank}, {"after_s", (e->death_ns - first) / 1e9}});
+    if (e->dead_s < oldest - opt.death_margin_s) later.push_back({{"rank", e->rank}, {"after_s", oldest - e->dead_s}});
   d.evidence = {{"rule", gpu ? "process gone before it finished (an NCCL rank, its GPU named) while its peers lived on"
                              : "process gone without MPI_Finalize while its peers lived on"},
                 {"culprits", culprits},

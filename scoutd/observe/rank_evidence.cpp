@@ -1,6 +1,8 @@
 // RankEvidence to and from JSON (see rank_evidence.hpp).
 #include "scoutd/observe/rank_evidence.hpp"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "common/json_num.hpp"
@@ -91,6 +93,7 @@ void to_json(json& j, const RankEvidence& e) {
   if (!e.end_kind.empty())
     j["end"] = {{"kind", e.end_kind}, {"code", e.end_code}, {"addr", fmt::format("{:x}", e.end_addr)},
                 {"ns", e.end_ns}, {"seq", e.end_seq}};
+  if (!e.end_kind.empty() && e.end_age_s >= 0) j["end"]["age_s"] = e.end_age_s;
   if (!e.end_kind.empty() && !e.end_call.empty()) j["end"]["call"] = e.end_call;
   if (!e.end_kind.empty() && e.ended_on_stop) j["end"]["on_stop"] = true;
   if (e.gpu.present) {
@@ -277,6 +280,11 @@ void from_json(const json& j, RankEvidence& e) {
     e.end_addr = std::stoull(x.at("addr").get<std::string>(), nullptr, 16);
     e.end_ns = common::json_int<std::int64_t>(x, "ns");
     e.end_seq = common::json_int<std::uint64_t>(x, "seq");
+    if (x.contains("age_s")) {  // (absent from an older observer's evidence: unknown)
+      if (!x["age_s"].is_number() || !std::isfinite(x["age_s"].get<double>()) || x["age_s"].get<double>() < 0)
+        throw std::invalid_argument("end.age_s: expected a non-negative number of seconds");
+      e.end_age_s = x["age_s"].get<double>();
+    }
     if (x.contains("call")) e.end_call = x.at("call").get<std::string>().substr(0, 32);
     if (x.contains("on_stop")) {
       if (!x["on_stop"].is_boolean()) throw std::invalid_argument("end.on_stop: expected true or false");

@@ -107,7 +107,8 @@ struct RankEvidence {
   std::string end_kind;
   long long end_code = 0;         // abort error code, signal number, or MPI error class
   std::uint64_t end_addr = 0;     // faulting address; for mpi_error 1 + the standard class's index (0 none)
-  std::int64_t end_ns = 0;        // CLOCK_MONOTONIC
+  std::int64_t end_ns = 0;        // CLOCK_MONOTONIC (of its node: compared on that node only)
+  double end_age_s = -1;          // how long before the evidence was taken it was written (-1 unknown)
   std::uint64_t end_seq = 0;
   std::string end_call;           // the call it was in then (point-to-point, or its collective), if known
   bool ended_on_stop = false;     // the end event came after the launcher said it stops the job

@@ -113,7 +113,10 @@ TEST_CASE("crash: the first death of a minority is attributed; a job-wide teardo
   CHECK(d->kind == c3::VerdictKind::kCrash);
   CHECK(d->ranks == std::vector<int>{4});
   CHECK(d->hosts == std::vector<std::string>{"n3"});
-  for (auto& e : v) e.death_ns = 5'000'000'000;  // all at once (Ctrl-C)
+  for (auto& e : v) {  // all at once (Ctrl-C)
+    e.death_ns = 5'000'000'000;
+    e.dead_s = 2.0;
+  }
   CHECK_FALSE(detect_crash(v, opt()).has_value());
   auto ok = job(8, 20, false, 0.0);
   for (auto& e : ok) { e.alive = false; e.finalized = true; e.death_ns = 1; }
@@ -375,6 +378,7 @@ TEST_CASE("end events: MPI_Abort names its caller even when every rank died at o
   for (auto& e : v) {
     e.alive = false;
     e.death_ns = 1000;
+    e.dead_s = 1.0;
   }
   v[2].end_kind = "abort";
   v[2].end_code = 3;
@@ -419,10 +423,13 @@ TEST_CASE("end events: MPI_Abort names its caller even when every rank died at o
   CHECK_FALSE(detect_crash(v, opt()));
   v[2].alive = false;
   v[2].death_ns = 1000;
-  // A fault after another rank had died: the job was being torn down.
+  // A fault after another rank had died: the job was being torn down (rank
+  // 0 is on another node: by the ages its observer gave).
   v[0].death_ns = 850;
+  v[0].dead_s = 1.0 + 150e-9;  // 150 ns before the others, 50 ns before rank 2's fault
   CHECK_FALSE(detect_crash(v, opt()));
   v[0].death_ns = 1000;
+  v[0].dead_s = 1.0;
   // The same signal in every rank at once is the program's: no rank named.
   for (auto& e : v) {
     e.end_kind = "signal";
