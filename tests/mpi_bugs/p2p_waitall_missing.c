@@ -2,9 +2,11 @@
  * them (MPI_Waitall), but the last rank's send is skipped (it has no
  * data); the other ranks wait in the barrier.
  *
- * expect: rank 0 in MPI_Waitall at WAITALL, the others in MPI_Barrier:
- * a deadlock of every rank (rank 0's Waitall lists every peer, complete or
- * not, and the barrier waits for rank 0).
+ * expect: rank 0 in MPI_Waitall at WAITALL, waiting for the last rank's
+ * message only (the others' arrived: the probe publishes what is still
+ * pending), and the last rank in MPI_Barrier at BARRIER, waiting for rank
+ * 0: a deadlock of the two (at 2 ranks [0,1]; the other ranks wait in the
+ * barrier behind them, not in the cycle).
  * scout-expect: deadlock
  */
 #include <mpi.h>
