@@ -48,6 +48,9 @@ echo
 echo "== straggler detection (scoutd's detector on 64 synthetic ranks, +-20% jitter)"
 "$B/bench/straggler_bench"
 echo
+echo "== the end rules at a teardown of N ranks (one gather), against the old pairwise pass"
+"$B/bench/teardown_bench"
+echo
 echo "== consensus round latency (binary tree over point-to-point, hop deadline 0.5 s)"
 for k in 4 16 64; do
   timeout 300 mpirun -np "$k" --oversubscribe --enable-recovery --bind-to none \

@@ -97,3 +97,31 @@ TEST_CASE("death order: an end event's age travels with the evidence; a bad one 
                          std::invalid_argument);
   }
 }
+
+TEST_CASE("death order: a teardown of 20,000 ranks on 2,500 nodes is judged as a small one") {
+  // Every rank exits (a SIGTERM handler calling exit()): the program's end,
+  // nobody named; then one rank killed half a second before the rest: that
+  // rank, a crash. (One gather's rules; a pass comparing every pair of ranks
+  // made this 400 million comparisons: bench/teardown_bench.)
+  std::vector<RankEvidence> v(20000);
+  for (int r = 0; r < 20000; ++r) {
+    auto& e = v[static_cast<std::size_t>(r)];
+    e.rank = r;
+    e.node = "n" + std::to_string(r / 8);
+    e.attached = true;
+    gone(e, 2.5 - 1e-6 * (r % 997), static_cast<std::int64_t>(r / 8) * kDays + 1'000'000'000);
+    e.end_kind = "exit";
+    e.end_ns = e.death_ns - 1000;
+    e.end_age_s = e.dead_s + 1e-6;
+  }
+  auto o = opt();
+  o.stopping = true;
+  CHECK_FALSE(detect_crash(v, o).has_value());
+  for (auto& e : v) e.end_kind.clear(), e.end_age_s = -1;
+  v[12345].dead_s = 3.0;
+  auto d = detect_crash(v, o);
+  REQUIRE(d.has_value());
+  CHECK(d->kind == c3::VerdictKind::kCrash);
+  CHECK(d->ranks == std::vector<int>{12345});
+  CHECK(d->evidence["later_deaths"].size() == 19999);
+}
