@@ -274,6 +274,12 @@ void describe_groups(json& evidence, const StackTree* stacks, std::uint64_t worl
     std::string call = state == "p2p" ? g.value("call", std::string("?")) : g.value("kind", std::string("?")), site;
     if (state == "outside") call = "outside MPI (" + g.value("process", std::string("?")) + ")";
     const auto where = stacks ? stacks->find(first) : std::nullopt;
+    if (stacks) {  // listed ranks whose stacks are not in yet (a verdict waits a while for them)
+      std::size_t missing = 0;
+      for (auto& r : g["ranks"])
+        if (r.is_number_integer() && !stacks->find(r.get<int>())) ++missing;
+      if (missing) g["stacks_missing"] = missing;
+    }
     if (!where) {
       g["stack_error"] = "no stack taken";
     } else if (!where->error.empty()) {

@@ -51,10 +51,11 @@ double apart_s(const RankEvidence& a, std::int64_t an, const RankEvidence& b, st
 bool exited(const RankEvidence& e) { return e.attached && e.end_kind == "exit" && !e.finalized; }
 // How long before the gather rank e's end event was written, on the axis
 // every node shares (its observer's age of it; from an older observer,
-// which sends no age, derived from the death's age on the same clock).
+// which sends no age, derived from the death's age on the same clock);
+// -1 when neither is known (an older observer's rank still alive).
 double end_ago(const RankEvidence& e) {
   if (e.end_age_s >= 0) return e.end_age_s;
-  return e.death_ns > 0 ? e.dead_s + static_cast<double>(e.death_ns - e.end_ns) / 1e9 : 0;
+  return e.death_ns > 0 ? std::max(0.0, e.dead_s + static_cast<double>(e.death_ns - e.end_ns) / 1e9) : -1;
 }
 constexpr std::size_t kMaxListed = 64;  // ranks left waiting listed in the evidence (all counted)
 // The two largest ages of a set of ranks, so that "another rank of the set
@@ -96,7 +97,8 @@ std::optional<VerdictDraft> detect_end_event(const std::vector<RankEvidence>& ra
     // Written after another rank exited before MPI_Finalize: a rank whose
     // call failed because its peer left (an MPI error), or that aborted on
     // the launcher's signal, is that exit's victim, not the cause.
-    if (exits.other_older(e, end_ago(e))) continue;
+    // (An event of unknown age is not put after anything.)
+    if (end_ago(e) >= 0 && exits.other_older(e, end_ago(e))) continue;
     // Written after the launcher said it stops the job: the stop's end (a
     // program that calls MPI_Abort on SIGINT, a fault while torn down). An
     // event from before the stop counts, even if its death was seen after.
@@ -110,11 +112,12 @@ std::optional<VerdictDraft> detect_end_event(const std::vector<RankEvidence>& ra
   if (ended.empty()) return std::nullopt;
   // The first events by their ages (two hosts' monotonic clocks do not
   // compare; ages taken on one node differ exactly as its clock does).
+  // An event of unknown age cannot be ordered: it counts among the first.
   double first = 0;
   for (auto* e : ended) first = std::max(first, end_ago(*e));
   std::vector<const RankEvidence*> early;
   for (auto* e : ended)
-    if (end_ago(*e) >= first - opt.death_margin_s) early.push_back(e);
+    if (end_ago(*e) < 0 || end_ago(*e) >= first - opt.death_margin_s) early.push_back(e);
   // An abort (MPI_Abort, or an MPI call failing under MPI_ERRORS_ARE_FATAL:
   // the application's own end) names the first caller whatever the others
   // do; a fatal signal in every rank at once is the program's, not one rank's.
@@ -151,7 +154,8 @@ std::optional<VerdictDraft> detect_end_event(const std::vector<RankEvidence>& ra
   }
   json later = json::array();
   for (auto* e : ended)
-    if (end_ago(*e) < first - opt.death_margin_s) later.push_back({{"rank", e->rank}, {"after_s", first - end_ago(*e)}});
+    if (end_ago(*e) >= 0 && end_ago(*e) < first - opt.death_margin_s)
+      later.push_back({{"rank", e->rank}, {"after_s", first - end_ago(*e)}});
   const RankEvidence& f = *early.front();
   const bool mpi_error = f.end_kind == "mpi_error";
   d.evidence = {{"rule", mpi_error ? "an MPI call failed first under MPI_ERRORS_ARE_FATAL: MPI ended the job"

@@ -217,6 +217,8 @@ void from_json(const json& j, RankEvidence& e) {
     }
   }
   e.dead_s = j.value("dead_s", 0.0);
+  if (!std::isfinite(e.dead_s) || e.dead_s < 0)
+    throw std::invalid_argument("dead_s: expected a non-negative number of seconds");
   if (j.contains("died_on_stop")) {
     if (!j["died_on_stop"].is_boolean()) throw std::invalid_argument("died_on_stop: expected true or false");
     e.died_on_stop = j["died_on_stop"].get<bool>();

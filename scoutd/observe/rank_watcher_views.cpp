@@ -183,7 +183,8 @@ std::vector<RankEvidence> RankWatcher::evidence(bool for_gather) const {
         e.end_addr = mpi_error ? s.end.addr & ~SCOUT_END_MPI_ERROR : s.end.addr;  // the class index
         e.ended_on_stop = died_on_stop(static_cast<std::int64_t>(s.end.ns));
         e.end_ns = static_cast<std::int64_t>(s.end.ns);
-        e.end_age_s = std::max<double>(0, (now - e.end_ns) / 1e9);
+        // (In double: the record's instant is the rank's to write, any 64 bits.)
+        e.end_age_s = std::max(0.0, (static_cast<double>(now) - static_cast<double>(s.end.ns)) / 1e9);
         e.end_seq = s.end.seq;
       }
       e.peers = s.peers;

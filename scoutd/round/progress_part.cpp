@@ -105,9 +105,11 @@ class Progress final : public Participant {
  private:
   // A hang, deadlock or divergence whose groups' stacks are still being
   // taken (their scoutds trace a stalled rank from half the threshold on,
-  // one rank after another: on a loaded node the verdict can come first)
-  // waits for them, gathered again each period, at most kStackWaitS from
-  // when it was first found: its sentence then names every call's line.
+  // one rank after another: on a loaded node the verdict can come first),
+  // a group's first rank's or any listed rank's (`stacks_missing`), waits
+  // for them, gathered again each period, at most kStackWaitS from when it
+  // was first found: its sentence then names every call's line, and its
+  // classes hold every rank.
   // A stall does not wait (an operator's drain does not need the line).
   static constexpr double kStackWaitS = 2.0;
   std::vector<VerdictDraft> await_stacks(std::vector<VerdictDraft> drafts) {
@@ -120,7 +122,9 @@ class Progress final : public Participant {
       if (d.kind == c3::VerdictKind::kHang || d.kind == c3::VerdictKind::kDeadlock ||
           d.kind == c3::VerdictKind::kDivergence)
         if (const auto gs = d.evidence.find("groups"); gs != d.evidence.end() && gs->is_array())
-          for (auto& g : *gs) missing |= g.is_object() && g.value("stack_error", std::string()) == "no stack taken";
+          for (auto& g : *gs)
+            missing |= g.is_object() && (g.value("stack_error", std::string()) == "no stack taken" ||
+                                         g.value("stacks_missing", std::size_t{0}) > 0);
       if (missing) {
         const auto it = awaiting_.find(d.key);
         const double since = it == awaiting_.end() ? now : it->second;

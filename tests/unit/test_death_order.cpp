@@ -5,6 +5,8 @@
 // minutes whatever happened first.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "progress_test_util.hpp"
 #include "scoutd/detect/progress_rules.hpp"
 
@@ -58,7 +60,16 @@ TEST_CASE("death order: the first fatal signal on two nodes is named, by the eve
   auto d = detect_end_event(v, opt());
   REQUIRE(d.has_value());
   CHECK(d->ranks == std::vector<int>{3});
-  CHECK(d->evidence["later_deaths"].empty());  // rank 1 faulted after rank 3 died: the teardown's
+  REQUIRE(d->evidence.contains("later"));
+  CHECK(d->evidence["later"].empty());  // rank 1 faulted after rank 3 died: the teardown's, not listed
+  // Had rank 3 died later (its handler slow), rank 1's signal is the later one.
+  v[3].death_ns += 1'000'000'000;
+  v[3].dead_s = 0.4;  // (its signal still 2.001 s ago)
+  d = detect_end_event(v, opt());
+  REQUIRE(d.has_value());
+  CHECK(d->ranks == std::vector<int>{3});
+  REQUIRE(d->evidence["later"].size() == 1);
+  CHECK(d->evidence["later"][0]["rank"] == 1);
 }
 
 TEST_CASE("death order: a fault after another node's rank had died is the teardown's, not the cause") {
@@ -83,6 +94,33 @@ TEST_CASE("death order: evidence from an observer that sends no event age is ord
   CHECK(d->ranks == std::vector<int>{3});
 }
 
+TEST_CASE("death order: an older observer's live rank whose MPI_Abort has no age is never put last") {
+  // Rank 0 called MPI_Abort and is still alive (its observer sends no age);
+  // rank 1's call failed half a second later and it is gone. The abort of
+  // unknown age cannot be ordered: it is among the first, never "later".
+  auto v = job(4, 20, true, 1.0);
+  v[0].end_kind = "abort";
+  v[0].end_code = 3;
+  v[0].end_ns = 5'000'000'000;
+  v[1].end_kind = "mpi_error";
+  v[1].end_addr = 6;
+  v[1].end_ns = 5'500'000'000;
+  gone(v[1], 0.4, 5'600'000'000);
+  auto d = detect_end_event(v, opt());
+  REQUIRE(d.has_value());
+  CHECK(d->kind == c3::VerdictKind::kAbort);
+  CHECK(std::find(d->ranks.begin(), d->ranks.end(), 0) != d->ranks.end());
+  CHECK(d->evidence["later"].empty());
+  // With its age known, it is the first alone.
+  v[0].end_age_s = 1.0;
+  v[1].end_age_s = 0.5;
+  d = detect_end_event(v, opt());
+  REQUIRE(d.has_value());
+  CHECK(d->ranks == std::vector<int>{0});
+  REQUIRE(d->evidence["later"].size() == 1);
+  CHECK(d->evidence["later"][0]["rank"] == 1);
+}
+
 TEST_CASE("death order: an end event's age travels with the evidence; a bad one is refused") {
   auto v = job(1, 3, true, 1.5)[0];
   signalled(v, 2.0, 7'000'000'000);
@@ -99,29 +137,37 @@ TEST_CASE("death order: an end event's age travels with the evidence; a bad one 
 }
 
 TEST_CASE("death order: a teardown of 20,000 ranks on 2,500 nodes is judged as a small one") {
-  // Every rank exits (a SIGTERM handler calling exit()): the program's end,
-  // nobody named; then one rank killed half a second before the rest: that
-  // rank, a crash. (One gather's rules; a pass comparing every pair of ranks
-  // made this 400 million comparisons: bench/teardown_bench.)
+  // Rank 7 exits with nobody waiting for it (srun goes on); the launcher
+  // kills the other 19,999 two seconds later: the exit's teardown, no
+  // crash. Then the same with the exit 30 s earlier and rank 12345 killed
+  // half a second before the others: it is the crash, 19,998 later deaths.
+  // (One gather's rules; the pass comparing every pair of ranks that they
+  // made before was 400 million comparisons here: bench/teardown_bench.)
   std::vector<RankEvidence> v(20000);
   for (int r = 0; r < 20000; ++r) {
     auto& e = v[static_cast<std::size_t>(r)];
     e.rank = r;
     e.node = "n" + std::to_string(r / 8);
     e.attached = true;
-    gone(e, 2.5 - 1e-6 * (r % 997), static_cast<std::int64_t>(r / 8) * kDays + 1'000'000'000);
-    e.end_kind = "exit";
-    e.end_ns = e.death_ns - 1000;
-    e.end_age_s = e.dead_s + 1e-6;
+    gone(e, 1.0 - 1e-6 * (r % 997), static_cast<std::int64_t>(r / 8) * kDays + 1'000'000'000);
   }
+  auto& x = v[7];
+  x.end_kind = "exit";
+  x.dead_s = 3.0;
+  x.end_age_s = 3.001;
+  x.end_ns = x.death_ns - 1'000'000;
   auto o = opt();
   o.stopping = true;
   CHECK_FALSE(detect_crash(v, o).has_value());
-  for (auto& e : v) e.end_kind.clear(), e.end_age_s = -1;
-  v[12345].dead_s = 3.0;
+  x.dead_s = 31.0;
+  x.end_age_s = 31.001;
+  v[12345].dead_s = 1.5;
   auto d = detect_crash(v, o);
   REQUIRE(d.has_value());
   CHECK(d->kind == c3::VerdictKind::kCrash);
   CHECK(d->ranks == std::vector<int>{12345});
-  CHECK(d->evidence["later_deaths"].size() == 19999);
+  CHECK(d->evidence["later_deaths"].size() == 19998);
+  // ... and every rank exiting is the program's end: nobody named.
+  for (auto& e : v) e.end_kind = "exit", e.end_age_s = e.dead_s + 0.001, e.end_ns = e.death_ns - 1'000'000;
+  CHECK_FALSE(detect_crash(v, o).has_value());
 }
