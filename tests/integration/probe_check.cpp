@@ -226,7 +226,10 @@ int main(int argc, char** argv) {
       MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
       step("MPI_Isend/MPI_Irecv/MPI_Waitall", 2);
       // That wait's directions and tags (record version 10): a receive from
-      // the left and a send to the right, both with tag 3, paired by entry.
+      // the left and a send to the right, both with tag 3, paired by entry;
+      // or, when one of the two completed and the other took over 50 us
+      // more, only the other (the probe publishes the requests still
+      // pending: a loaded host's CI saw the receive alone).
       const RecordV9* v9 = as_v9(*g_rec, g_rec->version);
       const RecordV10* v10 = as_v10(*g_rec, g_rec->version);
       auto dirs_entry = [&] {
@@ -238,7 +241,7 @@ int main(int argc, char** argv) {
         P2PDirs d{};
         P2PTags t{};
         if (!v9 || !v10 || !dirs_read(*v9, d) || !tags_read(*v10, t) || d.entry_ns == 0 || t.entry_ns != d.entry_ns ||
-            !d.recv_mask || !d.send_mask) {
+            !(d.recv_mask | d.send_mask)) {
           std::fprintf(stderr, "probe_check: rank %d: version %u: no directions and tags of the MPI_Waitall\n", g_rank,
                        g_rec->version);
           ++g_failures;
